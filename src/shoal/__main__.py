@@ -1,0 +1,5 @@
+"""``python -m shoal``: the command line (``python -m shoal prog.py`` runs a program)."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""Exceptions raised by shoal, each naming what went wrong and how to fix it."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ShoalError",
+    "NotRunningError",
+    "BlockingCallError",
+    "DeadlockError",
+    "RemoteError",
+    "ReductionError",
+    "ChannelError",
+]
+
+
+class ShoalError(Exception):
+    """Base class of shoal's own errors."""
+
+
+class NotRunningError(ShoalError):
+    """A runtime accessor was called outside a running shoal program."""
+
+
+class BlockingCallError(ShoalError):
+    """A blocking wait was attempted inside an entry method."""
+
+
+class DeadlockError(ShoalError):
+    """The program is quiescent while something still waits on a future."""
+
+
+class RemoteError(ShoalError):
+    """An exception raised on another PE that could not be sent back as itself."""
+
+
+class ReductionError(ShoalError):
+    """Contributions to one reduction disagree (reducer, target or shape)."""
+
+
+class ChannelError(ShoalError):
+    """A channel was misused: wrong receive buffer, or a receive nothing can satisfy."""

@@ -1,0 +1,1 @@
+"""The shoal runtime: chares, collections, proxies, futures, reductions, channels."""

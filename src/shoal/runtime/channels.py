@@ -1,0 +1,128 @@
+"""Channels: ordered point-to-point streams between two chares.
+
+Both ends create ``Channel(self, remote=peer_proxy)``; the k-th channel an element
+opens towards a peer pairs with the peer's k-th channel towards it. Messages carry a
+32-bit tag both ends derive alike, in the header, so a large array can land straight
+in the buffer a pending ``recv(into=array)`` posted, with no copy in shoal.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ChannelError
+from .context import current
+from .futures import Failure, Future
+from .message import Kind, decode, encode
+
+if TYPE_CHECKING:
+    from .chare import Chare
+    from .proxy import ElementProxy
+
+__all__ = ["Channel"]
+
+
+def _endpoint(proxy: "ElementProxy") -> tuple:
+    return (proxy._info.id, proxy._index)
+
+
+class Channel:
+    """An ordered stream from ``chare`` to ``remote`` (and its mirror at the other end)."""
+
+    __slots__ = ("chare", "remote", "tag", "inbox", "waiting", "into", "landed", "_rt")
+
+    def __init__(self, chare: "Chare", remote: "ElementProxy"):
+        from .chare import Chare
+        from .proxy import ElementProxy
+
+        if not isinstance(chare, Chare) or not isinstance(remote, ElementProxy):
+            raise TypeError("use shoal.Channel(self, remote=element_proxy) inside a chare")
+        rt = current("shoal.Channel()")
+        me, peer = _endpoint(chare.proxy), _endpoint(remote)
+        counts = chare.__dict__.setdefault("_shoal_channel_counts", {})
+        k = counts.get(peer, 0)
+        counts[peer] = k + 1
+        ends = sorted([me, peer])
+        self.tag = zlib.crc32(repr((ends, k)).encode()) or 1
+        self.chare = chare
+        self.remote = remote
+        self.inbox: deque = deque()
+        self.waiting: Future | None = None
+        self.into: np.ndarray | None = None
+        self.landed = False  # a rendezvous segment was written into `into`
+        self._rt = rt
+        table = chare._shoal_channels
+        if table is None:
+            table = chare._shoal_channels = {}
+        if self.tag in table:
+            raise ChannelError(f"{chare!r} already has a channel with tag {self.tag:#x} (to {remote!r})")
+        table[self.tag] = self
+        early = chare.__dict__.get("_shoal_channel_early")
+        if early and self.tag in early:
+            self.inbox.extend(early.pop(self.tag))
+
+    def send(self, *values: Any) -> None:
+        """Send ``values`` to the other end; ``recv`` there returns them in order."""
+        payload = values[0] if len(values) == 1 else values
+        r = self.remote
+        self._rt.send_channel(r, self.tag, encode(payload))
+
+    def recv(self, into: np.ndarray | None = None) -> Future:
+        """A future of the next message; with ``into=array`` the array is filled and returned."""
+        if self.waiting is not None:
+            raise ChannelError(f"channel {self!r} already has a receive pending; await it first")
+        if into is not None:
+            if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
+                raise ChannelError("recv(into=...) needs a writable, C-contiguous NumPy array")
+        fut = Future(_depth=3)
+        if self.inbox:
+            self._complete(fut, self.inbox.popleft(), into)
+        else:
+            self.waiting, self.into, self.landed = fut, into, False
+        return fut
+
+    # -- called by the runtime ---------------------------------------------------
+    def posted(self, nbytes: int) -> Any:
+        """The posted buffer for an incoming large segment, if it fits exactly."""
+        into = self.into
+        if into is not None and not self.landed and self.waiting is not None and into.nbytes == nbytes:
+            self.landed = True
+            return into.reshape(-1).view(np.uint8)
+        return None
+
+    def arrive(self, segments: list) -> None:
+        if self.waiting is None:
+            self.inbox.append(segments)
+            return
+        fut, into = self.waiting, self.into
+        self.waiting, self.into = None, None
+        self._complete(fut, segments, into)
+
+    def _complete(self, fut: Future, segments: list, into: np.ndarray | None) -> None:
+        value = decode(segments)
+        if into is not None:
+            try:
+                value = _fill(into, value, self)
+            except ChannelError as exc:
+                value = Failure(exc)
+        fut._resolve(value)
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.chare.proxy!r} <-> {self.remote!r}>"
+
+
+def _fill(into: np.ndarray, value: Any, ch: Channel) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise ChannelError(f"{ch!r}: recv(into=array) got a {type(value).__name__}, not a NumPy array")
+    if value.shape != into.shape or value.dtype != into.dtype:
+        raise ChannelError(
+            f"{ch!r}: received an array of shape {value.shape} and dtype {value.dtype} "
+            f"into a buffer of shape {into.shape} and dtype {into.dtype}; post a buffer that matches"
+        )
+    if value.ctypes.data != into.ctypes.data:
+        into[...] = value
+    return into

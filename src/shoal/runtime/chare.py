@@ -1,0 +1,99 @@
+"""The Chare base class and the per-class entry-method table.
+
+Every public method a subclass defines is an entry method. The table is built once
+per class (sorted names, so every PE numbers them alike) and stored on the class;
+the per-message path is ``cls._shoal_funcs[entry_id](obj, *args)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from .context import current
+
+if TYPE_CHECKING:
+    from .futures import Future
+    from .proxy import CollectionProxy, ElementProxy, SectionProxy
+
+__all__ = ["Chare", "entry_table", "EntryTable"]
+
+
+class EntryTable:
+    """Entry-method names, functions and ids of one chare class."""
+
+    __slots__ = ("cls", "names", "funcs", "ids", "is_async")
+
+    def __init__(self, cls: type):
+        reserved = set(dir(Chare))
+        names = sorted(
+            n
+            for n in dir(cls)
+            if not n.startswith("_") and n not in reserved and callable(getattr(cls, n, None))
+        )
+        if len(names) > 0xFFFF:
+            raise TypeError(f"{cls.__qualname__} has more than 65535 entry methods")
+        self.cls = cls
+        self.names = tuple(names)
+        self.funcs = tuple(getattr(cls, n) for n in names)
+        self.ids = {n: i for i, n in enumerate(names)}
+        self.is_async = tuple(inspect.iscoroutinefunction(f) for f in self.funcs)
+
+    def id_of(self, name: str) -> int:
+        """The id of entry method ``name``; a clear error naming the valid ones."""
+        try:
+            return self.ids[name]
+        except KeyError:
+            valid = ", ".join(self.names) or "(none)"
+            raise AttributeError(
+                f"{self.cls.__qualname__} has no entry method {name!r}; its entry methods are: {valid}"
+            ) from None
+
+
+def entry_table(cls: type) -> EntryTable:
+    """The entry table of ``cls``, built on first use."""
+    table = cls.__dict__.get("_shoal_table")
+    if table is None:
+        if not (isinstance(cls, type) and issubclass(cls, Chare)):
+            raise TypeError(f"{cls!r} is not a subclass of shoal.Chare")
+        table = EntryTable(cls)
+        cls._shoal_table = table  # type: ignore[attr-defined]
+        cls._shoal_funcs = table.funcs  # type: ignore[attr-defined]
+    return table
+
+
+class Chare:
+    """A message-driven object; subclass it and define entry methods.
+
+    Inside an element, ``self.index`` is its index (a tuple for arrays, the PE number
+    for groups), ``self.proxy`` its own proxy and ``self.collection`` the proxy of the
+    whole collection. They are set before ``__init__`` runs.
+    """
+
+    index: Any
+    proxy: "ElementProxy"
+    collection: "CollectionProxy"
+    _shoal_funcs: tuple
+    _shoal_seqs: dict | None = None
+    _shoal_channels: dict | None = None
+
+    def contribute(
+        self, value: Any, reducer: Any, target: Any, section: "SectionProxy | None" = None
+    ) -> None:
+        """Add this element's ``value`` to the collection's (or ``section``'s) next reduction.
+
+        ``target`` receives the combined value: a :class:`shoal.Future` or an entry
+        method of a proxy (``proxy.method`` or ``proxy[i].method``).
+        """
+        current("Chare.contribute()").reductions.contribute(self, value, reducer, target, section)
+
+    def allreduce(self, value: Any, reducer: Any = None, section: "SectionProxy | None" = None) -> "Future":
+        """Contribute ``value`` and return a future of the combined result, on every contributor."""
+        from .reductions import reducers
+
+        rt = current("Chare.allreduce()")
+        return rt.reductions.allreduce(self, value, reducer or reducers.sum, section)
+
+    def __repr__(self) -> str:
+        index = getattr(self, "index", "?")
+        return f"<{type(self).__qualname__} element {index!r}>"

@@ -1,0 +1,171 @@
+"""Groups and arrays of chares: what a collection is, where its elements live.
+
+:class:`CollectionInfo` is the immutable description that travels inside proxies, so
+any PE can route a message without asking anyone. :class:`CollectionState` is one
+PE's part of a collection: its local elements and its place in the reduction tree.
+Which PE an element lives on is decided by the location manager, starting from the
+home that the placement gives; nothing here assumes an element never moves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import tree
+from .context import current
+
+if TYPE_CHECKING:
+    from .chare import Chare
+    from .proxy import CollectionProxy
+
+__all__ = ["Group", "Array", "CollectionInfo", "CollectionState", "block_placement"]
+
+Placement = Callable[[tuple, int], int]
+
+
+def block_placement(index: tuple, shape: tuple, npes: int) -> int:
+    """Contiguous blocks of the row-major order of ``shape`` per PE."""
+    lin = 0
+    for i, n in zip(index, shape):
+        lin = lin * n + i
+    size = 1
+    for n in shape:
+        size *= n
+    return lin * npes // size
+
+
+class CollectionInfo:
+    """What every PE needs to know to address a collection's elements."""
+
+    __slots__ = ("id", "cls", "kind", "shape", "ndims", "placement", "root", "size")
+
+    def __init__(self, id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Placement | None, root: int):
+        self.id = id
+        self.cls = cls
+        self.kind = kind  # "group", "dense" or "sparse"
+        self.shape = shape
+        self.ndims = ndims
+        self.placement = placement
+        self.root = root
+        self.size = int(np.prod(shape)) if shape is not None else 0
+
+    def __reduce__(self) -> tuple:
+        return (_intern_info, (self.id, self.cls, self.kind, self.shape, self.ndims, self.placement, self.root))
+
+    def normalize(self, index: Any) -> tuple:
+        """``index`` as the internal tuple; an error at the call site if it is out of range."""
+        idx = index if type(index) is tuple else (index,)
+        if self.kind == "group":
+            if len(idx) != 1 or not isinstance(idx[0], (int, np.integer)):
+                raise IndexError(f"a Group of {self.cls.__qualname__} is indexed by a PE number, not {index!r}")
+            pe, npes = int(idx[0]), current("indexing a Group").npes
+            if not 0 <= pe < npes:
+                raise IndexError(f"PE {pe} is outside the Group of {self.cls.__qualname__} (PEs 0..{npes - 1})")
+            return (pe,)
+        if len(idx) != self.ndims or not all(isinstance(i, (int, np.integer)) for i in idx):
+            raise IndexError(
+                f"{index!r} is not an index of the {self.ndims}-d array of {self.cls.__qualname__}; "
+                f"use {self.ndims} integer(s)"
+            )
+        idx = tuple(int(i) for i in idx)
+        if self.shape is not None:
+            for i, n in zip(idx, self.shape):
+                if not 0 <= i < n:
+                    raise IndexError(
+                        f"index {idx if len(idx) > 1 else idx[0]} is outside the dense array of "
+                        f"{self.cls.__qualname__} with shape {self.shape}"
+                    )
+        return idx
+
+    def home(self, index: tuple, npes: int) -> int:
+        """The PE that creates element ``index`` and knows where it is."""
+        if self.kind == "group":
+            return index[0]
+        if self.placement is not None:
+            pe = self.placement(index if len(index) > 1 else index[0], npes)
+            if not isinstance(pe, (int, np.integer)) or not 0 <= pe < npes:
+                raise ValueError(
+                    f"placement {self.placement!r} put element {index} of {self.cls.__qualname__} "
+                    f"on PE {pe!r}; it must return an int in 0..{npes - 1}"
+                )
+            return int(pe)
+        if self.shape is not None:
+            return block_placement(index, self.shape, npes)
+        return hash(index) % npes
+
+    def local_indices(self, pe: int, npes: int) -> Iterator[tuple]:
+        """The indices of a dense array whose home is ``pe``, in row-major order."""
+        assert self.shape is not None
+        if self.placement is None:
+            n = self.size
+            lo, hi = -(-pe * n // npes), -(-(pe + 1) * n // npes)
+            cols = np.unravel_index(np.arange(lo, hi), self.shape)
+            return zip(*(c.tolist() for c in cols))
+        return (i for i in np.ndindex(*self.shape) if self.home(i, npes) == pe)
+
+    def hosts(self, npes: int) -> Sequence[int]:
+        """The sorted PEs that are home to at least one element (dense arrays and groups)."""
+        if self.kind == "group":
+            return range(npes)
+        assert self.shape is not None
+        if self.placement is None:
+            n = self.size
+            return range(npes) if n >= npes else sorted({lin * npes // n for lin in range(n)})
+        return sorted({self.home(i, npes) for i in np.ndindex(*self.shape)})
+
+
+def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, root: int) -> CollectionInfo:
+    rt = current("unpickling a proxy")
+    info = rt.infos.get(id)
+    if info is None:
+        info = rt.infos[id] = CollectionInfo(id, cls, kind, shape, ndims, placement, root)
+    return info
+
+
+class CollectionState:
+    """One PE's part of a collection."""
+
+    __slots__ = ("info", "elements", "span", "hosts", "done", "early", "deferred")
+
+    def __init__(self, info: CollectionInfo):
+        self.info = info
+        self.elements: dict[tuple, "Chare"] = {}
+        self.span: tree.Tree | None = None  # this PE's links in the reduction tree
+        self.hosts: Sequence[int] = ()
+        self.done = info.kind != "sparse"  # a sparse array is complete after done_inserting
+        self.early: dict[tuple, list] = {}  # messages to elements not inserted yet
+        self.deferred: list = []  # broadcasts and contributions waiting for `done`
+
+
+def Group(cls: type, args: Sequence[Any] = ()) -> "CollectionProxy":
+    """Create one element of ``cls`` on every PE; returns the collection proxy at once."""
+    return current("shoal.Group()").create(cls, "group", None, 1, None, tuple(args))
+
+
+def Array(
+    cls: type,
+    dims: int | Sequence[int] | None = None,
+    args: Sequence[Any] = (),
+    placement: Placement | None = None,
+    ndims: int | None = None,
+) -> "CollectionProxy":
+    """Create an N-d array of ``cls`` elements; returns the collection proxy at once.
+
+    ``Array(C, (4, 8))`` is dense, spread over PEs by ``placement(index, num_pes) -> pe``
+    (contiguous blocks by default). ``Array(C, ndims=2)`` is sparse: fill it with
+    ``insert(index, args)`` and then call ``done_inserting()``.
+    """
+    rt = current("shoal.Array()")
+    if dims is None:
+        if ndims is None or ndims < 1:
+            raise ValueError("shoal.Array needs dims (a dense array) or ndims >= 1 (a sparse array)")
+        return rt.create(cls, "sparse", None, int(ndims), placement, tuple(args))
+    shape = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if not shape or not all(isinstance(n, (int, np.integer)) and n > 0 for n in shape) or len(shape) > 8:
+        raise ValueError(f"shoal.Array dims must be 1 to 8 positive integers, not {dims!r}")
+    if ndims is not None and ndims != len(shape):
+        raise ValueError(f"shoal.Array got dims {shape} and ndims={ndims}; give one or make them agree")
+    shape = tuple(int(n) for n in shape)
+    return rt.create(cls, "dense", shape, len(shape), placement, tuple(args))

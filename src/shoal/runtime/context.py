@@ -1,0 +1,46 @@
+"""Which PE's runtime is running now: the context every accessor reads.
+
+There is no runtime at import time. The engine sets the current one before it runs
+anything on a PE (several in-process PEs take turns in one thread).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import NotRunningError
+
+if TYPE_CHECKING:
+    from .scheduler import Runtime
+
+__all__ = ["current", "set_current", "my_pe", "num_pes"]
+
+_current: "Runtime | None" = None
+
+
+def current(what: str = "this call") -> "Runtime":
+    """The running PE's runtime; a clear error outside a running program."""
+    rt = _current
+    if rt is None:
+        raise NotRunningError(
+            f"{what} was called outside a running shoal program; "
+            "call it from the main function passed to shoal.start() or from a chare"
+        )
+    return rt
+
+
+def set_current(rt: "Runtime | None") -> "Runtime | None":
+    """Make ``rt`` the running PE's runtime; return the previous one."""
+    global _current
+    previous, _current = _current, rt
+    return previous
+
+
+def my_pe() -> int:
+    """The number of the PE this code runs on (0 … ``num_pes() - 1``)."""
+    return current("shoal.my_pe()").pe
+
+
+def num_pes() -> int:
+    """How many PEs the job has."""
+    return current("shoal.num_pes()").npes

@@ -1,0 +1,266 @@
+"""The engine: starts PEs, runs the main program, loops, waits, and ends the job.
+
+An engine drives one runtime (under MPI: this process's PE) or several (in-process:
+all PEs of the job, stepped in turn in one thread, deterministically). It owns the
+idle policy (poll while busy, back off when idle), the deadlock watchdog of the
+main program and the reaction to fatal errors.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import time
+import traceback
+from typing import Any, Callable, NoReturn, Sequence
+
+from ..errors import DeadlockError, ShoalError
+from ..settings import Settings, load_settings
+from .context import current, set_current
+from .futures import Future, Task
+from .scheduler import Runtime
+
+__all__ = ["Engine", "run", "start", "exit", "quiescence", "mpi_comm", "under_mpi_launcher"]
+
+_LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
+
+
+def under_mpi_launcher() -> bool:
+    """Whether this process was started by mpiexec/srun (so MPI is the transport)."""
+    if any(v in os.environ for v in _LAUNCHER_VARS):
+        return True
+    return int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ
+
+
+class _Watch:
+    """Deadlock watchdog: after a long idle wait, ask for quiescence; report if found."""
+
+    def __init__(self, engine: "Engine", rt: Runtime, waiting: Callable[[], Future | None]):
+        self.engine = engine
+        self.rt = rt
+        self.waiting = waiting
+        self.checking = False
+        self.report: list[str] | None = None
+
+    def __call__(self, idle: float) -> None:
+        if self.checking or self.report is not None or idle < self.engine.settings.deadlock_timeout:
+            return
+        fut = self.waiting()
+        if fut is None:
+            return
+        self.checking = True
+        previous = set_current(self.rt)
+        try:
+            quiet = self.rt.quiescence()
+        finally:
+            set_current(previous)
+        quiet.add_done_callback(lambda _: self._quiet(fut))
+
+    def _quiet(self, fut: Future) -> None:
+        if fut.done() or self.waiting() is not fut:
+            self.checking = False
+            self.engine.idle_since = None
+            return
+        report = Future()
+        self.rt.system.report_waiting(report)
+        report.add_done_callback(lambda r: self._set_report(fut, r.result()))
+
+    def _set_report(self, fut: Future, lines: list[str]) -> None:
+        self.report = [f"the main program waits on {fut!r}", *lines]
+        self.checking = False
+
+    def error(self) -> DeadlockError:
+        assert self.report is not None
+        text = "\n  ".join(self.report)
+        return DeadlockError(
+            "deadlock: no message is in flight on any PE and nothing can run, so these waits "
+            f"can never end:\n  {text}"
+        )
+
+
+class Engine:
+    """Drives the runtimes of this process."""
+
+    def __init__(self, transports: Sequence[Any], settings: Settings):
+        self.settings = settings
+        self.runtimes = [Runtime(self, t, settings) for t in transports]
+        self.idle_since: float | None = None
+
+    # -- the loop ----------------------------------------------------------------
+    def run_until(self, done: Callable[[], bool], watch: Callable[[float], None] | None = None) -> None:
+        """Step every runtime until ``done()``, backing off while nothing happens."""
+        rts = self.runtimes
+        spin, max_sleep = self.settings.idle_spin, self.settings.idle_sleep_max
+        previous = set_current(rts[0])
+        nap = 0.0
+        self.idle_since = None
+        try:
+            while not done():
+                worked = False
+                if len(rts) == 1:
+                    worked = rts[0].step()
+                else:
+                    for rt in rts:
+                        set_current(rt)
+                        if rt.step():
+                            worked = True
+                if worked:
+                    self.idle_since = None
+                    nap = 0.0
+                    continue
+                now = time.monotonic()
+                if self.idle_since is None:
+                    self.idle_since = now
+                    continue
+                idle = now - self.idle_since
+                if watch is not None:
+                    watch(idle)
+                if idle > spin:
+                    nap = min(max(nap * 2, 2e-5), max_sleep)
+                    time.sleep(nap)
+        finally:
+            set_current(previous)
+
+    def wait_main(self, fut: Future) -> None:
+        """Block the (synchronous) main program until ``fut`` resolves, or report a deadlock."""
+        watch = _Watch(self, self.runtimes[0], lambda: fut)
+        self.run_until(lambda: fut.done() or watch.report is not None, watch)
+        if not fut.done():
+            raise watch.error()
+
+    # -- the job -----------------------------------------------------------------
+    def run_main(self, main: Callable[..., Any], args: list) -> int:
+        """Run ``main(args)`` on PE 0, serve messages everywhere, return the exit code."""
+        rt0 = self.runtimes[0]
+        stopped = lambda: all(rt.stopped for rt in self.runtimes)  # noqa: E731
+        if rt0.pe != 0:
+            self._serve(stopped)
+            return self.runtimes[0].exit_code
+        previous = set_current(rt0)
+        try:
+            if inspect.iscoroutinefunction(main):
+                self._run_async_main(rt0, main, args, stopped)
+            else:
+                self._run_sync_main(rt0, main, args, stopped)
+        finally:
+            set_current(previous)
+        return rt0.exit_code
+
+    def _serve(self, stopped: Callable[[], bool]) -> None:
+        try:
+            self.run_until(stopped)
+        except BaseException as exc:  # noqa: BLE001
+            self.fatal(self.runtimes[0], exc, "the shoal runtime")
+
+    def _run_sync_main(self, rt0: Runtime, main: Callable[..., Any], args: list, stopped: Callable[[], bool]) -> None:
+        try:
+            main(args)
+        except SystemExit as exc:
+            rt0.request_exit(_code(exc))
+        except BaseException as exc:  # noqa: BLE001
+            self.fatal(rt0, exc, f"the main program ({getattr(main, '__qualname__', main)})")
+        else:
+            rt0.request_exit(0)
+        self._serve(stopped)
+
+    def _run_async_main(self, rt0: Runtime, main: Callable[..., Any], args: list, stopped: Callable[[], bool]) -> None:
+        where = f"the main program ({main.__qualname__})"
+
+        def finished(value: Any, exc: BaseException | None) -> None:
+            if exc is None:
+                rt0.request_exit(0)
+            elif isinstance(exc, SystemExit):
+                rt0.request_exit(_code(exc))
+            else:
+                self.fatal(rt0, exc, where)
+
+        task = Task(rt0, main(args), finished, where)
+        rt0.ready.append(task.step)
+        watch = _Watch(self, rt0, lambda: task.waiting)
+        while not stopped():
+            try:
+                self.run_until(lambda: stopped() or watch.report is not None, watch)
+            except BaseException as exc:  # noqa: BLE001
+                self.fatal(rt0, exc, "the shoal runtime")
+            if watch.report is not None:
+                error, watch.report = watch.error(), None
+                previous = set_current(rt0)
+                try:
+                    task.throw(error)
+                finally:
+                    set_current(previous)
+
+    def fatal(self, rt: Runtime, exc: BaseException, where: str) -> NoReturn:
+        """End the whole job because of ``exc``; the default re-raises (in-process)."""
+        raise exc
+
+
+class MPIEngine(Engine):
+    """One PE per process; a fatal error aborts every process of the job."""
+
+    def fatal(self, rt: Runtime, exc: BaseException, where: str) -> NoReturn:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        sys.stderr.write(f"shoal: PE {rt.pe}: unhandled exception in {where}; ending the job\n{text}")
+        sys.stderr.flush()
+        rt.transport.abort(1)
+        raise SystemExit(1)  # pragma: no cover - abort does not return
+
+
+def run(main: Callable[..., Any], args: list | None = None, settings: Settings | None = None, **options: Any) -> int:
+    """Run a shoal program in this process and return its exit code.
+
+    ``options`` override settings (``transport="inproc", pes=3``); this is what
+    :func:`start` and the tests use.
+    """
+    settings = settings or load_settings(**options)
+    transport = settings.transport or ("mpi" if under_mpi_launcher() else "inproc")
+    args = list(sys.argv if args is None else args)
+    if transport == "mpi":
+        from ..transport.mpi import MPITransport
+
+        t = MPITransport(settings.rendezvous_threshold, settings.frame_capacity)
+        engine: Engine = MPIEngine([t], settings)
+        t.barrier()
+        code = engine.run_main(main, args)
+        t.close()
+        return code
+    from ..transport.inproc import InprocHub
+
+    hub = InprocHub(settings.pes, settings.rendezvous_threshold)
+    return Engine(hub.transports, settings).run_main(main, args)
+
+
+def start(main: Callable[..., Any]) -> NoReturn:
+    """Run ``main(args)`` on PE 0 once every PE is up; end the process with the job's exit code."""
+    sys.exit(run(main))
+
+
+def exit(code: int = 0) -> NoReturn:
+    """End the job on every PE with exit code ``code`` (from any PE, main or entry method)."""
+    current("shoal.exit()").request_exit(code)
+    raise SystemExit(code)
+
+
+def quiescence() -> Future:
+    """A future that resolves when no message is in flight anywhere and nothing can run."""
+    return current("shoal.quiescence()").quiescence()
+
+
+def mpi_comm() -> Any:
+    """A private duplicate of ``MPI.COMM_WORLD`` for the program's own mpi4py calls.
+
+    Enter an MPI phase from a broadcast: every PE runs the collective inside the
+    entry method, after forwarding the broadcast, so no PE waits on one that has not
+    heard of the phase yet.
+    """
+    rt = current("shoal.mpi_comm()")
+    user_comm = getattr(rt.transport, "user_comm", None)
+    if user_comm is None:
+        raise ShoalError(f"shoal.mpi_comm() needs the MPI transport; this job runs on {rt.transport.name!r}")
+    return user_comm()
+
+
+def _code(exc: SystemExit) -> int:
+    code = exc.code
+    return code if isinstance(code, int) else (0 if code is None else 1)

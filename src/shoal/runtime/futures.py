@@ -1,0 +1,269 @@
+"""Futures and the coroutine driver of ``async`` entry methods.
+
+A :class:`Future` lives on the PE that created it (its *owner*). It can travel in
+messages; a copy on another PE is a handle whose ``send`` messages the owner. The
+owner awaits it (``await fut`` in async code) or blocks on it (``fut.get()`` in the
+main program only). Coroutines are driven by the PE's scheduler, no asyncio loop.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any, Callable, Generator
+
+from ..errors import BlockingCallError, ShoalError
+from .context import current
+
+if TYPE_CHECKING:
+    from .scheduler import Runtime
+
+__all__ = ["Future", "gather", "Task", "Failure"]
+
+_PENDING, _DONE, _FAILED = 0, 1, 2
+
+
+class Failure:
+    """An exception travelling as a value, with where it was raised."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+    def __reduce__(self) -> tuple:
+        return (Failure, (_portable(self.exc),))
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` itself if it survives pickling, else a RemoteError carrying its text."""
+    import pickle
+
+    from ..errors import RemoteError
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        err = RemoteError(f"{type(exc).__qualname__}: {exc}")
+        for note in getattr(exc, "__notes__", ()):
+            err.add_note(note)
+        return err
+
+
+def annotate(exc: BaseException, pe: int, where: str, with_traceback: bool = True) -> BaseException:
+    """Note on ``exc`` the PE and place it was raised (and its traceback, for waiters elsewhere)."""
+    if getattr(exc, "_shoal_annotated", False):
+        return exc
+    note = f"[shoal] raised on PE {pe} in {where}"
+    if with_traceback:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        note += ":\n" + tb.rstrip()
+    exc.add_note(note)
+    try:
+        exc._shoal_annotated = True  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    return exc
+
+
+def _caller(depth: int) -> str:
+    f = sys._getframe(depth)
+    return f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+
+
+class Future:
+    """A value that will be available later; resolve it once with :meth:`send`."""
+
+    __slots__ = ("_rt", "owner", "fid", "_state", "_value", "_callbacks", "origin", "__weakref__")
+
+    def __init__(self, *, _depth: int = 2) -> None:
+        rt = current("shoal.Future()")
+        self._rt: "Runtime | None" = rt
+        self.owner = rt.pe
+        self.fid = rt.register_future(self)
+        self._state = _PENDING
+        self._value: Any = None
+        self._callbacks: list | None = None
+        self.origin = _caller(_depth)
+
+    # -- resolving ---------------------------------------------------------------
+    def send(self, value: Any = None) -> None:
+        """Resolve the future with ``value`` (from any PE, once)."""
+        rt = current("Future.send()")
+        if rt.pe != self.owner or self._rt is None:
+            rt.send_future(self.owner, self.fid, value)
+        else:
+            self._resolve(value)
+
+    def _resolve(self, value: Any) -> None:
+        if self._state != _PENDING:
+            if isinstance(value, Failure):
+                return  # the first error wins; later ones add nothing
+            raise ShoalError(f"future created at {self.origin} was already resolved; a future resolves once")
+        if isinstance(value, Failure):
+            self._state, self._value = _FAILED, value.exc
+        else:
+            self._state, self._value = _DONE, value
+        rt = self._rt
+        if rt is not None:
+            rt.forget_future(self.fid)
+        callbacks = self._callbacks
+        if callbacks:
+            self._callbacks = None
+            for cb in callbacks:
+                cb(self)
+
+    # -- waiting -----------------------------------------------------------------
+    def done(self) -> bool:
+        """Whether the future has a value (or an error)."""
+        return self._state != _PENDING
+
+    def result(self) -> Any:
+        """The value of a resolved future (re-raising a remote error)."""
+        if self._state == _DONE:
+            return self._value
+        if self._state == _FAILED:
+            raise self._value
+        raise ShoalError(f"future created at {self.origin} is not resolved yet")
+
+    def get(self) -> Any:
+        """Block the main program until the value arrives, and return it."""
+        rt = current("Future.get()")
+        if rt.entry_depth:
+            raise BlockingCallError(
+                f"Future.get() called inside an entry method (future created at {self.origin}); "
+                "blocking would stop this PE. Make the method `async def` and use `await fut`."
+            )
+        if self._state == _PENDING:
+            self._check_owner(rt)
+            rt.engine.wait_main(self)
+        return self.result()
+
+    def add_done_callback(self, fn: Callable[["Future"], None]) -> None:
+        """Call ``fn(self)`` when the future resolves (at once if it already has)."""
+        if self._state != _PENDING:
+            fn(self)
+        elif self._callbacks is None:
+            self._callbacks = [fn]
+        else:
+            self._callbacks.append(fn)
+
+    def _check_owner(self, rt: "Runtime") -> None:
+        if self._rt is None or rt.pe != self.owner:
+            raise ShoalError(
+                f"a future can only be waited on by the PE that created it (PE {self.owner}, "
+                f"at {self.origin}); this is PE {rt.pe}"
+            )
+
+    def __await__(self) -> Generator["Future", None, Any]:
+        if self._state == _PENDING:
+            self._check_owner(current("await future"))
+            yield self
+        return self.result()
+
+    # -- travelling --------------------------------------------------------------
+    def __reduce__(self) -> tuple:
+        return (_rebuild_future, (self.owner, self.fid, self.origin))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Future) and (self.owner, self.fid) == (other.owner, other.fid)
+
+    def __hash__(self) -> int:
+        return hash((self.owner, self.fid))
+
+    def __repr__(self) -> str:
+        state = ("pending", "done", "failed")[self._state]
+        return f"<shoal.Future {state} owner=PE {self.owner} created at {self.origin}>"
+
+
+def _rebuild_future(owner: int, fid: int, origin: str) -> Future:
+    rt = current("unpickling a Future")
+    if rt.pe == owner:
+        local = rt.futures.get(fid)
+        if local is not None:
+            return local
+    handle = Future.__new__(Future)
+    handle._rt, handle.owner, handle.fid = None, owner, fid
+    handle._state, handle._value, handle._callbacks, handle.origin = _PENDING, None, None, origin
+    return handle
+
+
+def gather(*futures: Future) -> Future:
+    """A future of the list of the values of ``futures``, in order."""
+    out = Future(_depth=3)
+    n = len(futures)
+    if n == 0:
+        out.send([])
+        return out
+    values: list = [None] * n
+    left = [n]
+
+    def collect(i: int) -> Callable[[Future], None]:
+        def cb(f: Future) -> None:
+            if out.done():
+                return
+            if f._state == _FAILED:
+                out._resolve(Failure(f._value))
+                return
+            values[i] = f._value
+            left[0] -= 1
+            if left[0] == 0:
+                out._resolve(values)
+
+        return cb
+
+    for i, f in enumerate(futures):
+        f.add_done_callback(collect(i))
+    return out
+
+
+class Task:
+    """Drives one coroutine (an ``async`` entry method or main) on its PE."""
+
+    __slots__ = ("rt", "coro", "on_done", "where", "waiting")
+
+    def __init__(self, rt: "Runtime", coro: Any, on_done: Callable[[Any, BaseException | None], None], where: str):
+        self.rt = rt
+        self.coro = coro
+        self.on_done = on_done
+        self.where = where
+        self.waiting: Future | None = None
+
+    def step(self, _: Any = None, throw: BaseException | None = None) -> None:
+        rt = self.rt
+        rt.entry_depth += 1
+        try:
+            awaited = self.coro.send(None) if throw is None else self.coro.throw(throw)
+        except StopIteration as stop:
+            rt.entry_depth -= 1
+            self.on_done(stop.value, None)
+            return
+        except BaseException as exc:  # noqa: BLE001 - every error is reported by on_done
+            rt.entry_depth -= 1
+            self.on_done(None, exc)
+            return
+        rt.entry_depth -= 1
+        if not isinstance(awaited, Future):
+            self.coro.close()
+            self.on_done(
+                None,
+                TypeError(
+                    f"{self.where} awaited {awaited!r}; shoal coroutines can await only shoal "
+                    "futures, channel receives, reductions and shoal.gather()/quiescence()"
+                ),
+            )
+            return
+        self.waiting = awaited
+        rt.suspended.add(self)
+        awaited.add_done_callback(self._wake)
+
+    def _wake(self, fut: Future) -> None:
+        self.waiting = None
+        self.rt.suspended.discard(self)
+        self.rt.ready.append(self.step)
+
+    def throw(self, exc: BaseException) -> None:
+        """Resume the coroutine by raising ``exc`` at its ``await``."""
+        self.rt.suspended.discard(self)
+        self.step(throw=exc)

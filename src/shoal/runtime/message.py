@@ -1,0 +1,78 @@
+"""Wire header and payload codec.
+
+Header: ``<BBHIIQ`` = kind, index rank, entry-method id, source PE, aux word,
+collection id; then the element index as ``rank`` signed 64-bit integers. The aux
+word carries what each kind needs without touching the payload: the future id of
+``ret=True``, a channel tag, a reduction sequence number.
+
+Payload: one pickle (protocol 5) whose buffer-protocol objects (NumPy arrays,
+``PickleBuffer``) travel as separate out-of-band segments, never copied into the
+pickle stream.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from enum import IntEnum
+from typing import Any
+
+__all__ = ["Kind", "pack_header", "unpack_header", "encode", "decode", "HEADER"]
+
+
+class Kind(IntEnum):
+    """What a message asks its receiver to do."""
+
+    INVOKE = 0  # run an entry method on one element
+    BROADCAST = 1  # run an entry method on every element (travels down a tree)
+    MULTICAST = 2  # run an entry method on the listed local elements of a section
+    FUTURE = 3  # resolve a future owned by the receiver
+    REDUCE = 4  # a partial reduction result going up a tree
+    RESULT = 5  # an all-reduce result going down a tree
+    CREATE = 6  # make a collection known (and its local elements) on a PE
+    INSERT = 7  # make one element of a sparse array
+    CHANNEL = 8  # one channel message to an element
+    LOCATION = 9  # an element's current PE, for the sender's cache
+
+
+HEADER = struct.Struct("<BBHIIQ")
+INDEX_STRUCTS = [struct.Struct("<%dq" % n) for n in range(9)]
+_pack = HEADER.pack
+_unpack = HEADER.unpack_from
+_HSIZE = HEADER.size
+
+
+def pack_header(kind: int, entry: int, src: int, aux: int, coll: int, index: tuple = ()) -> bytes:
+    """Encode a header; ``index`` is the destination element's index tuple."""
+    n = len(index)
+    if n == 0:
+        return _pack(kind, 0, entry, src, aux, coll)
+    return _pack(kind, n, entry, src, aux, coll) + INDEX_STRUCTS[n].pack(*index)
+
+
+def unpack_header(data: bytes) -> tuple[int, int, int, int, int, tuple]:
+    """Decode a header into ``(kind, entry, src, aux, coll, index)``."""
+    kind, n, entry, src, aux, coll = _unpack(data)
+    index = INDEX_STRUCTS[n].unpack_from(data, _HSIZE) if n else ()
+    return kind, entry, src, aux, coll, index
+
+
+_dumps = pickle.dumps
+_loads = pickle.loads
+_EMPTY: list = []
+
+
+def encode(obj: Any) -> list:
+    """Pickle ``obj`` into segments: the stream, then each out-of-band buffer."""
+    buffers: list = []
+    stream = _dumps(obj, protocol=5, buffer_callback=buffers.append)
+    if not buffers:
+        return [stream]
+    return [stream, *[b.raw() for b in buffers]]
+
+
+def decode(segments: list) -> Any:
+    """Inverse of :func:`encode`; arrays are rebuilt on the received memory."""
+    if len(segments) == 1:
+        return _loads(segments[0])
+    return _loads(segments[0], buffers=segments[1:])

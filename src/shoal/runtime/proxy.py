@@ -1,0 +1,240 @@
+"""Proxies: how a program names chares and invokes their entry methods.
+
+One mechanism serves every kind of proxy: per chare class, three proxy subclasses
+are generated once (element, collection, section), each with one real method per
+entry method, so ``p[i].work(x)`` is an attribute lookup and a call. The kinds differ
+only in ``_invoke``: one element, a broadcast, or a multicast.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .chare import entry_table
+from .collections import CollectionInfo
+from .context import current
+
+__all__ = ["Proxy", "ElementProxy", "CollectionProxy", "SectionProxy", "EntryRef", "proxy_classes"]
+
+
+class Proxy:
+    """Base of all proxies."""
+
+    __slots__ = ("_info",)
+    _info: CollectionInfo
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        entry_table(self._info.cls).id_of(name)  # raises the helpful error
+        raise AttributeError(name)  # pragma: no cover - id_of always raises here
+
+
+class ElementProxy(Proxy):
+    """One element of a collection."""
+
+    __slots__ = ("_index", "_dest", "_epoch")
+
+    def __init__(self, info: CollectionInfo, index: tuple):
+        self._info = info
+        self._index = index
+        self._epoch = -1
+        self._dest = -1
+
+    def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
+        return current("calling an entry method").invoke(self, entry, name, args, kwargs, ret)
+
+    @property
+    def index(self) -> Any:
+        """The element's index (the PE number for a group element)."""
+        return self._index[0] if self._info.kind == "group" else self._index
+
+    def __reduce__(self) -> tuple:
+        return (_element, (self._info, self._index))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ElementProxy) and (self._info.id, self._index) == (other._info.id, other._index)
+
+    def __hash__(self) -> int:
+        return hash((self._info.id, self._index))
+
+    def __repr__(self) -> str:
+        return f"<proxy {self._info.cls.__qualname__}{list(self._index)}>"
+
+
+class CollectionProxy(Proxy):
+    """A whole Group or Array: index it for one element, call it to broadcast."""
+
+    __slots__ = ()
+
+    def __init__(self, info: CollectionInfo):
+        self._info = info
+
+    def __getitem__(self, index: Any) -> ElementProxy:
+        info = self._info
+        return info.cls._shoal_proxies[0](info, info.normalize(index))
+
+    def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
+        return current("broadcasting an entry method").broadcast(self._info, entry, name, args, kwargs, ret)
+
+    def section(self, indices: Iterable[Any]) -> "SectionProxy":
+        """A proxy over the elements ``indices`` for multicast and section reductions."""
+        info = self._info
+        members = tuple(sorted({info.normalize(i) for i in indices}))
+        if not members:
+            raise ValueError(f"a section of {info.cls.__qualname__} needs at least one element")
+        rt = current("CollectionProxy.section()")
+        return info.cls._shoal_proxies[2](info, members, rt.new_id())
+
+    def insert(self, index: Any, args: tuple = ()) -> None:
+        """Create element ``index`` of a sparse array (then call :meth:`done_inserting`)."""
+        current("Array.insert()").insert(self._info, self._info.normalize(index), tuple(args))
+
+    def done_inserting(self) -> None:
+        """Declare that every element of a sparse array has been inserted."""
+        current("Array.done_inserting()").done_inserting(self._info)
+
+    @property
+    def shape(self) -> tuple | None:
+        """The dims of a dense array (None for groups and sparse arrays)."""
+        return self._info.shape
+
+    def __reduce__(self) -> tuple:
+        return (_collection, (self._info,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CollectionProxy) and self._info.id == other._info.id
+
+    def __hash__(self) -> int:
+        return hash(self._info.id)
+
+    def __repr__(self) -> str:
+        return f"<proxy {self._info.kind} of {self._info.cls.__qualname__} id={self._info.id:#x}>"
+
+
+class SectionProxy(Proxy):
+    """A subset of a collection: call it to multicast, pass it to ``contribute(section=)``."""
+
+    __slots__ = ("members", "sid")
+
+    def __init__(self, info: CollectionInfo, members: tuple, sid: int):
+        self._info = info
+        self.members = members
+        self.sid = sid
+
+    def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
+        return current("multicasting an entry method").multicast(self, entry, name, args, kwargs, ret)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __reduce__(self) -> tuple:
+        return (_section, (self._info, self.members, self.sid))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SectionProxy) and self.sid == other.sid
+
+    def __hash__(self) -> int:
+        return hash(self.sid)
+
+    def __repr__(self) -> str:
+        return f"<section of {self._info.cls.__qualname__}, {len(self.members)} elements>"
+
+
+class EntryRef:
+    """``proxy.method`` (with optional leading arguments) as a value: a reduction target."""
+
+    __slots__ = ("proxy", "name", "args")
+
+    def __init__(self, proxy: Proxy, name: str, args: tuple = ()):
+        self.proxy = proxy
+        self.name = name
+        self.args = args
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.proxy, self.name)(*self.args, *args, **kwargs)
+
+    def bind(self, *args: Any) -> "EntryRef":
+        """The same target with ``args`` put before the value it is called with."""
+        return EntryRef(self.proxy, self.name, self.args + args)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EntryRef) and (self.proxy, self.name, self.args) == (other.proxy, other.name, other.args)
+
+    def __hash__(self) -> int:
+        return hash((self.proxy, self.name))
+
+    def __reduce__(self) -> tuple:
+        return (EntryRef, (self.proxy, self.name, self.args))
+
+    def __repr__(self) -> str:
+        return f"{self.proxy!r}.{self.name}"
+
+
+class _BoundEntry:
+    """What ``proxy.method`` evaluates to: call it to send; use it as a reduction target."""
+
+    __slots__ = ("proxy", "entry", "name")
+
+    def __init__(self, proxy: Proxy, entry: int, name: str):
+        self.proxy = proxy
+        self.entry = entry
+        self.name = name
+
+    def __call__(self, *args: Any, ret: bool = False, **kwargs: Any) -> Any:
+        return self.proxy._invoke(self.entry, self.name, args, kwargs, ret)  # type: ignore[attr-defined]
+
+    def bind(self, *args: Any) -> EntryRef:
+        """A reduction target that calls this method with ``args`` before the result."""
+        return EntryRef(self.proxy, self.name, args)
+
+    def __reduce__(self) -> tuple:
+        return (EntryRef, (self.proxy, self.name))
+
+    def __eq__(self, other: object) -> bool:
+        return EntryRef(self.proxy, self.name) == other
+
+    def __hash__(self) -> int:
+        return hash((self.proxy, self.name))
+
+
+class _EntryDescriptor:
+    """Class attribute of a generated proxy class: binds an entry method to a proxy."""
+
+    __slots__ = ("entry", "name")
+
+    def __init__(self, entry: int, name: str):
+        self.entry = entry
+        self.name = name
+
+    def __get__(self, proxy: Any, owner: type) -> Any:
+        if proxy is None:
+            return self
+        return _BoundEntry(proxy, self.entry, self.name)
+
+
+def proxy_classes(cls: type) -> tuple[type, type, type]:
+    """The (element, collection, section) proxy classes of chare class ``cls``, built once."""
+    made = cls.__dict__.get("_shoal_proxies")
+    if made is None:
+        table = entry_table(cls)
+        attrs = {"__slots__": ()}
+        attrs.update({name: _EntryDescriptor(i, name) for i, name in enumerate(table.names)})
+        made = tuple(
+            type(f"{base.__name__}[{cls.__qualname__}]", (base,), dict(attrs))
+            for base in (ElementProxy, CollectionProxy, SectionProxy)
+        )
+        cls._shoal_proxies = made  # type: ignore[attr-defined]
+    return made  # type: ignore[return-value]
+
+
+def _element(info: CollectionInfo, index: tuple) -> ElementProxy:
+    return proxy_classes(info.cls)[0](info, index)
+
+
+def _collection(info: CollectionInfo) -> CollectionProxy:
+    return proxy_classes(info.cls)[1](info)
+
+
+def _section(info: CollectionInfo, members: tuple, sid: int) -> SectionProxy:
+    return proxy_classes(info.cls)[2](info, members, sid)

@@ -1,0 +1,250 @@
+"""Reductions: reducers, and combining contributions up a tree of PEs.
+
+A reduction is named by a *domain* (whose contributions meet: a collection, a section,
+or the future of one ``ret=True`` broadcast) and a sequence number (the k-th
+contribution of each element). Each PE first combines its own elements' values, then
+those of its children in the domain's tree, and sends one value to its parent; the
+root hands the result to the target. No PE receives more than ``fanout`` messages.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..errors import ReductionError
+from .futures import Failure, Future
+from .message import Kind
+
+if TYPE_CHECKING:
+    from .chare import Chare
+    from .scheduler import Runtime
+    from .tree import Tree
+
+__all__ = ["Reducer", "reducers", "ReductionManager", "ALLREDUCE"]
+
+
+class Reducer:
+    """Combines a list of values into one; ``lift``/``finish`` wrap values for ``gather``."""
+
+    __slots__ = ("name", "combine", "ordered")
+
+    def __init__(self, name: str, combine: Callable[[list], Any], ordered: bool = False):
+        self.name = name
+        self.combine = combine
+        self.ordered = ordered  # values are (index, value) pairs, finished by sorting
+
+    def __reduce__(self) -> Any:
+        return self.name if self.name in _BUILTIN_NAMES else (Reducer, (self.name, self.combine, self.ordered))
+
+    def __repr__(self) -> str:
+        return f"<reducer {self.name}>"
+
+
+def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
+    """Fold values pairwise; NumPy arrays element-wise into one fresh accumulator."""
+
+    def combine(values: list) -> Any:
+        first = values[0]
+        if isinstance(first, np.ndarray):
+            acc = np.array(first, copy=True)
+            for v in values[1:]:
+                if not isinstance(v, np.ndarray) or v.shape != acc.shape:
+                    shape = getattr(v, "shape", type(v).__name__)
+                    raise ReductionError(f"contributions of shapes {acc.shape} and {shape} cannot be combined element-wise")
+                ufunc(acc, v, out=acc)
+            return acc
+        return functools.reduce(op, values)
+
+    return combine
+
+
+def _concat(values: list) -> list:
+    out: list = []
+    for v in values:
+        out.extend(v)
+    return out
+
+
+class _Reducers:
+    """The built-in reducers: ``shoal.reducers.sum`` and friends."""
+
+    sum = Reducer("sum", _fold(np.add, operator.add))
+    product = Reducer("product", _fold(np.multiply, operator.mul))
+    max = Reducer("max", _fold(np.maximum, max))
+    min = Reducer("min", _fold(np.minimum, min))
+    logical_and = Reducer("logical_and", _fold(np.logical_and, lambda a, b: bool(a) and bool(b)))
+    logical_or = Reducer("logical_or", _fold(np.logical_or, lambda a, b: bool(a) or bool(b)))
+    gather = Reducer("gather", _concat, ordered=True)
+    nop = Reducer("nop", lambda values: None)
+
+
+reducers = _Reducers()
+_BUILTIN_NAMES = {n for n in vars(_Reducers) if not n.startswith("_")}
+for _name in _BUILTIN_NAMES:
+    # pickle finds each built-in reducer as a module global under its own name
+    globals()[_name] = getattr(reducers, _name)
+
+
+def as_reducer(reducer: Any) -> Reducer:
+    """A Reducer from a built-in or any callable ``f(list_of_values) -> value``."""
+    if isinstance(reducer, Reducer):
+        return reducer
+    if callable(reducer):
+        name = f"{getattr(reducer, '__module__', '?')}.{getattr(reducer, '__qualname__', repr(reducer))}"
+        return Reducer(name, reducer)
+    raise TypeError(f"{reducer!r} is not a reducer; use shoal.reducers.<name> or a function f(list) -> value")
+
+
+class _AllReduce:
+    """Target meaning: send the result back to every contributor."""
+
+    def __reduce__(self) -> str:
+        return "ALLREDUCE"
+
+    def __repr__(self) -> str:
+        return "<all contributors>"
+
+
+ALLREDUCE = _AllReduce()
+
+
+class _Partial:
+    """One PE's progress on one reduction."""
+
+    __slots__ = ("values", "got", "reducer", "target", "section")
+
+    def __init__(self, reducer: Reducer, target: Any, section: Any):
+        self.values: list = []
+        self.got = 0
+        self.reducer = reducer
+        self.target = target
+        self.section = section
+
+
+class ReductionManager:
+    """Per-PE reduction state machine; sends go through the runtime."""
+
+    def __init__(self, rt: "Runtime"):
+        self.rt = rt
+        self.partials: dict[tuple, _Partial] = {}
+        self.waiters: dict[tuple, list[Future]] = {}  # allreduce results awaited here
+
+    # -- contributions from local elements --------------------------------------
+    def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
+        """``el`` adds ``value`` to its next reduction in its collection or ``section``."""
+        self._contribute(el, value, as_reducer(reducer), _check_target(target), section)
+
+    def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
+        domain, seq = self._contribute(el, value, as_reducer(reducer), ALLREDUCE, section)
+        fut = Future(_depth=3)
+        self.waiters.setdefault((domain, seq), []).append(fut)
+        return fut
+
+    def _contribute(self, el: "Chare", value: Any, reducer: Reducer, target: Any, section: Any) -> tuple:
+        info = el.collection._info
+        if section is None:
+            domain: tuple = (info.id,)
+        else:
+            if section._info.id != info.id or el.proxy._index not in self.rt.section_members(section):
+                raise ReductionError(f"{el!r} contributed to {section!r}, which does not contain it")
+            domain = (info.id, section.sid)
+        seqs = el._shoal_seqs
+        if seqs is None:
+            seqs = el._shoal_seqs = {}
+        seq = seqs.get(domain, 0)
+        seqs[domain] = seq + 1
+        if reducer.ordered:
+            value = [(el.index, value)]
+        self.add(domain, seq, value, reducer, target, 1, section)
+        return domain, seq
+
+    def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
+        """The return value of one element of a ``ret=True`` broadcast or multicast."""
+        from . import reductions
+
+        self.add(domain, 0, [(el.index, value)], reductions.gather, target, 1, section)
+
+    # -- combining ---------------------------------------------------------------
+    def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any) -> None:
+        """Add ``value`` worth ``count`` arrivals (1 local contribution or 1 child)."""
+        key = (domain, seq)
+        p = self.partials.get(key)
+        if p is None:
+            p = self.partials[key] = _Partial(reducer, target, section)
+        elif reducer.name != p.reducer.name or (target != p.target):
+            raise ReductionError(
+                f"PE {self.rt.pe}: contributions to reduction #{seq} of {self._name(domain)} disagree: "
+                f"reducer {p.reducer.name} with target {p.target!r}, then reducer {reducer.name} "
+                f"with target {target!r}; every element must contribute alike"
+            )
+        p.values.append(value)
+        p.got += count
+        self._maybe_done(key, p, section)
+
+    def resume_collection(self, coll: int) -> None:
+        """Re-check the partials of collection ``coll`` once its tree became known here."""
+        if self.partials:
+            for key, p in list(self.partials.items()):
+                if key[0][0] == coll and key in self.partials:
+                    self._maybe_done(key, p, p.section)
+
+    def _maybe_done(self, key: tuple, p: _Partial, section: Any) -> None:
+        domain = key[0]
+        span, local = self.rt.reduction_span(domain, section)
+        if span is None or p.got < local + len(span.children):
+            return
+        del self.partials[key]
+        try:
+            value = p.reducer.combine(p.values) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
+        except ReductionError as exc:
+            raise ReductionError(f"PE {self.rt.pe}, reduction #{key[1]} of {self._name(domain)}: {exc}") from None
+        if span.parent >= 0:
+            self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), (domain, p.reducer, p.target, value, section))
+            return
+        if p.reducer.ordered:
+            pairs = sorted(value, key=operator.itemgetter(0))
+            value = [v for _, v in pairs]
+            failed = next((v for v in value if isinstance(v, Failure)), None)
+            if failed is not None:
+                value = failed
+        self.deliver(key, value, p.target, section)
+
+    def deliver(self, key: tuple, value: Any, target: Any, section: Any) -> None:
+        """Hand a finished reduction to its target (at the root of the tree)."""
+        if target is ALLREDUCE:
+            self.on_result(key[0], key[1], value, section)
+        elif isinstance(target, Future):
+            target.send(value)
+        else:
+            target(value)
+
+    def on_result(self, domain: tuple, seq: int, value: Any, section: Any) -> None:
+        """An all-reduce result reached this PE: pass it down, wake local contributors."""
+        span, _ = self.rt.reduction_span(domain, section)
+        assert span is not None
+        for child in span.children:
+            self.rt.post(child, Kind.RESULT, 0, seq, domain[0], (), (domain, value, section))
+        for fut in self.waiters.pop((domain, seq), ()):
+            fut._resolve(value)
+
+    def _name(self, domain: tuple) -> str:
+        info = self.rt.infos.get(domain[0])
+        what = info.cls.__qualname__ if info else f"collection {domain[0]:#x}"
+        return f"{what}" + (" section" if len(domain) > 1 else "")
+
+
+def _check_target(target: Any) -> Any:
+    from .proxy import EntryRef, _BoundEntry
+
+    if isinstance(target, _BoundEntry):
+        return EntryRef(target.proxy, target.name)
+    if isinstance(target, (Future, EntryRef)):
+        return target
+    raise TypeError(
+        f"reduction target {target!r} is not a shoal.Future or an entry method of a proxy "
+        "(for example `self.collection.done` or `main_proxy[0].report`)"
+    )

@@ -1,0 +1,627 @@
+"""One PE's runtime: sends, the message handlers, and the step of its scheduler loop.
+
+``step()`` polls the transport, runs every delivered message's handler, then the
+ready coroutines and due timers. Handlers are indexed by message kind; an entry
+method is ``cls._shoal_funcs[entry](element, *args)``. Nothing here blocks: waiting
+is the engine's business.
+"""
+
+from __future__ import annotations
+
+import heapq
+import pickle
+import time
+from collections import deque
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import ShoalError
+from ..settings import Settings
+from . import tree
+from .chare import Chare, entry_table
+from .collections import CollectionInfo, CollectionState
+from .futures import Failure, Future, Task, annotate
+from .message import INDEX_STRUCTS, HEADER, Kind, decode, encode, pack_header, unpack_header
+from .proxy import proxy_classes
+from .quiescence import Detector
+from .reductions import ReductionManager
+from .system import SYSTEM_ID, System
+
+if TYPE_CHECKING:
+    from ..transport.base import Transport
+    from .engine import Engine
+    from .proxy import CollectionProxy, ElementProxy, SectionProxy
+
+__all__ = ["Runtime", "KWARGS"]
+
+KWARGS = 0x80  # kind-byte flag: the payload is (args, kwargs), not just args
+_NO_COLL = 1  # collection field of messages that belong to no collection (futures)
+_unpack = HEADER.unpack_from
+_HSIZE = HEADER.size
+
+
+def _own(segments: list) -> list:
+    """Private copies of out-of-band buffers, so a local send has value semantics."""
+    if len(segments) == 1:
+        return segments
+    return [segments[0], *[np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
+
+
+class _SectionState:
+    __slots__ = ("members", "span", "local")
+
+    def __init__(self, members: frozenset, span: tree.Tree | None, local: int):
+        self.members = members
+        self.span = span
+        self.local = local
+
+
+class Runtime:
+    """Everything one PE knows, and the handlers that change it."""
+
+    def __init__(self, engine: "Engine", transport: "Transport", settings: Settings):
+        self.engine = engine
+        self.transport = transport
+        self.settings = settings
+        self.pe = transport.rank
+        self.npes = transport.size
+        self.fanout = settings.tree_fanout
+        self.ready: deque[Callable[[], Any]] = deque()
+        self.local: deque = deque()
+        self.timers: list = []
+        self._timer_seq = 0
+        self.infos: dict[int, CollectionInfo] = {}
+        self.colls: dict[int, CollectionState] = {}
+        self.unknown: dict[int, list] = {}  # messages for collections not created here yet
+        self.pending_finish: dict[int, list] = {}
+        self.insert_counts: dict[int, list[int]] = {}
+        self.sections: dict[int, _SectionState] = {}
+        self.moved: dict[tuple, int] = {}  # (collection, index) -> PE, for elements away from home
+        self.futures: dict[int, Future] = {}
+        self._next_fid = 1
+        self._next_id = 16
+        self._trees: dict[int, tree.Tree] = {}
+        self.entry_depth = 0
+        self.suspended: set[Task] = set()
+        self.sent = 0  # program messages, for quiescence detection
+        self.received = 0
+        self.stopped = False
+        self.exit_requested = False
+        self.exit_code = 0
+        self.detector = Detector()
+        self.reductions = ReductionManager(self)
+        self._handlers: list[Callable[..., None]] = [
+            self._on_invoke,
+            self._on_broadcast,
+            self._on_multicast,
+            self._on_future,
+            self._on_reduce,
+            self._on_result,
+            self._on_create,
+            self._on_insert,
+            self._on_channel,
+            self._on_location,
+        ]
+        transport.allocator = self.allocate  # type: ignore[method-assign]
+        info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
+        self.infos[SYSTEM_ID] = info
+        self.system: "CollectionProxy" = proxy_classes(System)[1](info)
+        cs = self.colls[SYSTEM_ID] = CollectionState(info)
+        cs.hosts = range(self.npes)
+        cs.span = tree.over(cs.hosts, self.pe, self.fanout)
+        self._construct(cs, (self.pe,), ())
+
+    # -- identifiers -------------------------------------------------------------
+    def new_id(self) -> int:
+        """A job-wide unique id (collections, sections)."""
+        self._next_id += 1
+        return (self.pe << 32) | self._next_id
+
+    def register_future(self, fut: Future) -> int:
+        fid = self._next_fid
+        self._next_fid = fid + 1 if fid < 0xFFFFFFFF else 1
+        self.futures[fid] = fut
+        return fid
+
+    def forget_future(self, fid: int) -> None:
+        self.futures.pop(fid, None)
+
+    def call_later(self, delay: float, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` on this PE after ``delay`` seconds (at the next step after it)."""
+        self._timer_seq += 1
+        heapq.heappush(self.timers, (time.monotonic() + delay, self._timer_seq, fn))
+
+    # -- sending -----------------------------------------------------------------
+    def _send(self, dest: int, header: bytes, segments: list, coll: int) -> None:
+        if coll != SYSTEM_ID:
+            self.sent += 1
+        if dest == self.pe:
+            self.local.append((header, _own(segments)))
+        else:
+            self.transport.send(dest, header, segments)
+
+    def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
+        """Encode and send one runtime message."""
+        self._send(dest, pack_header(kind, entry, self.pe, aux, coll, index), encode(payload), coll)
+
+    def locate(self, info: CollectionInfo, index: tuple) -> int:
+        """Where to send a message for element ``index``: last known PE, else its home."""
+        if self.moved:
+            pe = self.moved.get((info.id, index))
+            if pe is not None:
+                return pe
+        return info.home(index, self.npes)
+
+    def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
+        try:
+            return (KWARGS, encode((args, kwargs))) if kwargs else (0, encode(args))
+        except Exception as exc:
+            raise _unpicklable(info.cls, name, args, kwargs, exc) from None
+
+    def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
+        """Send entry method ``entry`` to one element."""
+        info = proxy._info
+        flag, segments = self._encode_call(info, name, args, kwargs)
+        fut = Future(_depth=4) if ret else None
+        header = pack_header(Kind.INVOKE | flag, entry, self.pe, fut.fid if fut else 0, info.id, proxy._index)
+        self._send(self.locate(info, proxy._index), header, segments, info.id)
+        return fut
+
+    def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
+        """Send entry method ``entry`` to every element, through the collection's root."""
+        flag, segments = self._encode_call(info, name, args, kwargs)
+        fut = Future(_depth=4) if ret else None
+        header = pack_header(Kind.BROADCAST | flag, entry, self.pe, fut.fid if fut else 0, info.id)
+        self._send(info.root, header, segments, info.id)
+        return fut
+
+    def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
+        """Send entry method ``entry`` to the elements of ``section``, one message per PE."""
+        info = section._info
+        by_pe: dict[int, list] = {}
+        for m in section.members:
+            by_pe.setdefault(self.locate(info, m), []).append(m)
+        fut = Future(_depth=4) if ret else None
+        for pe, members in by_pe.items():
+            payload = (section if ret else None, members, args, kwargs)
+            try:
+                segments = encode(payload)
+            except Exception as exc:
+                raise _unpicklable(info.cls, name, args, kwargs, exc) from None
+            header = pack_header(Kind.MULTICAST, entry, self.pe, fut.fid if fut else 0, info.id)
+            self._send(pe, header, segments, info.id)
+        return fut
+
+    def send_future(self, owner: int, fid: int, value: Any) -> None:
+        """Resolve future ``fid`` of PE ``owner`` with ``value``."""
+        if owner == self.pe:
+            fut = self.futures.get(fid)
+            if fut is None:
+                raise ShoalError(f"PE {self.pe}: future #{fid} was already resolved; a future resolves once")
+            fut._resolve(value)
+            return
+        try:
+            segments = encode(value)
+        except Exception as exc:
+            raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
+        self._send(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
+
+    def send_channel(self, remote: "ElementProxy", tag: int, segments: list) -> None:
+        info = remote._info
+        header = pack_header(Kind.CHANNEL, 0, self.pe, tag, info.id, remote._index)
+        self._send(self.locate(info, remote._index), header, segments, info.id)
+
+    # -- collections -------------------------------------------------------------
+    def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple) -> "CollectionProxy":
+        if not (isinstance(cls, type) and issubclass(cls, Chare)):
+            raise TypeError(f"{cls!r} is not a subclass of shoal.Chare")
+        if kind == "group" and self.npes == 0:
+            raise ShoalError("no PEs")
+        entry_table(cls)
+        info = CollectionInfo(self.new_id(), cls, kind, shape, ndims, placement, self.pe)
+        self.infos[info.id] = info
+        try:
+            segments = encode((info, args))
+        except Exception as exc:
+            raise TypeError(f"cannot send the constructor arguments of {cls.__qualname__}: {exc}") from None
+        self._send(self.pe, pack_header(Kind.CREATE, 0, self.pe, 0, info.id), segments, info.id)
+        return proxy_classes(cls)[1](info)
+
+    def insert(self, info: CollectionInfo, index: tuple, args: tuple) -> None:
+        if info.kind != "sparse":
+            raise ShoalError(f"insert() is for sparse arrays; this {info.kind} of {info.cls.__qualname__} is fixed")
+        counts = self.insert_counts.setdefault(info.id, [0, 0])
+        counts[0] += 1
+        self.post(self.locate(info, index), Kind.INSERT, 0, 0, info.id, index, (info, args))
+
+    def done_inserting(self, info: CollectionInfo) -> None:
+        if info.kind != "sparse":
+            raise ShoalError(f"done_inserting() is for sparse arrays, not a {info.kind} of {info.cls.__qualname__}")
+        self.system.count_inserts(info.id)
+
+    def finish_inserting(self, coll: int, hosts: list) -> None:
+        cs = self.colls.get(coll)
+        if cs is None:
+            self.pending_finish[coll] = hosts
+            return
+        cs.hosts = hosts
+        cs.span = tree.over(hosts, self.pe, self.fanout)
+        cs.done = True
+        deferred, cs.deferred = cs.deferred, []
+        for fn in deferred:
+            fn()
+        self.reductions.resume_collection(coll)
+        for index, msgs in cs.early.items():
+            self.fail(
+                ShoalError(
+                    f"{len(msgs)} message(s) were sent to element {index} of the sparse array of "
+                    f"{cs.info.cls.__qualname__}, which was never inserted"
+                ),
+                f"sparse array {cs.info.cls.__qualname__}",
+            )
+
+    def _construct(self, cs: CollectionState, index: tuple, args: tuple) -> None:
+        info = cs.info
+        cls = info.cls
+        el = cls.__new__(cls)
+        el.index = index[0] if info.kind == "group" else index
+        elem_cls, coll_cls, _ = proxy_classes(cls)
+        el.proxy = elem_cls(info, index)
+        el.collection = coll_cls(info)
+        cs.elements[index] = el
+        self.entry_depth += 1
+        try:
+            el.__init__(*args)
+        except BaseException as exc:  # noqa: BLE001
+            self.entry_depth -= 1
+            self.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
+            return
+        self.entry_depth -= 1
+        early = cs.early.pop(index, None)
+        if early:
+            for header, segments in early:
+                self._dispatch(header, segments)
+
+    def reduction_span(self, domain: tuple, section: Any) -> tuple[tree.Tree | None, int]:
+        """This PE's links in the reduction tree of ``domain`` and its local contributor count."""
+        if section is not None:
+            st = self.section_state(section)
+            return st.span, st.local
+        cs = self.colls.get(domain[0])
+        if cs is None or not cs.done:
+            return None, 0
+        return cs.span, len(cs.elements)
+
+    def section_state(self, section: "SectionProxy") -> _SectionState:
+        st = self.sections.get(section.sid)
+        if st is None:
+            info = section._info
+            where = [self.locate(info, m) for m in section.members]
+            hosts = sorted(set(where))
+            st = _SectionState(
+                frozenset(section.members), tree.over(hosts, self.pe, self.fanout), where.count(self.pe)
+            )
+            self.sections[section.sid] = st
+        return st
+
+    def section_members(self, section: "SectionProxy") -> frozenset:
+        return self.section_state(section).members
+
+    def _tree_from(self, root: int) -> tree.Tree:
+        t = self._trees.get(root)
+        if t is None:
+            t = self._trees[root] = tree.all_pes(self.npes, root, self.pe, self.fanout)
+        return t
+
+    # -- receiving ---------------------------------------------------------------
+    def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
+        """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
+        if index == 1 and header[0] == Kind.CHANNEL:
+            _, _, _, _, aux, coll = _unpack(header)
+            cs = self.colls.get(coll)
+            if cs is not None:
+                el = cs.elements.get(unpack_header(header)[5])
+                table = el._shoal_channels if el is not None else None
+                ch = table.get(aux) if table else None
+                if ch is not None:
+                    buf = ch.posted(nbytes)
+                    if buf is not None:
+                        return buf
+        return np.empty(nbytes, np.uint8)
+
+    def _deliver(self, header: bytes, segments: list) -> None:
+        """Transport callback: count the message, then handle it."""
+        kind, n, entry, src, aux, coll = _unpack(header)
+        if coll != SYSTEM_ID:
+            self.received += 1
+        index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
+        self._handlers[kind & 0x7F](kind, entry, src, aux, coll, index, segments, header)
+
+    def _dispatch(self, header: bytes, segments: list) -> None:
+        """Handle a message held back earlier (already counted)."""
+        kind, n, entry, src, aux, coll = _unpack(header)
+        index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
+        self._handlers[kind & 0x7F](kind, entry, src, aux, coll, index, segments, header)
+
+    def _collection(self, coll: int, header: bytes, segments: list) -> CollectionState | None:
+        cs = self.colls.get(coll)
+        if cs is None:
+            self.unknown.setdefault(coll, []).append((header, segments))
+        return cs
+
+    def _element(self, coll: int, index: tuple, header: bytes, segments: list) -> Chare | None:
+        cs = self.colls.get(coll)
+        if cs is None:
+            self.unknown.setdefault(coll, []).append((header, segments))
+            return None
+        el = cs.elements.get(index)
+        if el is None:
+            self._missing(cs, index, header, segments)
+        return el
+
+    def _missing(self, cs: CollectionState, index: tuple, header: bytes, segments: list) -> None:
+        """A message for an element that is not here: forward, hold, or fail."""
+        info = cs.info
+        moved = self.moved.get((info.id, index))
+        home = info.home(index, self.npes)
+        if moved is not None and moved != self.pe:
+            self._send(moved, header, segments, info.id)
+        elif home != self.pe:
+            self._send(home, header, segments, info.id)
+        elif not cs.done:
+            cs.early.setdefault(index, []).append((header, segments))
+        else:
+            src = _unpack(header)[3]
+            self.fail(
+                ShoalError(
+                    f"a message from PE {src} is for element {index} of the sparse array of "
+                    f"{info.cls.__qualname__}, which does not exist"
+                ),
+                f"{info.cls.__qualname__}{list(index)}",
+            )
+
+    def _on_invoke(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        el = self._element(coll, index, header, segments)
+        if el is None:
+            return
+        payload = decode(segments)
+        args, kwargs = payload if kind & KWARGS else (payload, None)
+        self._run(el, entry, args, kwargs, self._replier(src, aux) if aux else None)
+
+    def _replier(self, owner: int, fid: int) -> Callable[[Any], None]:
+        return lambda value: self.send_future(owner, fid, value)
+
+    def _run(self, el: Chare, entry: int, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
+        fn = el._shoal_funcs[entry]
+        self.entry_depth += 1
+        try:
+            r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
+        except BaseException as exc:  # noqa: BLE001
+            self.entry_depth -= 1
+            self._entry_failed(el, fn, exc, reply)
+            return
+        self.entry_depth -= 1
+        if type(r) is CoroutineType:
+            where = _where(el, fn)
+
+            def done(value: Any, exc: BaseException | None) -> None:
+                if exc is not None:
+                    self._entry_failed(el, fn, exc, reply)
+                elif reply is not None:
+                    reply(value)
+
+            Task(self, r, done, where).step()
+        elif reply is not None:
+            reply(r)
+
+    def _entry_failed(self, el: Chare, fn: Any, exc: BaseException, reply: Callable[[Any], None] | None) -> None:
+        if isinstance(exc, SystemExit):
+            if not self.exit_requested:  # sys.exit() in an entry method ends the job too
+                self.request_exit(_exit_code(exc))
+            return
+        where = _where(el, fn)
+        if reply is None:
+            self.fail(exc, where)
+        else:
+            annotate(exc, self.pe, where)
+            reply(Failure(exc))
+
+    def fail(self, exc: BaseException, where: str) -> None:
+        """An error nothing can catch: end the job, naming the PE and the place."""
+        annotate(exc, self.pe, where, with_traceback=False)
+        self.engine.fatal(self, exc, where)
+
+    def _on_broadcast(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        cs = self._collection(coll, header, segments)
+        if cs is None:
+            return
+        for child in self._tree_from(cs.info.root).children:
+            self._send(child, header, segments, coll)
+        if cs.done:
+            self._broadcast_here(cs, kind, entry, src, aux, segments)
+        else:
+            cs.deferred.append(lambda: self._broadcast_here(cs, kind, entry, src, aux, segments))
+
+    def _broadcast_here(self, cs: CollectionState, kind: int, entry: int, src: int, aux: int, segments: list) -> None:
+        if not cs.elements:
+            return
+        payload = decode(segments)
+        args, kwargs = payload if kind & KWARGS else (payload, None)
+        if not aux:
+            for el in list(cs.elements.values()):
+                self._run(el, entry, args, kwargs, None)
+            return
+        target = _future_handle(src, aux)
+        domain = (cs.info.id, "ret", src, aux)
+        for el in list(cs.elements.values()):
+            self._run(el, entry, args, kwargs, self._contributor(domain, el, target, None))
+
+    def _contributor(self, domain: tuple, el: Chare, target: Future, section: Any) -> Callable[[Any], None]:
+        return lambda value: self.reductions.contribute_result(domain, el, value, target, section)
+
+    def _on_multicast(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        cs = self._collection(coll, header, segments)
+        if cs is None:
+            return
+        section, members, args, kwargs = decode(segments)
+        target = _future_handle(src, aux) if aux else None
+        domain = (coll, section.sid, "ret", src, aux) if aux else ()
+        for m in members:
+            el = cs.elements.get(m)
+            if el is None:
+                self.fail(ShoalError(f"section element {m} of {cs.info.cls.__qualname__} is not on PE {self.pe}"), "multicast")
+                return
+            reply = self._contributor(domain, el, target, section) if target is not None else None
+            self._run(el, entry, args, kwargs, reply)
+
+    def _on_future(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        fut = self.futures.get(aux)
+        if fut is None:
+            self.fail(
+                ShoalError(f"PE {src} sent a value to future #{aux} of PE {self.pe}, which was already resolved"),
+                "Future.send",
+            )
+            return
+        fut._resolve(decode(segments))
+
+    def _on_reduce(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        domain, reducer, target, value, section = decode(segments)
+        self.reductions.add(domain, aux, value, reducer, target, 1, section)
+
+    def _on_result(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        domain, value, section = decode(segments)
+        self.reductions.on_result(domain, aux, value, section)
+
+    def _on_create(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        info, args = decode(segments)
+        for child in self._tree_from(info.root).children:
+            self._send(child, header, segments, coll)
+        cs = self.colls[coll] = CollectionState(info)
+        if info.kind == "sparse":
+            hosts = self.pending_finish.pop(coll, None)
+            if hosts is not None:
+                self.finish_inserting(coll, hosts)
+        else:
+            cs.hosts = info.hosts(self.npes)
+            cs.span = tree.over(cs.hosts, self.pe, self.fanout)
+            if info.kind == "group":
+                self._construct(cs, (self.pe,), args)
+            elif cs.span is not None:
+                for idx in info.local_indices(self.pe, self.npes):
+                    self._construct(cs, idx, args)
+        for h, s in self.unknown.pop(coll, ()):
+            self._dispatch(h, s)
+        self.reductions.resume_collection(coll)
+
+    def _on_insert(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        cs = self._collection(coll, header, segments)
+        if cs is None:
+            return
+        self.insert_counts.setdefault(coll, [0, 0])[1] += 1
+        if cs.done:
+            self.fail(ShoalError(f"insert({index}) into the sparse array of {cs.info.cls.__qualname__} after done_inserting()"), "Array.insert")
+            return
+        if index in cs.elements:
+            self.fail(ShoalError(f"element {index} of the sparse array of {cs.info.cls.__qualname__} was inserted twice"), "Array.insert")
+            return
+        _, args = decode(segments)
+        self._construct(cs, index, args)
+
+    def _on_channel(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        el = self._element(coll, index, header, segments)
+        if el is None:
+            return
+        table = el._shoal_channels
+        ch = table.get(aux) if table else None
+        if ch is not None:
+            ch.arrive(segments)
+        else:
+            el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append(segments)
+
+    def _on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        self.moved[(coll, index)] = aux
+
+    # -- job control -------------------------------------------------------------
+    def stop(self, code: int) -> None:
+        self.stopped = True
+        self.exit_code = code
+
+    def request_exit(self, code: int) -> None:
+        """Start ending the job on every PE with exit code ``code``."""
+        if not self.exit_requested:
+            self.exit_requested = True
+            self.system.stop(code)
+
+    def quiescence(self) -> Future:
+        fut = Future(_depth=3)
+        self.system[0].qd_request(fut)
+        return fut
+
+    def waiting_report(self) -> list[str]:
+        """What is blocked on this PE, for a deadlock report."""
+        lines = [f"PE {self.pe}: {t.where} awaits {t.waiting!r}" for t in self.suspended]
+        for cs in self.colls.values():
+            for index, msgs in cs.early.items():
+                lines.append(
+                    f"PE {self.pe}: {len(msgs)} message(s) wait for element {index} of "
+                    f"{cs.info.cls.__qualname__}, which was never inserted"
+                )
+        return lines
+
+    # -- the scheduler step ------------------------------------------------------
+    def step(self) -> bool:
+        """Deliver what arrived, run what is ready; True if anything happened."""
+        n = self.transport.poll(self._deliver)
+        local = self.local
+        for _ in range(len(local)):
+            header, segments = local.popleft()
+            self._deliver(header, segments)
+            n += 1
+        ready = self.ready
+        for _ in range(len(ready)):
+            ready.popleft()()
+            n += 1
+        timers = self.timers
+        if timers and timers[0][0] <= time.monotonic():
+            _, _, fn = heapq.heappop(timers)
+            fn()
+            n += 1
+        return n > 0
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    return code if isinstance(code, int) else (0 if code is None else 1)
+
+
+def _where(el: Chare, fn: Any) -> str:
+    return f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')} of element {el.index!r}"
+
+
+def _future_handle(owner: int, fid: int) -> Future:
+    from .futures import _rebuild_future
+
+    return _rebuild_future(owner, fid, "a ret=True call")
+
+
+def _unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception) -> TypeError:
+    """Name the argument that cannot be sent."""
+    for i, a in enumerate(args):
+        try:
+            pickle.dumps(a, protocol=5)
+        except Exception as e:  # noqa: BLE001
+            return TypeError(
+                f"cannot send argument {i} ({type(a).__name__}) of {cls.__qualname__}.{name}: {e}; "
+                "entry-method arguments must be picklable"
+            )
+    for k, a in (kwargs or {}).items():
+        try:
+            pickle.dumps(a, protocol=5)
+        except Exception as e:  # noqa: BLE001
+            return TypeError(
+                f"cannot send argument {k!r} ({type(a).__name__}) of {cls.__qualname__}.{name}: {e}; "
+                "entry-method arguments must be picklable"
+            )
+    return TypeError(f"cannot send the arguments of {cls.__qualname__}.{name}: {exc}")

@@ -1,0 +1,90 @@
+"""The system group: one internal chare per PE for job-wide control.
+
+Exit, quiescence waves, the insertion count of sparse arrays and the deadlock report
+are broadcasts and reductions on this group, so they reuse the ordinary message
+paths. Its messages (collection id 0) are not counted by quiescence detection.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .chare import Chare
+from .context import current
+from .quiescence import combine_reports
+
+if TYPE_CHECKING:
+    from .futures import Future
+
+__all__ = ["System", "SYSTEM_ID"]
+
+SYSTEM_ID = 0
+_WAVE_PAUSE = 0.0005  # seconds between quiescence waves that found activity
+_COUNT_PAUSE = 0.001  # seconds between insertion counts that did not balance
+
+
+def _combine_waves(values: list) -> tuple:
+    return values[0][0], combine_reports([v[1] for v in values])
+
+
+def _combine_counts(values: list) -> tuple:
+    hosts: list = []
+    for v in values:
+        hosts.extend(v[2])
+    return sum(v[0] for v in values), sum(v[1] for v in values), hosts
+
+
+def _concat(values: list) -> list:
+    out: list = []
+    for v in values:
+        out.extend(v)
+    return out
+
+
+class System(Chare):
+    """Control entry methods; element 0 (on PE 0) coordinates."""
+
+    def stop(self, code: int) -> None:
+        current().stop(code)
+
+    # -- quiescence --------------------------------------------------------------
+    def qd_request(self, fut: "Future") -> None:
+        rt = current()
+        if rt.detector.request(fut):
+            self.collection.qd_probe(rt.detector.wave)
+
+    def qd_probe(self, wave: int) -> None:
+        rt = current()
+        report = (rt.sent, rt.received, bool(rt.ready))
+        self.contribute((wave, report), _combine_waves, self.collection[0].qd_result)
+
+    def qd_result(self, result: tuple) -> None:
+        rt = current()
+        state, callbacks = rt.detector.report(*result)
+        if state == "again":
+            wave = rt.detector.wave
+            rt.call_later(_WAVE_PAUSE, lambda: self.collection.qd_probe(wave))
+        for cb in callbacks:
+            cb.send(None)
+
+    # -- sparse arrays -----------------------------------------------------------
+    def count_inserts(self, coll: int) -> None:
+        rt = current()
+        sent, received = rt.insert_counts.get(coll, (0, 0))
+        cs = rt.colls.get(coll)
+        hosted = [rt.pe] if cs is not None and cs.elements else []
+        self.contribute((sent, received, hosted), _combine_counts, self.collection[0].inserts_counted.bind(coll))
+
+    def inserts_counted(self, coll: int, counts: tuple) -> None:
+        sent, received, hosts = counts
+        if sent == received:
+            self.collection.finish_inserting(coll, sorted(hosts))
+        else:
+            current().call_later(_COUNT_PAUSE, lambda: self.collection.count_inserts(coll))
+
+    def finish_inserting(self, coll: int, hosts: list) -> None:
+        current().finish_inserting(coll, hosts)
+
+    # -- deadlock report ---------------------------------------------------------
+    def report_waiting(self, fut: "Future") -> None:
+        self.contribute(current().waiting_report(), _concat, fut)

@@ -1,0 +1,67 @@
+"""The machine layer: the interface every transport implements.
+
+A transport moves *messages* between PEs. A message is an opaque header (bytes the
+runtime encodes) plus a list of segments (the pickle stream and its out-of-band
+buffers). The transport never looks inside either; it only decides how the bytes
+travel: small messages in one eager frame, large segments by rendezvous straight
+into memory the receiver names through its *allocator*.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Sequence
+
+__all__ = ["Transport", "Allocator", "Deliver", "default_allocator"]
+
+#: ``allocator(header, segment_index, nbytes) -> writable buffer`` chooses where a
+#: large incoming segment lands (a channel's posted array, or fresh memory).
+Allocator = Callable[[bytes, int, int], Any]
+
+#: ``deliver(header, segments)`` is called once per message, in per-sender order.
+Deliver = Callable[[bytes, list], None]
+
+
+def default_allocator(header: bytes, index: int, nbytes: int) -> bytearray:
+    """Fresh memory for one incoming segment."""
+    return bytearray(nbytes)
+
+
+class Transport(ABC):
+    """Point-to-point messaging between the PEs of one job.
+
+    Contract (checked by ``tests/test_transport_contract.py`` for every transport):
+    messages from one sender to one receiver are delivered in send order; a segment
+    arrives byte-identical; ``send`` returns once the caller may reuse its buffers;
+    large segments land in the buffer the receiver's allocator returned.
+    """
+
+    name: str = "abstract"
+    rank: int
+    size: int
+    #: Segments at least this large travel by rendezvous instead of in the frame.
+    rendezvous_threshold: int
+    allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]
+
+    @abstractmethod
+    def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
+        """Send one message; returns when ``segments`` may be modified again."""
+
+    @abstractmethod
+    def poll(self, deliver: Deliver) -> int:
+        """Deliver every message that has fully arrived; return how many."""
+
+    @abstractmethod
+    def barrier(self) -> None:
+        """Block until every PE reached the barrier (start-up and shut-down only)."""
+
+    @abstractmethod
+    def abort(self, code: int) -> None:
+        """End the whole job at once with exit code ``code``."""
+
+    def close(self) -> None:
+        """Release resources; called once at normal shut-down."""
+
+    def describe(self) -> dict[str, Any]:
+        """Settings and library facts for ``shoal info``."""
+        return {"transport": self.name, "rendezvous_threshold": self.rendezvous_threshold}
