@@ -124,10 +124,14 @@ class Engine:
 
     def wait_main(self, fut: Future) -> None:
         """Block the (synchronous) main program until ``fut`` resolves, or report a deadlock."""
-        watch = _Watch(self, self.runtimes[0], lambda: fut)
-        self.run_until(lambda: fut.done() or watch.report is not None, watch)
-        if not fut.done():
-            raise watch.error()
+        rt0 = self.runtimes[0]
+        watch = _Watch(self, rt0, lambda: fut)
+        self.run_until(lambda: fut.done() or watch.report is not None or rt0.stopped, watch)
+        if fut.done():
+            return
+        if rt0.stopped:
+            raise SystemExit(rt0.exit_code)  # shoal.exit() elsewhere ends the main program too
+        raise watch.error()
 
     # -- the job -----------------------------------------------------------------
     def run_main(self, main: Callable[..., Any], args: list) -> int:

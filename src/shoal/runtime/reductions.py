@@ -139,12 +139,11 @@ class ReductionManager:
         self._contribute(el, value, as_reducer(reducer), _check_target(target), section)
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
-        domain, seq = self._contribute(el, value, as_reducer(reducer), ALLREDUCE, section)
-        fut = Future(_depth=3)
-        self.waiters.setdefault((domain, seq), []).append(fut)
+        fut = Future(_depth=4)
+        self._contribute(el, value, as_reducer(reducer), ALLREDUCE, section, fut)
         return fut
 
-    def _contribute(self, el: "Chare", value: Any, reducer: Reducer, target: Any, section: Any) -> tuple:
+    def _contribute(self, el: "Chare", value: Any, reducer: Reducer, target: Any, section: Any, waiter: Future | None = None) -> None:
         info = el.collection._info
         if section is None:
             domain: tuple = (info.id,)
@@ -159,8 +158,9 @@ class ReductionManager:
         seqs[domain] = seq + 1
         if reducer.ordered:
             value = [(el.index, value)]
+        if waiter is not None:
+            self.waiters.setdefault((domain, seq), []).append(waiter)
         self.add(domain, seq, value, reducer, target, 1, section)
-        return domain, seq
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
         """The return value of one element of a ``ret=True`` broadcast or multicast."""

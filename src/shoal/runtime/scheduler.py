@@ -164,7 +164,7 @@ class Runtime:
         """Send entry method ``entry`` to one element."""
         info = proxy._info
         flag, segments = self._encode_call(info, name, args, kwargs)
-        fut = Future(_depth=4) if ret else None
+        fut = Future(_depth=5) if ret else None
         header = pack_header(Kind.INVOKE | flag, entry, self.pe, fut.fid if fut else 0, info.id, proxy._index)
         self._send(self.locate(info, proxy._index), header, segments, info.id)
         return fut
@@ -172,7 +172,7 @@ class Runtime:
     def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to every element, through the collection's root."""
         flag, segments = self._encode_call(info, name, args, kwargs)
-        fut = Future(_depth=4) if ret else None
+        fut = Future(_depth=5) if ret else None
         header = pack_header(Kind.BROADCAST | flag, entry, self.pe, fut.fid if fut else 0, info.id)
         self._send(info.root, header, segments, info.id)
         return fut
@@ -183,7 +183,7 @@ class Runtime:
         by_pe: dict[int, list] = {}
         for m in section.members:
             by_pe.setdefault(self.locate(info, m), []).append(m)
-        fut = Future(_depth=4) if ret else None
+        fut = Future(_depth=5) if ret else None
         for pe, members in by_pe.items():
             payload = (section if ret else None, members, args, kwargs)
             try:
@@ -223,9 +223,16 @@ class Runtime:
         info = CollectionInfo(self.new_id(), cls, kind, shape, ndims, placement, self.pe)
         self.infos[info.id] = info
         try:
+            pickle.dumps(placement)
+        except Exception as exc:
+            raise TypeError(
+                f"the placement {placement!r} of {cls.__qualname__} cannot be sent to other PEs ({exc}); "
+                "define it as a module-level function"
+            ) from None
+        try:
             segments = encode((info, args))
         except Exception as exc:
-            raise TypeError(f"cannot send the constructor arguments of {cls.__qualname__}: {exc}") from None
+            raise _unpicklable(cls, "__init__", args, {}, exc) from None
         self._send(self.pe, pack_header(Kind.CREATE, 0, self.pe, 0, info.id), segments, info.id)
         return proxy_classes(cls)[1](info)
 

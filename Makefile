@@ -1,0 +1,26 @@
+# Two commands do all set-up on a fresh machine:  `make demo`  and  `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test typecheck clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[mpich,test]'
+	touch $(STAMP)
+
+demo: $(STAMP)  ## a representative job: 4 PEs, arrays, broadcasts, reductions, channels
+	$(VENV)/bin/shoal run -n 4 examples/demo.py
+
+test: $(STAMP)  ## every test: unit (in-process) and integration (real mpiexec, 2-3 PEs), then mypy
+	$(PY) -m pytest -q
+	$(PY) -m mypy
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache

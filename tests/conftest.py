@@ -1,0 +1,54 @@
+"""Test helpers: in-process jobs for unit tests, real ``mpiexec`` jobs for integration.
+
+``run_inproc(main, pes)`` runs a program in this process on the in-process transport.
+``mpi_job(source, n)`` writes ``source`` to a file and runs it with ``shoal run -n n``
+(real MPI processes); tests using it are marked ``mpi``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import shoal
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_inproc(main: Callable[[list], Any], pes: int = 2, **settings: Any) -> int:
+    """Run ``main`` on ``pes`` in-process PEs; return the exit code."""
+    settings.setdefault("deadlock_timeout", 0.3)
+    return shoal.run(main, [], transport="inproc", pes=pes, **settings)
+
+
+class Job:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    def __repr__(self) -> str:
+        return f"<Job rc={self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}>"
+
+
+@pytest.fixture
+def mpi_job(tmp_path: Path) -> Callable[..., Job]:
+    """Run a program text under real mpiexec: ``mpi_job(source, n=2, args=(), timeout=60)``."""
+
+    def launch(source: str, n: int = 2, args: tuple = (), timeout: float = 90, env: dict | None = None) -> Job:
+        prog = tmp_path / "prog.py"
+        prog.write_text(textwrap.dedent(source))
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+        environ.setdefault("SHOAL_DEADLOCK_TIMEOUT", "0.5")
+        environ.update(env or {})
+        cmd = [sys.executable, "-m", "shoal", "run", "-n", str(n), str(prog), *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=environ, cwd=tmp_path)
+        return Job(proc)
+
+    return launch

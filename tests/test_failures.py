@@ -1,0 +1,296 @@
+"""Failure behaviour (DESIGN.md §7): every error names what and where, ends the job, never hangs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import shoal
+from conftest import run_inproc
+
+
+class Worker(shoal.Chare):
+    def ok(self, x=None):
+        return x
+
+    def explode(self):
+        raise ValueError("boom from an entry method")
+
+    def sum_or_max(self, fut):
+        reducer = shoal.reducers.sum if self.index[0] % 2 else shoal.reducers.max
+        self.contribute(1, reducer, fut)
+
+    def shapes(self, fut):
+        self.contribute(np.ones(2 + self.index[0]), shoal.reducers.sum, fut)
+
+
+# -- at the call site (in-process: the error is raised in the caller) -------------
+
+
+def test_unknown_entry_method_names_class_and_methods():
+    def main(args):
+        a = shoal.Array(Worker, 2)
+        with pytest.raises(AttributeError, match=r"Worker has no entry method 'nope'; its entry methods are: .*explode.*ok"):
+            a[0].nope()
+        with pytest.raises(AttributeError, match="no entry method 'nope'"):
+            a.nope
+
+    assert run_inproc(main) == 0
+
+
+def test_unpicklable_argument_names_method_and_argument():
+    def main(args):
+        a = shoal.Array(Worker, 2)
+        with pytest.raises(TypeError, match=r"cannot send argument 0 \(generator\) of Worker.ok"):
+            a[1].ok((i for i in range(3)))
+        with pytest.raises(TypeError, match=r"argument 'x' \(lock\) of Worker.ok"):
+            import threading
+
+            a.ok(x=threading.Lock())
+
+    assert run_inproc(main) == 0
+
+
+def test_index_outside_dense_array_fails_at_call_site():
+    def main(args):
+        a = shoal.Array(Worker, (2, 3))
+        with pytest.raises(IndexError, match=r"outside the dense array of Worker with shape \(2, 3\)"):
+            a[2, 0]
+        with pytest.raises(IndexError, match="2-d array"):
+            a[1]
+        with pytest.raises(IndexError, match="PE 5 is outside the Group"):
+            shoal.Group(Worker)[5]
+
+    assert run_inproc(main) == 0
+
+
+def test_remote_exception_reraises_at_waiter_inproc():
+    def main(args):
+        fut = shoal.Array(Worker, 2)[1].explode(ret=True)
+        with pytest.raises(ValueError, match="boom") as info:
+            fut.get()
+        notes = "\n".join(info.value.__notes__)
+        assert "raised on PE 1 in Worker.explode of element (1,)" in notes
+        assert "Traceback" in notes and 'raise ValueError("boom' in notes
+
+    assert run_inproc(main) == 0
+
+
+def test_uncaught_exception_propagates_inproc():
+    def main(args):
+        shoal.Array(Worker, 2)[1].explode()
+        shoal.quiescence().get()
+
+    with pytest.raises(ValueError, match="boom") as info:
+        run_inproc(main)
+    assert "raised on PE 1 in Worker.explode" in "\n".join(info.value.__notes__)
+
+
+def test_mismatched_reduction_contributions_fail():
+    def main(args):
+        f = shoal.Future()
+        shoal.Array(Worker, 4).sum_or_max(f)
+        f.get()
+
+    with pytest.raises(shoal.ReductionError, match="disagree: reducer"):
+        run_inproc(main)
+
+
+def test_mismatched_array_shapes_in_reduction_fail():
+    def main(args):
+        f = shoal.Future()
+        shoal.Array(Worker, 3).shapes(f)
+        f.get()
+
+    with pytest.raises(shoal.ReductionError, match="shapes"):
+        run_inproc(main, pes=1)
+
+
+def test_message_to_missing_sparse_element_fails():
+    def main(args):
+        a = shoal.Array(Worker, ndims=1)
+        a.insert(0)
+        a[7].ok(1)
+        a.done_inserting()
+        shoal.quiescence().get()
+
+    with pytest.raises(shoal.ShoalError, match=r"element \(7,\) of the sparse array of Worker, which was never inserted"):
+        run_inproc(main)
+
+
+def test_deadlock_inproc_reports_what_waits():
+    def main(args):
+        shoal.Future().get()
+
+    t0 = time.monotonic()
+    with pytest.raises(shoal.DeadlockError, match=r"main program waits on <shoal.Future pending .*test_failures.py"):
+        run_inproc(main, pes=3)
+    assert time.monotonic() - t0 < 5
+
+
+# -- real processes -----------------------------------------------------------------
+
+
+@pytest.mark.mpi
+def test_remote_exception_reraises_at_waiter_mpi(mpi_job):
+    job = mpi_job(
+        """
+        import shoal
+
+        class W(shoal.Chare):
+            def explode(self):
+                raise KeyError("missing thing")
+
+        def main(args):
+            try:
+                shoal.Array(W, 2)[1].explode(ret=True).get()
+            except KeyError as exc:
+                print("caught", type(exc).__name__, exc)
+                print("\\n".join(exc.__notes__))
+
+        shoal.start(main)
+        """
+    )
+    assert job.returncode == 0, job
+    assert "caught KeyError 'missing thing'" in job.stdout
+    assert "raised on PE 1 in W.explode of element (1,)" in job.stdout
+    assert "Traceback" in job.stdout
+
+
+@pytest.mark.mpi
+def test_uncaught_exception_ends_job_mpi(mpi_job):
+    t0 = time.monotonic()
+    job = mpi_job(
+        """
+        import shoal
+
+        class W(shoal.Chare):
+            def explode(self):
+                raise RuntimeError("unhandled on purpose")
+
+        def main(args):
+            shoal.Array(W, 2)[1].explode()
+            shoal.Future().get()
+
+        shoal.start(main)
+        """
+    )
+    assert job.returncode != 0, job
+    assert "PE 1: unhandled exception in W.explode of element (1,)" in job.stderr
+    assert "RuntimeError: unhandled on purpose" in job.stderr
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.mpi
+def test_exception_in_main_ends_job_mpi(mpi_job):
+    job = mpi_job(
+        """
+        import shoal
+
+        def main(args):
+            {}["no such key"]
+
+        shoal.start(main)
+        """
+    )
+    assert job.returncode != 0, job
+    assert "PE 0: unhandled exception in the main program" in job.stderr
+    assert "KeyError: 'no such key'" in job.stderr
+
+
+@pytest.mark.mpi
+def test_deadlock_is_reported_mpi(mpi_job):
+    t0 = time.monotonic()
+    job = mpi_job(
+        """
+        import shoal
+
+        class W(shoal.Chare):
+            async def wait_forever(self):
+                await shoal.Future()
+
+        def main(args):
+            shoal.Array(W, 2)[1].wait_forever()
+            never = shoal.Future()
+            never.get()
+
+        shoal.start(main)
+        """,
+        n=3,
+    )
+    assert job.returncode != 0, job
+    assert "deadlock" in job.stderr
+    assert "prog.py:10 in main" in job.stderr  # where the awaited future was created
+    assert "PE 1: W.wait_forever of element (1,) awaits" in job.stderr
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("how", ["kill", "segfault"])
+def test_dead_pe_ends_job(mpi_job, how):
+    die = "os.kill(os.getpid(), signal.SIGKILL)" if how == "kill" else "ctypes.string_at(0)"
+    t0 = time.monotonic()
+    job = mpi_job(
+        f"""
+        import ctypes, os, signal
+        import shoal
+
+        class W(shoal.Chare):
+            def die(self):
+                {die}
+
+        def main(args):
+            shoal.Array(W, 2)[1].die()
+            shoal.Future().get()
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_DEADLOCK_TIMEOUT": "600"},
+    )
+    assert job.returncode != 0, job
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.mpi
+def test_exit_code_propagates_mpi(mpi_job):
+    job = mpi_job(
+        """
+        import shoal
+
+        class W(shoal.Chare):
+            def stop(self):
+                shoal.exit(5)
+
+        def main(args):
+            shoal.Group(W)[1].stop()
+            shoal.Future().get()
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_DEADLOCK_TIMEOUT": "600"},
+    )
+    assert job.returncode == 5, job
+
+
+def test_bad_cli_option_lists_valid_ones():
+    proc = subprocess.run([sys.executable, "-m", "shoal", "run", "--frobnicate", "x.py"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "unrecognized arguments: --frobnicate" in proc.stderr
+    assert "valid options:" in proc.stderr and "--transport" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "shoal", "run", "--transport", "tcp", "x.py"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "invalid choice: 'tcp'" in proc.stderr
+
+
+def test_unknown_setting_is_rejected():
+    proc = subprocess.run(
+        [sys.executable, "-c", "import shoal; shoal.run(lambda a: None)"],
+        capture_output=True,
+        text=True,
+        env={"SHOAL_EAGER": "1", "PATH": ""},
+    )
+    assert proc.returncode != 0
+    assert "unknown setting SHOAL_EAGER" in proc.stderr and "SHOAL_RENDEZVOUS_THRESHOLD" in proc.stderr
