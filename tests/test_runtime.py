@@ -307,3 +307,41 @@ def test_exit_code_and_exit_from_entry_method():
 class Exiter(shoal.Chare):
     def go(self):
         shoal.exit(7)
+
+
+class Relay(shoal.Chare):
+    def __init__(self):
+        self.got = []
+
+    def relay(self, target, x):
+        target.take(x)
+
+    def take(self, x):
+        self.got.append((x, shoal.my_pe()))
+
+    def result(self):
+        return self.got
+
+
+def test_location_forwarding_and_cache_update():
+    """An element away from its home is reached through the home, which updates the sender."""
+    from shoal.runtime.context import current
+
+    def main():
+        rts = current().engine.runtimes
+        a = shoal.Array(Relay, 3)
+        shoal.quiescence().get()
+        key = (a._info.id, (2,))
+        el = rts[2].colls[key[0]].elements.pop((2,))  # move element 2 from PE 2 to PE 0 by hand
+        rts[0].colls[key[0]].elements[(2,)] = el
+        rts[2].locations.learn(a._info, (2,), 0)
+        a[1].relay(a[2], "via home")
+        shoal.quiescence().get()
+        cached = rts[1].locations.cache.get(key)
+        a[1].relay(a[2], "direct")
+        shoal.quiescence().get()
+        return a[2].result(ret=True).get(), cached, rts[1].sent
+
+    got, cached, _ = job(3)(main)
+    assert got == [("via home", 0), ("direct", 0)]
+    assert cached == 0

@@ -205,8 +205,9 @@ class MPIEngine(Engine):
 
     def fatal(self, rt: Runtime, exc: BaseException, where: str) -> NoReturn:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        sys.stderr.write(f"shoal: PE {rt.pe}: unhandled exception in {where}; ending the job\n{text}")
-        sys.stderr.flush()
+        sys.stdout.flush()
+        os.write(2, f"shoal: PE {rt.pe}: unhandled exception in {where}; ending the job\n{text}".encode())
+        time.sleep(0.25)  # let the launcher forward the report before abort kills the job
         rt.transport.abort(1)
         raise SystemExit(1)  # pragma: no cover - abort does not return
 

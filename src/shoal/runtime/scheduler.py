@@ -23,6 +23,7 @@ from . import tree
 from .chare import Chare, entry_table
 from .collections import CollectionInfo, CollectionState
 from .futures import Failure, Future, Task, annotate
+from .location import Locations, Route
 from .message import INDEX_STRUCTS, HEADER, Kind, decode, encode, pack_header, unpack_header
 from .proxy import proxy_classes
 from .quiescence import Detector
@@ -78,7 +79,8 @@ class Runtime:
         self.pending_finish: dict[int, list] = {}
         self.insert_counts: dict[int, list[int]] = {}
         self.sections: dict[int, _SectionState] = {}
-        self.moved: dict[tuple, int] = {}  # (collection, index) -> PE, for elements away from home
+        self.locations = Locations(self.pe, self.npes)
+        self.locate = self.locations.locate
         self.futures: dict[int, Future] = {}
         self._next_fid = 1
         self._next_id = 16
@@ -145,14 +147,6 @@ class Runtime:
     def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
         """Encode and send one runtime message."""
         self._send(dest, pack_header(kind, entry, self.pe, aux, coll, index), encode(payload), coll)
-
-    def locate(self, info: CollectionInfo, index: tuple) -> int:
-        """Where to send a message for element ``index``: last known PE, else its home."""
-        if self.moved:
-            pe = self.moved.get((info.id, index))
-            if pe is not None:
-                return pe
-        return info.home(index, self.npes)
 
     def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
         try:
@@ -371,16 +365,15 @@ class Runtime:
     def _missing(self, cs: CollectionState, index: tuple, header: bytes, segments: list) -> None:
         """A message for an element that is not here: forward, hold, or fail."""
         info = cs.info
-        moved = self.moved.get((info.id, index))
-        home = info.home(index, self.npes)
-        if moved is not None and moved != self.pe:
-            self._send(moved, header, segments, info.id)
-        elif home != self.pe:
-            self._send(home, header, segments, info.id)
-        elif not cs.done:
+        route, pe = self.locations.route_missing(info, index, cs.done)
+        src = _unpack(header)[3]
+        if route is Route.FORWARD:
+            self._send(pe, header, segments, info.id)
+            if src != self.pe and info.home(index, self.npes) == self.pe:
+                self.post(src, Kind.LOCATION, 0, pe, info.id, index, None)  # update the sender's cache
+        elif route is Route.HOLD:
             cs.early.setdefault(index, []).append((header, segments))
         else:
-            src = _unpack(header)[3]
             self.fail(
                 ShoalError(
                     f"a message from PE {src} is for element {index} of the sparse array of "
@@ -548,7 +541,9 @@ class Runtime:
             el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append(segments)
 
     def _on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        self.moved[(coll, index)] = aux
+        info = self.infos.get(coll)
+        if info is not None:
+            self.locations.learn(info, index, aux)
 
     # -- job control -------------------------------------------------------------
     def stop(self, code: int) -> None:
