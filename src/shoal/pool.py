@@ -34,7 +34,7 @@ class _Worker(Chare):
 
 def _workers() -> Any:
     rt = current("shoal.pool")
-    group = getattr(rt, "pool_workers", None)
+    group = rt.pool_workers
     if group is None:
         group = rt.pool_workers = Group(_Worker)
     return group

@@ -60,7 +60,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
 
 
 def _convert(key: str, raw: str, typ: object) -> object:
-    kind = {"int": int, "float": float, "str": str}[typ if isinstance(typ, str) else typ.__name__]  # type: ignore[union-attr]
+    name = typ if isinstance(typ, str) else getattr(typ, "__name__", "str")
+    kind = {"int": int, "float": float, "str": str}[name]
     try:
         return kind(raw)
     except ValueError:

@@ -73,7 +73,7 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is np.ndarray and obj.flags.c_contiguous and not obj.dtype.hasobject:
-            return _rebuild_array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)
+            return _rebuild_array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)  # type: ignore[arg-type]
         return NotImplemented
 
 

@@ -72,7 +72,7 @@ class CollectionProxy(Proxy):
 
     def __getitem__(self, index: Any) -> ElementProxy:
         info = self._info
-        return info.cls._shoal_proxies[0](info, info.normalize(index))
+        return proxy_classes(info.cls)[0](info, info.normalize(index))
 
     def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
         return current("broadcasting an entry method").broadcast(self._info, entry, name, args, kwargs, ret)
@@ -84,7 +84,7 @@ class CollectionProxy(Proxy):
         if not members:
             raise ValueError(f"a section of {info.cls.__qualname__} needs at least one element")
         rt = current("CollectionProxy.section()")
-        return info.cls._shoal_proxies[2](info, members, rt.new_id())
+        return proxy_classes(info.cls)[2](info, members, rt.new_id())
 
     def insert(self, index: Any, args: tuple = ()) -> None:
         """Create element ``index`` of a sparse array (then call :meth:`done_inserting`)."""
@@ -218,7 +218,7 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
     made = cls.__dict__.get("_shoal_proxies")
     if made is None:
         table = entry_table(cls)
-        attrs = {"__slots__": ()}
+        attrs: dict[str, Any] = {"__slots__": ()}
         attrs.update({name: _EntryDescriptor(i, name) for i, name in enumerate(table.names)})
         made = tuple(
             type(f"{base.__name__}[{cls.__qualname__}]", (base,), dict(attrs))

@@ -9,7 +9,10 @@ the same counts. :class:`Detector` is the pure state machine; the system group
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .futures import Future
 
 __all__ = ["Detector", "WaveReport", "combine_reports"]
 
@@ -27,13 +30,13 @@ class Detector:
     """Decides, wave by wave, whether the job is quiescent."""
 
     def __init__(self) -> None:
-        self.waiters: list[Callable[[], None]] = []
+        self.waiters: list["Future"] = []
         self.wave = 0
         self.running = False
         self._previous: tuple[int, int] | None = None
 
-    def request(self, on_quiet: Callable[[], None]) -> bool:
-        """Register ``on_quiet``; True if a new series of waves must start."""
+    def request(self, on_quiet: "Future") -> bool:
+        """Resolve ``on_quiet`` at quiescence; True if a new series of waves must start."""
         self.waiters.append(on_quiet)
         if self.running:
             return False
@@ -42,7 +45,7 @@ class Detector:
         self.wave += 1
         return True
 
-    def report(self, wave: int, result: WaveReport) -> tuple[str, list[Callable[[], None]]]:
+    def report(self, wave: int, result: WaveReport) -> tuple[str, list["Future"]]:
         """Feed one wave's combined report.
 
         Returns ``("quiet", callbacks)`` when the job is quiescent, ``("again", [])``

@@ -164,9 +164,7 @@ class ReductionManager:
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
         """The return value of one element of a ``ret=True`` broadcast or multicast."""
-        from . import reductions
-
-        self.add(domain, 0, [(el.index, value)], reductions.gather, target, 1, section)
+        self.add(domain, 0, [(el.index, value)], reducers.gather, target, 1, section)
 
     # -- combining ---------------------------------------------------------------
     def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any) -> None:

@@ -86,6 +86,7 @@ class Runtime:
         self._next_id = 16
         self._trees: dict[int, tree.Tree] = {}
         self.entry_depth = 0
+        self.pool_workers: Any = None  # the task pool's Group, made on first use
         self.suspended: set[Task] = set()
         self.sent = 0  # program messages, for quiescence detection
         self.received = 0
@@ -265,7 +266,7 @@ class Runtime:
 
     def _construct(self, cs: CollectionState, index: tuple, args: tuple) -> None:
         info = cs.info
-        cls = info.cls
+        cls: Any = info.cls
         el = cls.__new__(cls)
         el.index = index[0] if info.kind == "group" else index
         elem_cls, coll_cls, _ = proxy_classes(cls)
