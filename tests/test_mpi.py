@@ -44,3 +44,31 @@ def test_python_m_shoal_under_plain_mpiexec():
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("ALL OK")
+
+
+@pytest.mark.mpi
+def test_idle_pes_back_off(mpi_job):
+    """While PE 0's main program sleeps, the other PEs must not burn a core polling."""
+    job = mpi_job(
+        """
+        import time
+        import shoal
+
+        class Clock(shoal.Chare):
+            def cpu(self):
+                return time.process_time()
+
+        def main(args):
+            g = shoal.Group(Clock)
+            before = g.cpu(ret=True).get()
+            time.sleep(1.5)
+            after = g.cpu(ret=True).get()
+            print("idle cpu", [round(a - b, 3) for a, b in zip(after, before)][1:])
+
+        shoal.start(main)
+        """,
+        n=3,
+    )
+    assert job.returncode == 0, job
+    used = eval(job.stdout.split("idle cpu", 1)[1])
+    assert len(used) == 2 and max(used) < 0.5, used  # a busy-polling PE would use ~1.5 s

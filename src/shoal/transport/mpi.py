@@ -79,7 +79,9 @@ class MPITransport(Transport):
         frame = b"".join(
             [_PREFIX.pack(len(header), len(views)), struct.pack(f"<{len(views)}Q", *lengths), header, *inline]
         )
-        self._sends.append((self._frames.Isend(frame, dest, _FRAME_TAG), frame))
+        req = self._frames.Isend(frame, dest, _FRAME_TAG)
+        if not req.Test():  # small frames usually complete at once (eager protocol)
+            self._sends.append((req, frame))
         if bulk:
             reqs = [self._bulk.Isend(v, dest, _BULK_TAG) for v in bulk]
             # Value semantics: the caller may reuse its arrays once send() returns, so
@@ -140,8 +142,8 @@ class MPITransport(Transport):
         self._receive_frames()
         if self._stalled:
             self._advance_stalled()
-        if self._sends and MPI.Request.Testall([r for r, _ in self._sends]):
-            self._sends.clear()
+        if self._sends:
+            self._complete_sends()
         arrived = self._arrived
         n = 0
         while arrived:
@@ -151,13 +153,14 @@ class MPITransport(Transport):
         return n
 
     # -- job control -------------------------------------------------------------
+    def _complete_sends(self) -> None:
+        self._sends = [(r, f) for r, f in self._sends if not r.Test()]
+
     def flush(self) -> None:
         """Complete every send in flight (receiving meanwhile)."""
         while self._sends:
-            if MPI.Request.Testall([r for r, _ in self._sends]):
-                self._sends.clear()
-            else:
-                self._receive_frames()
+            self._complete_sends()
+            self._receive_frames()
 
     def barrier(self) -> None:
         self.flush()
