@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 import pytest
+from conftest import run_inproc
 
 import shoal
-from conftest import run_inproc
 
 
 class Worker(shoal.Chare):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_inproc
 
 import shoal
-from conftest import run_inproc
 
 
 class Cell(shoal.Chare):

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ChannelError
 from .context import current
 from .futures import Failure, Future
-from .message import Kind, decode, encode
+from .message import decode, encode
 
 if TYPE_CHECKING:
     from .chare import Chare

@@ -141,7 +141,7 @@ class CollectionState:
 
 def Group(cls: type, args: Sequence[Any] = ()) -> "CollectionProxy":
     """Create one element of ``cls`` on every PE; returns the collection proxy at once."""
-    return current("shoal.Group()").create(cls, "group", None, 1, None, tuple(args))
+    return current("shoal.Group()").lifecycle.create(cls, "group", None, 1, None, tuple(args))
 
 
 def Array(
@@ -161,11 +161,11 @@ def Array(
     if dims is None:
         if ndims is None or ndims < 1:
             raise ValueError("shoal.Array needs dims (a dense array) or ndims >= 1 (a sparse array)")
-        return rt.create(cls, "sparse", None, int(ndims), placement, tuple(args))
+        return rt.lifecycle.create(cls, "sparse", None, int(ndims), placement, tuple(args))
     shape = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
     if not shape or not all(isinstance(n, (int, np.integer)) and n > 0 for n in shape) or len(shape) > 8:
         raise ValueError(f"shoal.Array dims must be 1 to 8 positive integers, not {dims!r}")
     if ndims is not None and ndims != len(shape):
         raise ValueError(f"shoal.Array got dims {shape} and ndims={ndims}; give one or make them agree")
     shape = tuple(int(n) for n in shape)
-    return rt.create(cls, "dense", shape, len(shape), placement, tuple(args))
+    return rt.lifecycle.create(cls, "dense", shape, len(shape), placement, tuple(args))

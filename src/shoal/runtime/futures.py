@@ -18,7 +18,7 @@ from .context import current
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["Future", "gather", "Task", "Failure"]
+__all__ = ["Future", "gather", "Task", "Failure", "future_handle", "annotate"]
 
 _PENDING, _DONE, _FAILED = 0, 1, 2
 
@@ -187,6 +187,11 @@ def _rebuild_future(owner: int, fid: int, origin: str) -> Future:
     handle._rt, handle.owner, handle.fid = None, owner, fid
     handle._state, handle._value, handle._callbacks, handle.origin = _PENDING, None, None, origin
     return handle
+
+
+def future_handle(owner: int, fid: int) -> Future:
+    """A handle to future ``fid`` of PE ``owner`` (for the reply of a ``ret=True`` call)."""
+    return _rebuild_future(owner, fid, "a ret=True call")
 
 
 def gather(*futures: Future) -> Future:

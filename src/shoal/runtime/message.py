@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Kind", "pack_header", "unpack_header", "encode", "decode", "HEADER"]
+__all__ = ["Kind", "pack_header", "unpack_header", "encode", "decode", "unpicklable", "HEADER"]
 
 
 class Kind(IntEnum):
@@ -114,3 +114,17 @@ def decode(segments: list) -> Any:
     if len(segments) == 1:
         return _loads(segments[0])
     return _loads(segments[0], buffers=segments[1:])
+
+
+def unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception) -> TypeError:
+    """Name the argument that cannot be sent."""
+    labelled = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), a) for k, a in (kwargs or {}).items()]
+    for label, a in labelled:
+        try:
+            pickle.dumps(a, protocol=5)
+        except Exception as e:  # noqa: BLE001
+            return TypeError(
+                f"cannot send argument {label} ({type(a).__name__}) of {cls.__qualname__}.{name}: {e}; "
+                "entry-method arguments must be picklable"
+            )
+    return TypeError(f"cannot send the arguments of {cls.__qualname__}.{name}: {exc}")

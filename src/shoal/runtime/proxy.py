@@ -88,11 +88,11 @@ class CollectionProxy(Proxy):
 
     def insert(self, index: Any, args: tuple = ()) -> None:
         """Create element ``index`` of a sparse array (then call :meth:`done_inserting`)."""
-        current("Array.insert()").insert(self._info, self._info.normalize(index), tuple(args))
+        current("Array.insert()").lifecycle.insert(self._info, self._info.normalize(index), tuple(args))
 
     def done_inserting(self) -> None:
         """Declare that every element of a sparse array has been inserted."""
-        current("Array.done_inserting()").done_inserting(self._info)
+        current("Array.done_inserting()").lifecycle.done_inserting(self._info)
 
     @property
     def shape(self) -> tuple | None:
@@ -123,7 +123,7 @@ class SectionProxy(Proxy):
         self.sid = sid
 
     def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
-        return current("multicasting an entry method").multicast(self, entry, name, args, kwargs, ret)
+        return current("multicasting an entry method").sections.multicast(self, entry, name, args, kwargs, ret)
 
     def __len__(self) -> int:
         return len(self.members)

@@ -22,7 +22,6 @@ from .message import Kind
 if TYPE_CHECKING:
     from .chare import Chare
     from .scheduler import Runtime
-    from .tree import Tree
 
 __all__ = ["Reducer", "reducers", "ReductionManager", "ALLREDUCE"]
 
@@ -148,7 +147,7 @@ class ReductionManager:
         if section is None:
             domain: tuple = (info.id,)
         else:
-            if section._info.id != info.id or el.proxy._index not in self.rt.section_members(section):
+            if section._info.id != info.id or el.proxy._index not in self.rt.sections.members(section):
                 raise ReductionError(f"{el!r} contributed to {section!r}, which does not contain it")
             domain = (info.id, section.sid)
         seqs = el._shoal_seqs

@@ -9,31 +9,41 @@ is the engine's business.
 from __future__ import annotations
 
 import heapq
-import pickle
 import time
 from collections import deque
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..errors import ShoalError
 from ..settings import Settings
 from . import tree
-from .chare import Chare, entry_table
+from .chare import Chare
 from .collections import CollectionInfo, CollectionState
-from .futures import Failure, Future, Task, annotate
+from .futures import Failure, Future, Task, annotate, future_handle
+from .lifecycle import Lifecycle
 from .location import Locations, Route
-from .message import INDEX_STRUCTS, HEADER, Kind, decode, encode, pack_header, unpack_header
+from .message import (
+    HEADER,
+    INDEX_STRUCTS,
+    Kind,
+    decode,
+    encode,
+    pack_header,
+    unpack_header,
+    unpicklable,
+)
 from .proxy import proxy_classes
 from .quiescence import Detector
 from .reductions import ReductionManager
+from .sections import Sections
 from .system import SYSTEM_ID, System
 
 if TYPE_CHECKING:
     from ..transport.base import Transport
     from .engine import Engine
-    from .proxy import CollectionProxy, ElementProxy, SectionProxy
+    from .proxy import CollectionProxy, ElementProxy
 
 __all__ = ["Runtime", "KWARGS"]
 
@@ -48,15 +58,6 @@ def _own(segments: list) -> list:
     if len(segments) == 1:
         return segments
     return [segments[0], *[np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
-
-
-class _SectionState:
-    __slots__ = ("members", "span", "local")
-
-    def __init__(self, members: frozenset, span: tree.Tree | None, local: int):
-        self.members = members
-        self.span = span
-        self.local = local
 
 
 class Runtime:
@@ -76,9 +77,6 @@ class Runtime:
         self.infos: dict[int, CollectionInfo] = {}
         self.colls: dict[int, CollectionState] = {}
         self.unknown: dict[int, list] = {}  # messages for collections not created here yet
-        self.pending_finish: dict[int, list] = {}
-        self.insert_counts: dict[int, list[int]] = {}
-        self.sections: dict[int, _SectionState] = {}
         self.locations = Locations(self.pe, self.npes)
         self.locate = self.locations.locate
         self.futures: dict[int, Future] = {}
@@ -95,15 +93,17 @@ class Runtime:
         self.exit_code = 0
         self.detector = Detector()
         self.reductions = ReductionManager(self)
+        self.lifecycle = Lifecycle(self)
+        self.sections = Sections(self)
         self._handlers: list[Callable[..., None]] = [
             self._on_invoke,
             self._on_broadcast,
-            self._on_multicast,
+            self.sections.on_multicast,
             self._on_future,
             self._on_reduce,
             self._on_result,
-            self._on_create,
-            self._on_insert,
+            self.lifecycle.on_create,
+            self.lifecycle.on_insert,
             self._on_channel,
             self._on_location,
         ]
@@ -114,7 +114,7 @@ class Runtime:
         cs = self.colls[SYSTEM_ID] = CollectionState(info)
         cs.hosts = range(self.npes)
         cs.span = tree.over(cs.hosts, self.pe, self.fanout)
-        self._construct(cs, (self.pe,), ())
+        self.lifecycle.construct(cs, (self.pe,), ())
 
     # -- identifiers -------------------------------------------------------------
     def new_id(self) -> int:
@@ -137,7 +137,7 @@ class Runtime:
         heapq.heappush(self.timers, (time.monotonic() + delay, self._timer_seq, fn))
 
     # -- sending -----------------------------------------------------------------
-    def _send(self, dest: int, header: bytes, segments: list, coll: int) -> None:
+    def send_raw(self, dest: int, header: bytes, segments: list, coll: int) -> None:
         if coll != SYSTEM_ID:
             self.sent += 1
         if dest == self.pe:
@@ -147,13 +147,13 @@ class Runtime:
 
     def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
         """Encode and send one runtime message."""
-        self._send(dest, pack_header(kind, entry, self.pe, aux, coll, index), encode(payload), coll)
+        self.send_raw(dest, pack_header(kind, entry, self.pe, aux, coll, index), encode(payload), coll)
 
     def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
         try:
             return (KWARGS, encode((args, kwargs))) if kwargs else (0, encode(args))
         except Exception as exc:
-            raise _unpicklable(info.cls, name, args, kwargs, exc) from None
+            raise unpicklable(info.cls, name, args, kwargs, exc) from None
 
     def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to one element."""
@@ -161,7 +161,7 @@ class Runtime:
         flag, segments = self._encode_call(info, name, args, kwargs)
         fut = Future(_depth=5) if ret else None
         header = pack_header(Kind.INVOKE | flag, entry, self.pe, fut.fid if fut else 0, info.id, proxy._index)
-        self._send(self.locate(info, proxy._index), header, segments, info.id)
+        self.send_raw(self.locate(info, proxy._index), header, segments, info.id)
         return fut
 
     def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
@@ -169,24 +169,7 @@ class Runtime:
         flag, segments = self._encode_call(info, name, args, kwargs)
         fut = Future(_depth=5) if ret else None
         header = pack_header(Kind.BROADCAST | flag, entry, self.pe, fut.fid if fut else 0, info.id)
-        self._send(info.root, header, segments, info.id)
-        return fut
-
-    def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
-        """Send entry method ``entry`` to the elements of ``section``, one message per PE."""
-        info = section._info
-        by_pe: dict[int, list] = {}
-        for m in section.members:
-            by_pe.setdefault(self.locate(info, m), []).append(m)
-        fut = Future(_depth=5) if ret else None
-        for pe, members in by_pe.items():
-            payload = (section if ret else None, members, args, kwargs)
-            try:
-                segments = encode(payload)
-            except Exception as exc:
-                raise _unpicklable(info.cls, name, args, kwargs, exc) from None
-            header = pack_header(Kind.MULTICAST, entry, self.pe, fut.fid if fut else 0, info.id)
-            self._send(pe, header, segments, info.id)
+        self.send_raw(info.root, header, segments, info.id)
         return fut
 
     def send_future(self, owner: int, fid: int, value: Any) -> None:
@@ -201,117 +184,25 @@ class Runtime:
             segments = encode(value)
         except Exception as exc:
             raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
-        self._send(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
+        self.send_raw(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
 
     def send_channel(self, remote: "ElementProxy", tag: int, segments: list) -> None:
         info = remote._info
         header = pack_header(Kind.CHANNEL, 0, self.pe, tag, info.id, remote._index)
-        self._send(self.locate(info, remote._index), header, segments, info.id)
+        self.send_raw(self.locate(info, remote._index), header, segments, info.id)
 
     # -- collections -------------------------------------------------------------
-    def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple) -> "CollectionProxy":
-        if not (isinstance(cls, type) and issubclass(cls, Chare)):
-            raise TypeError(f"{cls!r} is not a subclass of shoal.Chare")
-        if kind == "group" and self.npes == 0:
-            raise ShoalError("no PEs")
-        entry_table(cls)
-        info = CollectionInfo(self.new_id(), cls, kind, shape, ndims, placement, self.pe)
-        self.infos[info.id] = info
-        try:
-            pickle.dumps(placement)
-        except Exception as exc:
-            raise TypeError(
-                f"the placement {placement!r} of {cls.__qualname__} cannot be sent to other PEs ({exc}); "
-                "define it as a module-level function"
-            ) from None
-        try:
-            segments = encode((info, args))
-        except Exception as exc:
-            raise _unpicklable(cls, "__init__", args, {}, exc) from None
-        self._send(self.pe, pack_header(Kind.CREATE, 0, self.pe, 0, info.id), segments, info.id)
-        return proxy_classes(cls)[1](info)
-
-    def insert(self, info: CollectionInfo, index: tuple, args: tuple) -> None:
-        if info.kind != "sparse":
-            raise ShoalError(f"insert() is for sparse arrays; this {info.kind} of {info.cls.__qualname__} is fixed")
-        counts = self.insert_counts.setdefault(info.id, [0, 0])
-        counts[0] += 1
-        self.post(self.locate(info, index), Kind.INSERT, 0, 0, info.id, index, (info, args))
-
-    def done_inserting(self, info: CollectionInfo) -> None:
-        if info.kind != "sparse":
-            raise ShoalError(f"done_inserting() is for sparse arrays, not a {info.kind} of {info.cls.__qualname__}")
-        self.system.count_inserts(info.id)
-
-    def finish_inserting(self, coll: int, hosts: list) -> None:
-        cs = self.colls.get(coll)
-        if cs is None:
-            self.pending_finish[coll] = hosts
-            return
-        cs.hosts = hosts
-        cs.span = tree.over(hosts, self.pe, self.fanout)
-        cs.done = True
-        deferred, cs.deferred = cs.deferred, []
-        for fn in deferred:
-            fn()
-        self.reductions.resume_collection(coll)
-        for index, msgs in cs.early.items():
-            self.fail(
-                ShoalError(
-                    f"{len(msgs)} message(s) were sent to element {index} of the sparse array of "
-                    f"{cs.info.cls.__qualname__}, which was never inserted"
-                ),
-                f"sparse array {cs.info.cls.__qualname__}",
-            )
-
-    def _construct(self, cs: CollectionState, index: tuple, args: tuple) -> None:
-        info = cs.info
-        cls: Any = info.cls
-        el = cls.__new__(cls)
-        el.index = index[0] if info.kind == "group" else index
-        elem_cls, coll_cls, _ = proxy_classes(cls)
-        el.proxy = elem_cls(info, index)
-        el.collection = coll_cls(info)
-        cs.elements[index] = el
-        self.entry_depth += 1
-        try:
-            el.__init__(*args)
-        except BaseException as exc:  # noqa: BLE001
-            self.entry_depth -= 1
-            self.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
-            return
-        self.entry_depth -= 1
-        early = cs.early.pop(index, None)
-        if early:
-            for header, segments in early:
-                self._dispatch(header, segments)
-
     def reduction_span(self, domain: tuple, section: Any) -> tuple[tree.Tree | None, int]:
         """This PE's links in the reduction tree of ``domain`` and its local contributor count."""
         if section is not None:
-            st = self.section_state(section)
+            st = self.sections.state(section)
             return st.span, st.local
         cs = self.colls.get(domain[0])
         if cs is None or not cs.done:
             return None, 0
         return cs.span, len(cs.elements)
 
-    def section_state(self, section: "SectionProxy") -> _SectionState:
-        st = self.sections.get(section.sid)
-        if st is None:
-            info = section._info
-            where = [self.locate(info, m) for m in section.members]
-            hosts = sorted(set(where))
-            st = _SectionState(
-                frozenset(section.members), tree.over(hosts, self.pe, self.fanout), where.count(self.pe)
-            )
-            self.sections[section.sid] = st
-        return st
-
-    def section_members(self, section: "SectionProxy") -> frozenset:
-        return self.section_state(section).members
-
-    def _tree_from(self, root: int) -> tree.Tree:
+    def tree_from(self, root: int) -> tree.Tree:
         t = self._trees.get(root)
         if t is None:
             t = self._trees[root] = tree.all_pes(self.npes, root, self.pe, self.fanout)
@@ -341,19 +232,19 @@ class Runtime:
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
         self._handlers[kind & 0x7F](kind, entry, src, aux, coll, index, segments, header)
 
-    def _dispatch(self, header: bytes, segments: list) -> None:
+    def dispatch(self, header: bytes, segments: list) -> None:
         """Handle a message held back earlier (already counted)."""
         kind, n, entry, src, aux, coll = _unpack(header)
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
         self._handlers[kind & 0x7F](kind, entry, src, aux, coll, index, segments, header)
 
-    def _collection(self, coll: int, header: bytes, segments: list) -> CollectionState | None:
+    def collection_or_defer(self, coll: int, header: bytes, segments: list) -> CollectionState | None:
         cs = self.colls.get(coll)
         if cs is None:
             self.unknown.setdefault(coll, []).append((header, segments))
         return cs
 
-    def _element(self, coll: int, index: tuple, header: bytes, segments: list) -> Chare | None:
+    def element_or_defer(self, coll: int, index: tuple, header: bytes, segments: list) -> Chare | None:
         cs = self.colls.get(coll)
         if cs is None:
             self.unknown.setdefault(coll, []).append((header, segments))
@@ -369,7 +260,7 @@ class Runtime:
         route, pe = self.locations.route_missing(info, index, cs.done)
         src = _unpack(header)[3]
         if route is Route.FORWARD:
-            self._send(pe, header, segments, info.id)
+            self.send_raw(pe, header, segments, info.id)
             if src != self.pe and info.home(index, self.npes) == self.pe:
                 self.post(src, Kind.LOCATION, 0, pe, info.id, index, None)  # update the sender's cache
         elif route is Route.HOLD:
@@ -384,17 +275,17 @@ class Runtime:
             )
 
     def _on_invoke(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        el = self._element(coll, index, header, segments)
+        el = self.element_or_defer(coll, index, header, segments)
         if el is None:
             return
         payload = decode(segments)
         args, kwargs = payload if kind & KWARGS else (payload, None)
-        self._run(el, entry, args, kwargs, self._replier(src, aux) if aux else None)
+        self.run_entry(el, entry, args, kwargs, self._replier(src, aux) if aux else None)
 
     def _replier(self, owner: int, fid: int) -> Callable[[Any], None]:
         return lambda value: self.send_future(owner, fid, value)
 
-    def _run(self, el: Chare, entry: int, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
+    def run_entry(self, el: Chare, entry: int, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
         fn = el._shoal_funcs[entry]
         self.entry_depth += 1
         try:
@@ -435,11 +326,11 @@ class Runtime:
         self.engine.fatal(self, exc, where)
 
     def _on_broadcast(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        cs = self._collection(coll, header, segments)
+        cs = self.collection_or_defer(coll, header, segments)
         if cs is None:
             return
-        for child in self._tree_from(cs.info.root).children:
-            self._send(child, header, segments, coll)
+        for child in self.tree_from(cs.info.root).children:
+            self.send_raw(child, header, segments, coll)
         if cs.done:
             self._broadcast_here(cs, kind, entry, src, aux, segments)
         else:
@@ -452,30 +343,15 @@ class Runtime:
         args, kwargs = payload if kind & KWARGS else (payload, None)
         if not aux:
             for el in list(cs.elements.values()):
-                self._run(el, entry, args, kwargs, None)
+                self.run_entry(el, entry, args, kwargs, None)
             return
-        target = _future_handle(src, aux)
+        target = future_handle(src, aux)
         domain = (cs.info.id, "ret", src, aux)
         for el in list(cs.elements.values()):
-            self._run(el, entry, args, kwargs, self._contributor(domain, el, target, None))
+            self.run_entry(el, entry, args, kwargs, self.contributor(domain, el, target, None))
 
-    def _contributor(self, domain: tuple, el: Chare, target: Future, section: Any) -> Callable[[Any], None]:
+    def contributor(self, domain: tuple, el: Chare, target: Future, section: Any) -> Callable[[Any], None]:
         return lambda value: self.reductions.contribute_result(domain, el, value, target, section)
-
-    def _on_multicast(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        cs = self._collection(coll, header, segments)
-        if cs is None:
-            return
-        section, members, args, kwargs = decode(segments)
-        target = _future_handle(src, aux) if aux else None
-        domain = (coll, section.sid, "ret", src, aux) if aux else ()
-        for m in members:
-            el = cs.elements.get(m)
-            if el is None:
-                self.fail(ShoalError(f"section element {m} of {cs.info.cls.__qualname__} is not on PE {self.pe}"), "multicast")
-                return
-            reply = self._contributor(domain, el, target, section) if target is not None else None
-            self._run(el, entry, args, kwargs, reply)
 
     def _on_future(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         fut = self.futures.get(aux)
@@ -495,43 +371,8 @@ class Runtime:
         domain, value, section = decode(segments)
         self.reductions.on_result(domain, aux, value, section)
 
-    def _on_create(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        info, args = decode(segments)
-        for child in self._tree_from(info.root).children:
-            self._send(child, header, segments, coll)
-        cs = self.colls[coll] = CollectionState(info)
-        if info.kind == "sparse":
-            hosts = self.pending_finish.pop(coll, None)
-            if hosts is not None:
-                self.finish_inserting(coll, hosts)
-        else:
-            cs.hosts = info.hosts(self.npes)
-            cs.span = tree.over(cs.hosts, self.pe, self.fanout)
-            if info.kind == "group":
-                self._construct(cs, (self.pe,), args)
-            elif cs.span is not None:
-                for idx in info.local_indices(self.pe, self.npes):
-                    self._construct(cs, idx, args)
-        for h, s in self.unknown.pop(coll, ()):
-            self._dispatch(h, s)
-        self.reductions.resume_collection(coll)
-
-    def _on_insert(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        cs = self._collection(coll, header, segments)
-        if cs is None:
-            return
-        self.insert_counts.setdefault(coll, [0, 0])[1] += 1
-        if cs.done:
-            self.fail(ShoalError(f"insert({index}) into the sparse array of {cs.info.cls.__qualname__} after done_inserting()"), "Array.insert")
-            return
-        if index in cs.elements:
-            self.fail(ShoalError(f"element {index} of the sparse array of {cs.info.cls.__qualname__} was inserted twice"), "Array.insert")
-            return
-        _, args = decode(segments)
-        self._construct(cs, index, args)
-
     def _on_channel(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        el = self._element(coll, index, header, segments)
+        el = self.element_or_defer(coll, index, header, segments)
         if el is None:
             return
         table = el._shoal_channels
@@ -601,30 +442,3 @@ def _exit_code(exc: SystemExit) -> int:
 
 def _where(el: Chare, fn: Any) -> str:
     return f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')} of element {el.index!r}"
-
-
-def _future_handle(owner: int, fid: int) -> Future:
-    from .futures import _rebuild_future
-
-    return _rebuild_future(owner, fid, "a ret=True call")
-
-
-def _unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception) -> TypeError:
-    """Name the argument that cannot be sent."""
-    for i, a in enumerate(args):
-        try:
-            pickle.dumps(a, protocol=5)
-        except Exception as e:  # noqa: BLE001
-            return TypeError(
-                f"cannot send argument {i} ({type(a).__name__}) of {cls.__qualname__}.{name}: {e}; "
-                "entry-method arguments must be picklable"
-            )
-    for k, a in (kwargs or {}).items():
-        try:
-            pickle.dumps(a, protocol=5)
-        except Exception as e:  # noqa: BLE001
-            return TypeError(
-                f"cannot send argument {k!r} ({type(a).__name__}) of {cls.__qualname__}.{name}: {e}; "
-                "entry-method arguments must be picklable"
-            )
-    return TypeError(f"cannot send the arguments of {cls.__qualname__}.{name}: {exc}")

@@ -7,7 +7,7 @@ paths. Its messages (collection id 0) are not counted by quiescence detection.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .chare import Chare
 from .context import current
@@ -70,7 +70,7 @@ class System(Chare):
     # -- sparse arrays -----------------------------------------------------------
     def count_inserts(self, coll: int) -> None:
         rt = current()
-        sent, received = rt.insert_counts.get(coll, (0, 0))
+        sent, received = rt.lifecycle.insert_counts.get(coll, (0, 0))
         cs = rt.colls.get(coll)
         hosted = [rt.pe] if cs is not None and cs.elements else []
         self.contribute((sent, received, hosted), _combine_counts, self.collection[0].inserts_counted.bind(coll))
@@ -83,7 +83,7 @@ class System(Chare):
             current().call_later(_COUNT_PAUSE, lambda: self.collection.count_inserts(coll))
 
     def finish_inserting(self, coll: int, hosts: list) -> None:
-        current().finish_inserting(coll, hosts)
+        current().lifecycle.finish_inserting(coll, hosts)
 
     # -- deadlock report ---------------------------------------------------------
     def report_waiting(self, fut: "Future") -> None:

@@ -1,0 +1,153 @@
+"""How collections come to exist: creation, construction of elements, sparse insertion.
+
+A collection is created by a CREATE message that travels down the tree of all PEs
+rooted at its creator; each PE builds its local elements and then replays messages
+that arrived early. Sparse arrays grow by INSERT messages to each element's home
+and become complete when the insertion count balances after ``done_inserting()``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ShoalError
+from . import tree
+from .chare import Chare, entry_table
+from .collections import CollectionInfo, CollectionState
+from .message import Kind, decode, encode, pack_header, unpicklable
+from .proxy import proxy_classes
+
+if TYPE_CHECKING:
+    from .proxy import CollectionProxy
+    from .scheduler import Runtime
+
+__all__ = ["Lifecycle"]
+
+
+class Lifecycle:
+    """One PE's part in creating collections and their elements."""
+
+    def __init__(self, rt: "Runtime"):
+        self.rt = rt
+        self.pending_finish: dict[int, list] = {}  # sparse arrays completed before CREATE arrived here
+        self.insert_counts: dict[int, list[int]] = {}  # collection -> [inserts sent, inserts done] here
+
+    def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple) -> "CollectionProxy":
+        rt = self.rt
+        if not (isinstance(cls, type) and issubclass(cls, Chare)):
+            raise TypeError(f"{cls!r} is not a subclass of shoal.Chare")
+        if kind == "group" and rt.npes == 0:
+            raise ShoalError("no PEs")
+        entry_table(cls)
+        info = CollectionInfo(rt.new_id(), cls, kind, shape, ndims, placement, rt.pe)
+        rt.infos[info.id] = info
+        try:
+            pickle.dumps(placement)
+        except Exception as exc:
+            raise TypeError(
+                f"the placement {placement!r} of {cls.__qualname__} cannot be sent to other PEs ({exc}); "
+                "define it as a module-level function"
+            ) from None
+        try:
+            segments = encode((info, args))
+        except Exception as exc:
+            raise unpicklable(cls, "__init__", args, {}, exc) from None
+        rt.send_raw(rt.pe, pack_header(Kind.CREATE, 0, rt.pe, 0, info.id), segments, info.id)
+        return proxy_classes(cls)[1](info)
+
+    def insert(self, info: CollectionInfo, index: tuple, args: tuple) -> None:
+        rt = self.rt
+        if info.kind != "sparse":
+            raise ShoalError(f"insert() is for sparse arrays; this {info.kind} of {info.cls.__qualname__} is fixed")
+        counts = self.insert_counts.setdefault(info.id, [0, 0])
+        counts[0] += 1
+        rt.post(rt.locate(info, index), Kind.INSERT, 0, 0, info.id, index, (info, args))
+
+    def done_inserting(self, info: CollectionInfo) -> None:
+        rt = self.rt
+        if info.kind != "sparse":
+            raise ShoalError(f"done_inserting() is for sparse arrays, not a {info.kind} of {info.cls.__qualname__}")
+        rt.system.count_inserts(info.id)
+
+    def finish_inserting(self, coll: int, hosts: list) -> None:
+        rt = self.rt
+        cs = rt.colls.get(coll)
+        if cs is None:
+            self.pending_finish[coll] = hosts
+            return
+        cs.hosts = hosts
+        cs.span = tree.over(hosts, rt.pe, rt.fanout)
+        cs.done = True
+        deferred, cs.deferred = cs.deferred, []
+        for fn in deferred:
+            fn()
+        rt.reductions.resume_collection(coll)
+        for index, msgs in cs.early.items():
+            rt.fail(
+                ShoalError(
+                    f"{len(msgs)} message(s) were sent to element {index} of the sparse array of "
+                    f"{cs.info.cls.__qualname__}, which was never inserted"
+                ),
+                f"sparse array {cs.info.cls.__qualname__}",
+            )
+
+    def construct(self, cs: CollectionState, index: tuple, args: tuple) -> None:
+        rt = self.rt
+        info = cs.info
+        cls: Any = info.cls
+        el = cls.__new__(cls)
+        el.index = index[0] if info.kind == "group" else index
+        elem_cls, coll_cls, _ = proxy_classes(cls)
+        el.proxy = elem_cls(info, index)
+        el.collection = coll_cls(info)
+        cs.elements[index] = el
+        rt.entry_depth += 1
+        try:
+            el.__init__(*args)
+        except BaseException as exc:  # noqa: BLE001
+            rt.entry_depth -= 1
+            rt.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
+            return
+        rt.entry_depth -= 1
+        early = cs.early.pop(index, None)
+        if early:
+            for header, segments in early:
+                rt.dispatch(header, segments)
+
+    def on_create(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        rt = self.rt
+        info, args = decode(segments)
+        for child in rt.tree_from(info.root).children:
+            rt.send_raw(child, header, segments, coll)
+        cs = rt.colls[coll] = CollectionState(info)
+        if info.kind == "sparse":
+            hosts = self.pending_finish.pop(coll, None)
+            if hosts is not None:
+                self.finish_inserting(coll, hosts)
+        else:
+            cs.hosts = info.hosts(rt.npes)
+            cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)
+            if info.kind == "group":
+                self.construct(cs, (rt.pe,), args)
+            elif cs.span is not None:
+                for idx in info.local_indices(rt.pe, rt.npes):
+                    self.construct(cs, idx, args)
+        for h, s in rt.unknown.pop(coll, ()):
+            rt.dispatch(h, s)
+        rt.reductions.resume_collection(coll)
+
+    def on_insert(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        rt = self.rt
+        cs = rt.collection_or_defer(coll, header, segments)
+        if cs is None:
+            return
+        self.insert_counts.setdefault(coll, [0, 0])[1] += 1
+        if cs.done:
+            rt.fail(ShoalError(f"insert({index}) into the sparse array of {cs.info.cls.__qualname__} after done_inserting()"), "Array.insert")
+            return
+        if index in cs.elements:
+            rt.fail(ShoalError(f"element {index} of the sparse array of {cs.info.cls.__qualname__} was inserted twice"), "Array.insert")
+            return
+        _, args = decode(segments)
+        self.construct(cs, index, args)

@@ -1,0 +1,87 @@
+"""Sections: a subset of a collection, for multicast and section-local reductions.
+
+A section proxy carries its member indices. Multicast sends one message to each PE
+that holds members; reductions over a section run up a tree over those PEs only,
+which each PE derives from the member list (cached by section id).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ShoalError
+from . import tree
+from .futures import Future, future_handle
+from .message import Kind, decode, encode, pack_header, unpicklable
+
+if TYPE_CHECKING:
+    from .proxy import SectionProxy
+    from .scheduler import Runtime
+
+__all__ = ["Sections", "SectionState"]
+
+
+class SectionState:
+    """One PE's view of a section: its members, its tree links, its local member count."""
+
+    __slots__ = ("members", "span", "local")
+
+    def __init__(self, members: frozenset, span: tree.Tree | None, local: int):
+        self.members = members
+        self.span = span
+        self.local = local
+
+
+class Sections:
+    """Section multicasts and the per-PE section cache."""
+
+    def __init__(self, rt: "Runtime"):
+        self.rt = rt
+        self.states: dict[int, SectionState] = {}
+
+    def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
+        """Send entry method ``entry`` to the elements of ``section``, one message per PE."""
+        info = section._info
+        by_pe: dict[int, list] = {}
+        for m in section.members:
+            by_pe.setdefault(self.rt.locate(info, m), []).append(m)
+        fut = Future(_depth=5) if ret else None
+        for pe, members in by_pe.items():
+            payload = (section if ret else None, members, args, kwargs)
+            try:
+                segments = encode(payload)
+            except Exception as exc:
+                raise unpicklable(info.cls, name, args, kwargs, exc) from None
+            header = pack_header(Kind.MULTICAST, entry, self.rt.pe, fut.fid if fut else 0, info.id)
+            self.rt.send_raw(pe, header, segments, info.id)
+        return fut
+
+    def state(self, section: "SectionProxy") -> SectionState:
+        st = self.states.get(section.sid)
+        if st is None:
+            info = section._info
+            where = [self.rt.locate(info, m) for m in section.members]
+            hosts = sorted(set(where))
+            st = SectionState(
+                frozenset(section.members), tree.over(hosts, self.rt.pe, self.rt.fanout), where.count(self.rt.pe)
+            )
+            self.states[section.sid] = st
+        return st
+
+    def members(self, section: "SectionProxy") -> frozenset:
+        return self.state(section).members
+
+    def on_multicast(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        cs = self.rt.collection_or_defer(coll, header, segments)
+        if cs is None:
+            return
+        section, members, args, kwargs = decode(segments)
+        target = future_handle(src, aux) if aux else None
+        domain = (coll, section.sid, "ret", src, aux) if aux else ()
+        for m in members:
+            el = cs.elements.get(m)
+            if el is None:
+                self.rt.fail(ShoalError(f"section element {m} of {cs.info.cls.__qualname__} is not on PE {self.rt.pe}"), "multicast")
+                return
+            reply = self.rt.contributor(domain, el, target, section) if target is not None else None
+            self.rt.run_entry(el, entry, args, kwargs, reply)
