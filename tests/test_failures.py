@@ -294,3 +294,13 @@ def test_unknown_setting_is_rejected():
     )
     assert proc.returncode != 0
     assert "unknown setting SHOAL_EAGER" in proc.stderr and "SHOAL_RENDEZVOUS_THRESHOLD" in proc.stderr
+
+
+def test_deadlock_in_async_main_is_thrown_at_its_await():
+    async def main(args):
+        ch_owner = shoal.Array(Worker, 2)
+        await ch_owner[0].ok(1, ret=True)
+        await shoal.Future()
+
+    with pytest.raises(shoal.DeadlockError, match=r"PE 0: the main program \(.*main\) awaits"):
+        run_inproc(main, pes=2)

@@ -345,3 +345,17 @@ def test_location_forwarding_and_cache_update():
     got, cached, _ = job(3)(main)
     assert got == [("via home", 0), ("direct", 0)]
     assert cached == 0
+
+
+class EarlyContributor(shoal.Chare):
+    def __init__(self, fut):
+        self.contribute(1, shoal.reducers.sum, fut)
+
+
+def test_contribute_from_constructor_waits_for_every_local_element():
+    def main():
+        f = shoal.Future()
+        shoal.Array(EarlyContributor, 11, args=(f,))
+        return f.get()
+
+    assert job(2)(main) == 11

@@ -127,11 +127,12 @@ def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int,
 class CollectionState:
     """One PE's part of a collection."""
 
-    __slots__ = ("info", "elements", "span", "hosts", "done", "early", "deferred")
+    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred")
 
     def __init__(self, info: CollectionInfo):
         self.info = info
         self.elements: dict[tuple, "Chare"] = {}
+        self.count = 0  # elements that contribute to reductions here (set before they are built)
         self.span: tree.Tree | None = None  # this PE's links in the reduction tree
         self.hosts: Sequence[int] = ()
         self.done = info.kind != "sparse"  # a sparse array is complete after done_inserting

@@ -77,6 +77,7 @@ class Lifecycle:
             self.pending_finish[coll] = hosts
             return
         cs.hosts = hosts
+        cs.count = len(cs.elements)
         cs.span = tree.over(hosts, rt.pe, rt.fanout)
         cs.done = True
         deferred, cs.deferred = cs.deferred, []
@@ -128,11 +129,10 @@ class Lifecycle:
         else:
             cs.hosts = info.hosts(rt.npes)
             cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)
-            if info.kind == "group":
-                self.construct(cs, (rt.pe,), args)
-            elif cs.span is not None:
-                for idx in info.local_indices(rt.pe, rt.npes):
-                    self.construct(cs, idx, args)
+            local = [(rt.pe,)] if info.kind == "group" else list(info.local_indices(rt.pe, rt.npes)) if cs.span else []
+            cs.count = len(local)
+            for idx in local:
+                self.construct(cs, idx, args)
         for h, s in rt.unknown.pop(coll, ()):
             rt.dispatch(h, s)
         rt.reductions.resume_collection(coll)

@@ -114,6 +114,7 @@ class Runtime:
         cs = self.colls[SYSTEM_ID] = CollectionState(info)
         cs.hosts = range(self.npes)
         cs.span = tree.over(cs.hosts, self.pe, self.fanout)
+        cs.count = 1
         self.lifecycle.construct(cs, (self.pe,), ())
 
     # -- identifiers -------------------------------------------------------------
@@ -200,7 +201,7 @@ class Runtime:
         cs = self.colls.get(domain[0])
         if cs is None or not cs.done:
             return None, 0
-        return cs.span, len(cs.elements)
+        return cs.span, cs.count
 
     def tree_from(self, root: int) -> tree.Tree:
         t = self._trees.get(root)
