@@ -141,12 +141,6 @@ def test_mpi_harness_reports_failure():
 
 
 @pytest.mark.mpi
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="MPITransport.send(-1, ...) is a silent no-op: -1 is MPI_PROC_NULL in MPICH, so the message "
-    "is dropped, while InprocTransport raises ValueError for the same call",
-)
 def test_mpi_invalid_rank():
     proc = _run_script(2, "--checks", "invalid_rank", timeout=30)
     out = proc.stdout + proc.stderr

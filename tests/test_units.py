@@ -280,12 +280,6 @@ def test_arrays_travel_out_of_band_and_are_rebuilt_on_received_memory():
     assert np.shares_memory(got["a"], np.frombuffer(received[1], np.uint8)), "decode copied the received array"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="encode's NumPy fast path wraps every contiguous array in pickle.PickleBuffer, which "
-    "raises ValueError for datetime64/timedelta64 (no buffer protocol); plain pickle handles them",
-)
 @pytest.mark.parametrize("dtype", ["datetime64[D]", "timedelta64[s]"])
 def test_datetime_arrays_round_trip(dtype):
     arr = np.array([0, 1, 365], dtype="int64").astype(dtype)
@@ -333,11 +327,6 @@ def test_encode_is_reentrant():
     assert np.array_equal(got["y"], np.arange(3.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="encode's NumPy fast path rebuilds with dtype.str: a structured dtype becomes raw void "
-    "('|V12'), losing its fields",
-)
 def test_structured_array_keeps_its_fields():
     a = np.zeros(3, dtype=[("x", "<i4"), ("y", "<f8")])
     a["x"] = [1, 2, 3]
@@ -416,13 +405,6 @@ def test_mismatched_shapes_are_a_reduction_error(name, values):
         getattr(reducers, name).combine(values)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the shape check only runs when the FIRST contribution is an array: [5, array] "
-    "broadcasts (sum) or raises NumPy's ValueError (max), while [array, 5] is a ReductionError, "
-    "so the outcome depends on the order contributions arrive in",
-)
 @pytest.mark.parametrize("name", ["sum", "max"])
 def test_scalar_before_array_is_a_reduction_error_too(name):
     try:
@@ -558,11 +540,6 @@ def test_pes_below_one_is_rejected(pes):
         load_settings(environ={"SHOAL_PES": pes})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SHOAL_TREE_FANOUT=0 is accepted; the runtime then fails with ZeroDivisionError in "
-    "tree._links when it builds the system group's tree",
-)
 def test_tree_fanout_below_one_is_rejected():
     with pytest.raises(ValueError, match="SHOAL_TREE_FANOUT"):
         load_settings(environ={"SHOAL_TREE_FANOUT": "0"})

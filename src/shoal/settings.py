@@ -50,8 +50,19 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     for name, value in overrides.items():
         if name not in known:
             raise ValueError(f"unknown setting {name!r}; valid settings: {', '.join(known)}")
-        values[name] = value
+        values[name] = _convert(name, value, known[name].type) if isinstance(value, str) else value
+        kind = _KINDS[_type_name(known[name].type)]
+        if not isinstance(values[name], kind) or isinstance(values[name], bool):
+            raise ValueError(f"setting {name}={value!r} must be a {_type_name(known[name].type)}")
     settings = Settings(**values)  # type: ignore[arg-type]
+    for name in ("rendezvous_threshold", "frame_capacity"):
+        if getattr(settings, name) < 0:
+            raise ValueError(f"SHOAL_{name.upper()}={getattr(settings, name)} must not be negative")
+    for name in ("idle_spin", "idle_sleep_max", "deadlock_timeout"):
+        if getattr(settings, name) < 0:
+            raise ValueError(f"SHOAL_{name.upper()}={getattr(settings, name)} must not be negative (seconds)")
+    if settings.tree_fanout < 2:
+        raise ValueError(f"SHOAL_TREE_FANOUT={settings.tree_fanout} must be at least 2")
     if settings.transport not in ("", "mpi", "inproc"):
         raise ValueError(f"SHOAL_TRANSPORT={settings.transport!r}: valid transports are mpi, inproc")
     if settings.pes < 1:
@@ -59,9 +70,15 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     return settings
 
 
+_KINDS: dict[str, type] = {"int": int, "float": (float, int), "str": str}  # type: ignore[dict-item]
+
+
+def _type_name(typ: object) -> str:
+    return typ if isinstance(typ, str) else getattr(typ, "__name__", "str")
+
+
 def _convert(key: str, raw: str, typ: object) -> object:
-    name = typ if isinstance(typ, str) else getattr(typ, "__name__", "str")
-    kind = {"int": int, "float": float, "str": str}[name]
+    kind = {"int": int, "float": float, "str": str}[_type_name(typ)]
     try:
         return kind(raw)
     except ValueError:

@@ -60,6 +60,9 @@ def unpack_header(data: bytes) -> tuple[int, int, int, int, int, tuple]:
     return kind, entry, src, aux, coll, index
 
 
+_PLAIN_KINDS = frozenset("biufc")  # dtypes fully described by dtype.str (others: NumPy's own pickling)
+
+
 def _rebuild_array(buf: Any, dtype: str, shape: tuple) -> np.ndarray:
     return np.frombuffer(buf, dtype).reshape(shape)
 
@@ -72,7 +75,7 @@ class _Pickler(pickle.Pickler):
     """
 
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.flags.c_contiguous and not obj.dtype.hasobject:
+        if type(obj) is np.ndarray and obj.dtype.kind in _PLAIN_KINDS and obj.flags.c_contiguous:
             return _rebuild_array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)  # type: ignore[arg-type]
         return NotImplemented
 

@@ -47,16 +47,17 @@ def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
     """Fold values pairwise; NumPy arrays element-wise into one fresh accumulator."""
 
     def combine(values: list) -> Any:
-        first = values[0]
-        if isinstance(first, np.ndarray):
-            acc = np.array(first, copy=True)
-            for v in values[1:]:
-                if not isinstance(v, np.ndarray) or v.shape != acc.shape:
-                    shape = getattr(v, "shape", type(v).__name__)
-                    raise ReductionError(f"contributions of shapes {acc.shape} and {shape} cannot be combined element-wise")
-                ufunc(acc, v, out=acc)
-            return acc
-        return functools.reduce(op, values)
+        arrays = [v for v in values if isinstance(v, np.ndarray)]
+        if not arrays:
+            return functools.reduce(op, values)
+        shape = arrays[0].shape
+        if len(arrays) != len(values) or any(a.shape != shape for a in arrays):
+            shapes = sorted({str(getattr(v, "shape", type(v).__name__)) for v in values})
+            raise ReductionError(f"contributions of shapes {' and '.join(shapes)} cannot be combined element-wise")
+        acc = np.array(arrays[0], dtype=np.result_type(*arrays), copy=True)
+        for v in arrays[1:]:
+            ufunc(acc, v, out=acc)
+        return acc
 
     return combine
 

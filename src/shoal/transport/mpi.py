@@ -62,6 +62,8 @@ class MPITransport(Transport):
 
     # -- sending -----------------------------------------------------------------
     def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
+        if not 0 <= dest < self.size:
+            raise ValueError(f"PE {self.rank}: send to PE {dest}, but the job has {self.size} PEs")
         views = [memoryview(s).cast("B") if not isinstance(s, bytes) else s for s in segments]
         room = self.frame_capacity - _PREFIX.size - len(header) - _SEG.size * len(views)
         lengths = []
