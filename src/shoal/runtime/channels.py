@@ -33,7 +33,7 @@ def _endpoint(proxy: "ElementProxy") -> tuple:
 class Channel:
     """An ordered stream from ``chare`` to ``remote`` (and its mirror at the other end)."""
 
-    __slots__ = ("chare", "remote", "tag", "inbox", "waiting", "into", "landed", "_rt")
+    __slots__ = ("chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "_rt")
 
     def __init__(self, chare: "Chare", remote: "ElementProxy"):
         from .chare import Chare
@@ -54,6 +54,8 @@ class Channel:
         self.waiting: Future | None = None
         self.into: np.ndarray | None = None
         self.landed = False  # a rendezvous segment was written into `into`
+        self.sent = 0  # messages sent, mod 2**16: each carries its number
+        self.arrived = 0  # messages arrived, mod 2**16: the next one to arrive has this number
         self._rt = rt
         table = chare._shoal_channels
         if table is None:
@@ -64,12 +66,13 @@ class Channel:
         early = chare.__dict__.get("_shoal_channel_early")
         if early and self.tag in early:
             self.inbox.extend(early.pop(self.tag))
+            self.arrived = len(self.inbox) & 0xFFFF
 
     def send(self, *values: Any) -> None:
         """Send ``values`` to the other end; ``recv`` there returns them in order."""
         payload = values[0] if len(values) == 1 else values
-        r = self.remote
-        self._rt.send_channel(r, self.tag, encode(payload))
+        self._rt.send_channel(self.remote, self.tag, self.sent, encode(payload))
+        self.sent = (self.sent + 1) & 0xFFFF
 
     def recv(self, into: np.ndarray | None = None) -> Future:
         """A future of the next message; with ``into=array`` the array is filled and returned."""
@@ -86,15 +89,17 @@ class Channel:
         return fut
 
     # -- called by the runtime ---------------------------------------------------
-    def posted(self, nbytes: int) -> Any:
-        """The posted buffer for an incoming large segment, if it fits exactly."""
+    def posted(self, seq: int, nbytes: int) -> Any:
+        """The posted buffer for a large segment of message ``seq``, if that message
+        completes the pending receive (it is the next to arrive) and fits exactly."""
         into = self.into
-        if into is not None and not self.landed and self.waiting is not None and into.nbytes == nbytes:
+        if into is not None and seq == self.arrived and not self.landed and into.nbytes == nbytes:
             self.landed = True
             return into.reshape(-1).view(np.uint8)
         return None
 
     def arrive(self, segments: list) -> None:
+        self.arrived = (self.arrived + 1) & 0xFFFF
         if self.waiting is None:
             self.inbox.append(segments)
             return

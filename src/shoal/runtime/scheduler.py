@@ -187,9 +187,9 @@ class Runtime:
             raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
         self.send_raw(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
 
-    def send_channel(self, remote: "ElementProxy", tag: int, segments: list) -> None:
+    def send_channel(self, remote: "ElementProxy", tag: int, seq: int, segments: list) -> None:
         info = remote._info
-        header = pack_header(Kind.CHANNEL, 0, self.pe, tag, info.id, remote._index)
+        header = pack_header(Kind.CHANNEL, seq, self.pe, tag, info.id, remote._index)
         self.send_raw(self.locate(info, remote._index), header, segments, info.id)
 
     # -- collections -------------------------------------------------------------
@@ -213,14 +213,14 @@ class Runtime:
     def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
         if index == 1 and header[0] == Kind.CHANNEL:
-            _, _, _, _, aux, coll = _unpack(header)
+            _, _, seq, _, aux, coll = _unpack(header)
             cs = self.colls.get(coll)
             if cs is not None:
                 el = cs.elements.get(unpack_header(header)[5])
                 table = el._shoal_channels if el is not None else None
                 ch = table.get(aux) if table else None
                 if ch is not None:
-                    buf = ch.posted(nbytes)
+                    buf = ch.posted(seq, nbytes)
                     if buf is not None:
                         return buf
         return np.empty(nbytes, np.uint8)
