@@ -1,0 +1,62 @@
+"""Every program in examples/ runs to completion and prints its final check line.
+
+Each example is started the way a user starts it, ``python -m shoal run -n N
+examples/X.py``: with real MPI processes (marked ``mpi``) and on the in-process
+transport.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# (program, extra arguments, what the last line of its output starts with)
+CASES = [
+    ("hello.py", (), "hello: OK"),
+    ("pingpong.py", ("50",), "pingpong: OK"),
+    ("reduction.py", (), "reduction: OK"),
+    ("channels.py", (), "channels: OK"),
+    ("pool.py", (), "pool: OK"),
+    ("pool.py", ("--async",), "pool: OK"),
+    ("demo.py", (), "demo: OK"),
+]
+IDS = [f"{name[:-3]}{'-' + '-'.join(a.lstrip('-') for a in args) if args else ''}" for name, args, _ in CASES]
+
+
+def run_example(name: str, args: tuple, pes: int, transport: str = "mpi") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    cmd = [sys.executable, "-m", "shoal", "run", "-n", str(pes), "--transport", transport, str(EXAMPLES / name), *args]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60, env=env, cwd=EXAMPLES.parent)
+
+
+def check(proc: subprocess.CompletedProcess, expected: str) -> None:
+    report = f"exit code {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, report
+    lines = proc.stdout.strip().splitlines()
+    assert lines and lines[-1].startswith(expected), report
+
+
+def test_every_example_is_tested():
+    assert {name for name, _, _ in CASES} == {p.name for p in EXAMPLES.glob("*.py")}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name, args, expected", CASES, ids=IDS)
+def test_example_under_mpiexec(name, args, expected):
+    check(run_example(name, args, pes=2), expected)
+
+
+@pytest.mark.mpi
+def test_demo_on_three_pes():
+    check(run_example("demo.py", (), pes=3), "demo: OK")
+
+
+@pytest.mark.parametrize("name, args, expected", CASES, ids=IDS)
+def test_example_inproc(name, args, expected):
+    check(run_example(name, args, pes=2, transport="inproc"), expected)
