@@ -359,3 +359,18 @@ def test_contribute_from_constructor_waits_for_every_local_element():
         return f.get()
 
     assert job(2)(main) == 11
+
+
+def test_blocking_pool_calls_in_async_code_raise_at_once():
+    out = []
+
+    async def main(args):
+        with pytest.raises(shoal.BlockingCallError, match="map_async"):
+            shoal.pool.map(_square, [1])
+        fut = shoal.Executor().submit(_square, 3)
+        with pytest.raises(shoal.BlockingCallError, match="async"):
+            fut.result()
+        out.append(await shoal.pool.map_async(_square, [2]))
+
+    assert run_inproc(main) == 0
+    assert out == [[4]]

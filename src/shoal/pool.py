@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import itertools
 from typing import Any, Callable, Iterable, Iterator
 
+from .errors import BlockingCallError
 from .runtime.chare import Chare
 from .runtime.collections import Group
 from .runtime.context import current
@@ -85,6 +86,7 @@ def map_async(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int 
 
 def map(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -> list:
     """``[fn(x) for x in iterable]`` computed on all PEs (from the main program)."""
+    _no_blocking("shoal.pool.map()", "`await shoal.pool.map_async(...)`")
     return map_async(fn, iterable, chunksize).get()
 
 
@@ -115,10 +117,20 @@ class _PoolFuture(cf.Future):
 
 
 def _drive(fut: Future) -> None:
+    """Serve messages until ``fut`` resolves; its error is read from the copy."""
+    _no_blocking("a shoal.Executor future's result()/exception()/shutdown(wait=True)", "await shoal.gather(...) of shoal futures")
     try:
         fut.get()
-    except BaseException:  # noqa: BLE001 - the error is read from the copy
+    except BaseException:  # noqa: BLE001 - copied into the concurrent.futures.Future
         pass
+
+
+def _no_blocking(what: str, instead: str) -> None:
+    if current(what).entry_depth:
+        raise BlockingCallError(
+            f"{what} blocks, which only a synchronous main program may do; in async code "
+            f"(an async main or entry method) use {instead}"
+        )
 
 
 class Executor(cf.Executor):

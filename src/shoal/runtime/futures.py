@@ -132,8 +132,8 @@ class Future:
         rt = current("Future.get()")
         if rt.entry_depth:
             raise BlockingCallError(
-                f"Future.get() called inside an entry method (future created at {self.origin}); "
-                "blocking would stop this PE. Make the method `async def` and use `await fut`."
+                f"Future.get() called inside an entry method or async main (future created at "
+                f"{self.origin}); blocking would stop this PE. Make the method `async def` and use `await fut`."
             )
         if self._state == _PENDING:
             self._check_owner(rt)
