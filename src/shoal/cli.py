@@ -19,7 +19,7 @@ from .transport import TRANSPORTS
 
 __all__ = ["main", "find_mpiexec"]
 
-_COMMANDS = ("run", "info")
+_COMMANDS = ("run", "info", "bench")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,13 +33,14 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="shoal", description="Run shoal programs and inspect the installation.")
-    sub = p.add_subparsers(dest="command", metavar="{run,info} | PROGRAM.py", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{run,info,bench} | PROGRAM.py", parser_class=_Parser)
     run = sub.add_parser("run", help="start a job of N PEs running a program")
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
     run.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
     run.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
     run.add_argument("program", help="the Python program to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
+    sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
     info = sub.add_parser("info", help="versions, MPI library, transport settings")
     info.add_argument("--transport", choices=TRANSPORTS, default="mpi")
     return p
@@ -122,6 +123,10 @@ def _info(ns: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        from .bench.cli import main as bench_main
+
+        return bench_main(argv[1:])
     if argv and argv[0] not in _COMMANDS and not argv[0].startswith("-"):
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`
     parser = _parser()

@@ -1,0 +1,1 @@
+"""Benchmarks of shoal against mpi4py and other peers (``shoal bench …``)."""

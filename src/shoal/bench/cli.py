@@ -1,0 +1,33 @@
+"""``shoal bench <name> …``: the registry of benchmark subcommands.
+
+Each entry names a module with a ``main(argv) -> int``; it is imported only when
+its subcommand runs, so a benchmark's optional dependencies cost nothing elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+__all__ = ["BENCHMARKS", "main"]
+
+#: subcommand -> (module with main(argv), one-line help)
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "micro": ("shoal.bench.micro.cli", "OSU-style point-to-point and collective micro-benchmarks"),
+    "compare": ("shoal.bench.compare", "run targets interleaved; medians, CIs, ratios and a figure"),
+}
+
+
+def main(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in BENCHMARKS:
+        out = sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"shoal bench: unknown benchmark {argv[0]!r}", file=out)
+        print("usage: shoal bench {" + ",".join(BENCHMARKS) + "} [options]", file=out)
+        for name, (_, text) in BENCHMARKS.items():
+            print(f"  {name:<10} {text}", file=out)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(BENCHMARKS[argv[0]][0])
+    return int(module.main(argv[1:]) or 0)
