@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ChannelError
 from .context import current
 from .futures import Failure, Future
-from .message import decode, encode
+from .message import decode_call, encode_call, unpicklable
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -70,8 +70,11 @@ class Channel:
 
     def send(self, *values: Any) -> None:
         """Send ``values`` to the other end; ``recv`` there returns them in order."""
-        payload = values[0] if len(values) == 1 else values
-        self._rt.send_channel(self.remote, self.tag, self.sent, encode(payload))
+        try:
+            flag, segments = encode_call(values, None)
+        except Exception as exc:
+            raise unpicklable(type(self.chare), "Channel.send", values, {}, exc) from None
+        self._rt.send_channel(self.remote, self.tag, self.sent, flag, segments)
         self.sent = (self.sent + 1) & 0xFFFF
 
     def recv(self, into: np.ndarray | None = None) -> Future:
@@ -98,17 +101,18 @@ class Channel:
             return into.reshape(-1).view(np.uint8)
         return None
 
-    def arrive(self, segments: list) -> None:
+    def arrive(self, kind: int, segments: list) -> None:
         self.arrived = (self.arrived + 1) & 0xFFFF
         if self.waiting is None:
-            self.inbox.append(segments)
+            self.inbox.append((kind, segments))
             return
         fut, into = self.waiting, self.into
         self.waiting, self.into = None, None
-        self._complete(fut, segments, into)
+        self._complete(fut, (kind, segments), into)
 
-    def _complete(self, fut: Future, segments: list, into: np.ndarray | None) -> None:
-        value = decode(segments)
+    def _complete(self, fut: Future, message: tuple, into: np.ndarray | None) -> None:
+        values = decode_call(*message)[0]
+        value = values[0] if len(values) == 1 else values
         if into is not None:
             try:
                 value = _fill(into, value, self)

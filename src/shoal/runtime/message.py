@@ -20,7 +20,20 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Kind", "pack_header", "unpack_header", "encode", "decode", "unpicklable", "HEADER"]
+__all__ = [
+    "Kind",
+    "HEADER",
+    "KWARGS",
+    "ARRAYS",
+    "KIND_MASK",
+    "pack_header",
+    "unpack_header",
+    "encode",
+    "decode",
+    "encode_call",
+    "decode_call",
+    "unpicklable",
+]
 
 
 class Kind(IntEnum):
@@ -117,6 +130,85 @@ def decode(segments: list) -> Any:
     if len(segments) == 1:
         return _loads(segments[0])
     return _loads(segments[0], buffers=segments[1:])
+
+
+#: kind-byte flags of entry-method calls: how the payload encodes the arguments
+KWARGS = 0x80  # the pickle holds (args, kwargs)
+ARRAYS = 0x40  # every argument is a plain NumPy array: a descriptor segment, then their buffers
+KIND_MASK = 0x3F
+
+_ndarray = np.ndarray
+_descriptors: dict[tuple, bytes] = {}  # ((dtype.str, shape), ...) -> descriptor bytes
+_layouts: dict[bytes, tuple] = {}  # descriptor bytes -> ((dtype, shape), ...)
+_CACHE_LIMIT = 4096
+
+
+def _describe(key: tuple) -> bytes:
+    parts = [struct.pack("<B", len(key))]
+    for dtype, shape in key:
+        code = dtype.encode()
+        parts.append(struct.pack(f"<B{len(code)}sB{len(shape)}q", len(code), code, len(shape), *shape))
+    desc = b"".join(parts)
+    if len(_descriptors) > _CACHE_LIMIT:
+        _descriptors.clear()
+    _descriptors[key] = desc
+    return desc
+
+
+def _layout(desc: bytes) -> tuple:
+    n, off, out = desc[0], 1, []
+    for _ in range(n):
+        clen = desc[off]
+        dtype = np.dtype(desc[off + 1 : off + 1 + clen].decode())
+        off += 1 + clen
+        ndim = desc[off]
+        shape = struct.unpack_from(f"<{ndim}q", desc, off + 1)
+        off += 1 + 8 * ndim
+        out.append((dtype, shape))
+    layout = tuple(out)
+    if len(_layouts) > _CACHE_LIMIT:
+        _layouts.clear()
+    _layouts[desc] = layout
+    return layout
+
+
+def _encode_arrays(args: tuple) -> list | None:
+    """Segments for arguments that are all plain C-contiguous arrays; None otherwise.
+
+    This skips pickle entirely: a cached descriptor of dtypes and shapes, then each
+    array's own memory (sent out-of-band, so large arrays still go zero-copy).
+    """
+    key = []
+    for a in args:
+        if type(a) is not _ndarray or a.dtype.kind not in _PLAIN_KINDS or not a.flags.c_contiguous:
+            return None
+        key.append((a.dtype.str, a.shape))
+    k = tuple(key)
+    desc = _descriptors.get(k) or _describe(k)
+    return [desc, *args]
+
+
+def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
+    """The kind flag and segments of an entry-method call's arguments."""
+    if kwargs:
+        return KWARGS, encode((args, kwargs))
+    if args and type(args[0]) is _ndarray:
+        segments = _encode_arrays(args)
+        if segments is not None:
+            return ARRAYS, segments
+    return 0, encode(args)
+
+
+def decode_call(kind: int, segments: list) -> tuple[tuple, dict | None]:
+    """Inverse of :func:`encode_call`: ``(args, kwargs)``."""
+    if kind & ARRAYS:
+        desc = bytes(segments[0])
+        layout = _layouts.get(desc) or _layout(desc)
+        return tuple(
+            np.frombuffer(buf, dtype).reshape(shape) for (dtype, shape), buf in zip(layout, segments[1:])
+        ), None
+    payload = decode(segments)
+    return payload if kind & KWARGS else (payload, None)
 
 
 def unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception) -> TypeError:

@@ -27,9 +27,12 @@ from .location import Locations, Route
 from .message import (
     HEADER,
     INDEX_STRUCTS,
+    KIND_MASK,
     Kind,
     decode,
+    decode_call,
     encode,
+    encode_call,
     pack_header,
     unpack_header,
     unpicklable,
@@ -45,9 +48,8 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .proxy import CollectionProxy, ElementProxy
 
-__all__ = ["Runtime", "KWARGS"]
+__all__ = ["Runtime"]
 
-KWARGS = 0x80  # kind-byte flag: the payload is (args, kwargs), not just args
 _NO_COLL = 1  # collection field of messages that belong to no collection (futures)
 _unpack = HEADER.unpack_from
 _HSIZE = HEADER.size
@@ -152,7 +154,7 @@ class Runtime:
 
     def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
         try:
-            return (KWARGS, encode((args, kwargs))) if kwargs else (0, encode(args))
+            return encode_call(args, kwargs)
         except Exception as exc:
             raise unpicklable(info.cls, name, args, kwargs, exc) from None
 
@@ -187,9 +189,9 @@ class Runtime:
             raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
         self.send_raw(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
 
-    def send_channel(self, remote: "ElementProxy", tag: int, seq: int, segments: list) -> None:
+    def send_channel(self, remote: "ElementProxy", tag: int, seq: int, flag: int, segments: list) -> None:
         info = remote._info
-        header = pack_header(Kind.CHANNEL, seq, self.pe, tag, info.id, remote._index)
+        header = pack_header(Kind.CHANNEL | flag, seq, self.pe, tag, info.id, remote._index)
         self.send_raw(self.locate(info, remote._index), header, segments, info.id)
 
     # -- collections -------------------------------------------------------------
@@ -212,7 +214,7 @@ class Runtime:
     # -- receiving ---------------------------------------------------------------
     def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
-        if index == 1 and header[0] == Kind.CHANNEL:
+        if index == 1 and header[0] & KIND_MASK == Kind.CHANNEL:
             _, _, seq, _, aux, coll = _unpack(header)
             cs = self.colls.get(coll)
             if cs is not None:
@@ -231,13 +233,13 @@ class Runtime:
         if coll != SYSTEM_ID:
             self.received += 1
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
-        self._handlers[kind & 0x7F](kind, entry, src, aux, coll, index, segments, header)
+        self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
 
     def dispatch(self, header: bytes, segments: list) -> None:
         """Handle a message held back earlier (already counted)."""
         kind, n, entry, src, aux, coll = _unpack(header)
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
-        self._handlers[kind & 0x7F](kind, entry, src, aux, coll, index, segments, header)
+        self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
 
     def collection_or_defer(self, coll: int, header: bytes, segments: list) -> CollectionState | None:
         cs = self.colls.get(coll)
@@ -279,8 +281,7 @@ class Runtime:
         el = self.element_or_defer(coll, index, header, segments)
         if el is None:
             return
-        payload = decode(segments)
-        args, kwargs = payload if kind & KWARGS else (payload, None)
+        args, kwargs = decode_call(kind, segments)
         self.run_entry(el, entry, args, kwargs, self._replier(src, aux) if aux else None)
 
     def _replier(self, owner: int, fid: int) -> Callable[[Any], None]:
@@ -340,8 +341,7 @@ class Runtime:
     def _broadcast_here(self, cs: CollectionState, kind: int, entry: int, src: int, aux: int, segments: list) -> None:
         if not cs.elements:
             return
-        payload = decode(segments)
-        args, kwargs = payload if kind & KWARGS else (payload, None)
+        args, kwargs = decode_call(kind, segments)
         if not aux:
             for el in list(cs.elements.values()):
                 self.run_entry(el, entry, args, kwargs, None)
@@ -379,9 +379,9 @@ class Runtime:
         table = el._shoal_channels
         ch = table.get(aux) if table else None
         if ch is not None:
-            ch.arrive(segments)
+            ch.arrive(kind, segments)
         else:
-            el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append(segments)
+            el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append((kind, segments))
 
     def _on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         info = self.infos.get(coll)
