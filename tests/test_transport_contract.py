@@ -111,9 +111,10 @@ def _run_script(n: int, *args: str, timeout: float = 60) -> subprocess.Completed
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("path", ["compiled", "python"])
 @pytest.mark.parametrize("n", [2, 3])
-def test_mpi_contract(n):
-    proc = _run_script(n)
+def test_mpi_contract(n, path):
+    proc = _run_script(n, *(["--python"] if path == "python" else []))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "FAIL" not in out, out

@@ -525,7 +525,11 @@ def main(argv: Iterable[str]) -> int:
 
     from shoal.transport.mpi import MPITransport
 
-    t = MPITransport(rendezvous_threshold=threshold)
+    native = "--python" not in argv  # --python: the pure-Python reference path
+    t = MPITransport(rendezvous_threshold=threshold, native=native)
+    if native and t._native is None:
+        print("FAIL: the compiled eager path did not build", flush=True)
+        return 4
     ep = Endpoint(t, lockstep=False)
     t.barrier()
     for name in names:

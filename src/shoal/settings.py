@@ -29,9 +29,11 @@ class Settings:
     deadlock_timeout: float = 1.0
     #: Fan-out of the spanning trees used by broadcasts and reductions.
     tree_fanout: int = 4
+    #: 1: use the compiled eager path of the MPI transport when it builds; 0: pure Python.
+    native: int = 1
 
 
-_ENV_ONLY = {"SHOAL_MPIEXEC"}  # read by the launcher, not a runtime option
+_ENV_ONLY = {"SHOAL_MPIEXEC", "SHOAL_CACHE_DIR"}  # read by the launcher and the native builder
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:

@@ -43,7 +43,7 @@ class _Incoming:
 class MPITransport(Transport):
     name = "mpi"
 
-    def __init__(self, rendezvous_threshold: int = 64 * 1024, frame_capacity: int = 256 * 1024):
+    def __init__(self, rendezvous_threshold: int = 64 * 1024, frame_capacity: int = 256 * 1024, native: bool = True):
         world = MPI.COMM_WORLD
         self._frames = world.Dup()
         self._bulk = world.Dup()
@@ -52,10 +52,14 @@ class MPITransport(Transport):
         self.size = world.Get_size()
         self.rendezvous_threshold = rendezvous_threshold
         self.frame_capacity = max(frame_capacity, rendezvous_threshold + 4096)
-        self._buf = bytearray(self.frame_capacity)
-        self._status = MPI.Status()
-        self._recv = self._frames.Recv_init(self._buf, MPI.ANY_SOURCE, _FRAME_TAG)
-        self._recv.Start()
+        # The compiled eager path (shoal/_native/frames.c) when it builds; this
+        # module's Python code is the reference and the fallback.
+        self._native = _native_frames(self._frames, self.frame_capacity, rendezvous_threshold) if native else None
+        if self._native is None:
+            self._buf = bytearray(self.frame_capacity)
+            self._status = MPI.Status()
+            self._recv = self._frames.Recv_init(self._buf, MPI.ANY_SOURCE, _FRAME_TAG)
+            self._recv.Start()
         self._sends: list = []  # (request, frame) pairs of eager sends in flight
         self._arrived: deque = deque()  # complete messages not yet delivered
         self._stalled: dict[int, deque] = {}  # source -> messages waiting on bulk data
@@ -64,6 +68,9 @@ class MPITransport(Transport):
     def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
         if not 0 <= dest < self.size:
             raise ValueError(f"PE {self.rank}: send to PE {dest}, but the job has {self.size} PEs")
+        native = self._native
+        if native is not None and type(segments) is list and native.send(dest, header, segments):
+            return
         views = [memoryview(s).cast("B") if not isinstance(s, bytes) else s for s in segments]
         room = self.frame_capacity - _PREFIX.size - len(header) - _SEG.size * len(views)
         lengths = []
@@ -94,6 +101,10 @@ class MPITransport(Transport):
 
     # -- receiving ---------------------------------------------------------------
     def _receive_frames(self) -> None:
+        """Take in every frame that arrived, queueing (never delivering) messages."""
+        if self._native is not None:
+            self._native.poll(None, self._unpack, self._stalled, self._arrived)
+            return
         req, status = self._recv, self._status
         while req.Test(status):
             n = status.Get_count(MPI.BYTE)
@@ -141,11 +152,20 @@ class MPITransport(Transport):
             del self._stalled[src]
 
     def poll(self, deliver: Deliver) -> int:
-        self._receive_frames()
+        native = self._native
+        if native is not None:
+            n = self._deliver_arrived(deliver) if self._arrived else 0
+            n += native.poll(deliver, self._unpack, self._stalled, self._arrived)
+        else:
+            n = 0
+            self._receive_frames()
         if self._stalled:
             self._advance_stalled()
         if self._sends:
             self._complete_sends()
+        return n + self._deliver_arrived(deliver) if self._arrived else n
+
+    def _deliver_arrived(self, deliver: Deliver) -> int:
         arrived = self._arrived
         n = 0
         while arrived:
@@ -160,7 +180,8 @@ class MPITransport(Transport):
 
     def flush(self) -> None:
         """Complete every send in flight (receiving meanwhile)."""
-        while self._sends:
+        native = self._native
+        while self._sends or (native is not None and native.pending()):
             self._complete_sends()
             self._receive_frames()
 
@@ -175,9 +196,12 @@ class MPITransport(Transport):
 
     def close(self) -> None:
         self.barrier()
-        self._recv.Cancel()
-        self._recv.Wait()
-        self._recv.Free()
+        if self._native is not None:
+            self._native.close()
+        else:
+            self._recv.Cancel()
+            self._recv.Wait()
+            self._recv.Free()
         for comm in (self._frames, self._bulk, self._user):
             comm.Free()
 
@@ -205,7 +229,22 @@ def describe_library() -> dict[str, Any]:
         "mpi abi": _abi_name(),
         "mpi thread level": _thread_level(),
         "device buffers": "staged through host memory (no CUDA-aware MPI detected)",
+        "compiled eager path": _native_status(),
     }
+
+
+def _native_frames(comm: MPI.Comm, capacity: int, threshold: int) -> Any:
+    from ..native import load_frames
+
+    module = load_frames()
+    return None if module is None else module.Frames(comm, capacity, threshold)
+
+
+def _native_status() -> str:
+    from ..native import frames_status, load_frames
+
+    load_frames()
+    return frames_status()
 
 
 def _abi_name() -> str:

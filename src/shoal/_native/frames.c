@@ -1,0 +1,254 @@
+/* The compiled eager path of the MPI transport: frame send and frame receive.
+ *
+ * Same wire format as shoal/transport/mpi.py (its Python code is the reference):
+ * a frame is <HH header length, segment count>, one <Q per segment
+ * (nbytes << 1 | is_bulk), the header, then the inline segments. This module only
+ * handles frames whose segments are all inline; anything else (bulk segments, or a
+ * source with earlier messages still waiting for bulk data) goes back to Python,
+ * which keeps per-source order.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <mpi.h>
+#include <mpi4py/mpi4py.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FRAME_TAG 1
+
+typedef struct {
+    MPI_Request req;
+    char *buf;
+} PendingSend;
+
+typedef struct {
+    PyObject_HEAD
+    MPI_Comm comm;
+    MPI_Request recv;
+    char *rbuf;
+    Py_ssize_t capacity;
+    Py_ssize_t threshold;
+    PendingSend *sends;
+    Py_ssize_t nsends, maxsends;
+    int active;
+} Frames;
+
+static int check(int err, const char *what) {
+    if (err == MPI_SUCCESS) return 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(err, msg, &len);
+    PyErr_Format(PyExc_RuntimeError, "shoal native transport: %s failed: %s", what, msg);
+    return -1;
+}
+
+static int Frames_init(Frames *self, PyObject *args, PyObject *kw) {
+    PyObject *comm;
+    if (!PyArg_ParseTuple(args, "Onn", &comm, &self->capacity, &self->threshold)) return -1;
+    MPI_Comm *c = PyMPIComm_Get(comm);
+    if (c == NULL) return -1;
+    self->comm = *c;
+    self->rbuf = PyMem_Malloc(self->capacity);
+    self->maxsends = 64;
+    self->sends = PyMem_Malloc(sizeof(PendingSend) * self->maxsends);
+    if (!self->rbuf || !self->sends) { PyErr_NoMemory(); return -1; }
+    if (check(MPI_Recv_init(self->rbuf, (int)self->capacity, MPI_BYTE, MPI_ANY_SOURCE, FRAME_TAG, self->comm, &self->recv), "MPI_Recv_init")) return -1;
+    if (check(MPI_Start(&self->recv), "MPI_Start")) return -1;
+    self->active = 1;
+    return 0;
+}
+
+static void Frames_dealloc(Frames *self) {
+    PyMem_Free(self->rbuf);
+    for (Py_ssize_t i = 0; i < self->nsends; i++) PyMem_Free(self->sends[i].buf);
+    PyMem_Free(self->sends);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Drop the sends that completed; 0 or -1 on error. */
+static int complete_sends(Frames *self) {
+    Py_ssize_t keep = 0;
+    for (Py_ssize_t i = 0; i < self->nsends; i++) {
+        int done = 0;
+        if (check(MPI_Test(&self->sends[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test")) return -1;
+        if (done) PyMem_Free(self->sends[i].buf);
+        else self->sends[keep++] = self->sends[i];
+    }
+    self->nsends = keep;
+    return 0;
+}
+
+/* send(dest, header, segments) -> bool: False means "not eager-only: use Python". */
+static PyObject *Frames_send(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "send(dest, header, segments)"); return NULL; }
+    int dest = (int)PyLong_AsLong(args[0]);
+    if (dest == -1 && PyErr_Occurred()) return NULL;
+    PyObject *header = args[1], *segs = args[2];
+    if (!PyBytes_Check(header) || !PyList_Check(segs)) { PyErr_SetString(PyExc_TypeError, "header must be bytes, segments a list"); return NULL; }
+    Py_ssize_t nseg = PyList_GET_SIZE(segs), hlen = PyBytes_GET_SIZE(header);
+    if (nseg > 16) Py_RETURN_FALSE;
+    Py_buffer views[16];
+    Py_ssize_t total = 4 + 8 * nseg + hlen, got = 0;
+    PyObject *result = Py_False;
+    for (; got < nseg; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(segs, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { result = NULL; goto done; }
+        if (views[got].len >= self->threshold) { got++; goto done; }
+        total += views[got].len;
+    }
+    if (total > self->capacity) goto done;
+    char *frame = PyMem_Malloc(total ? total : 1);
+    if (!frame) { PyErr_NoMemory(); result = NULL; goto done; }
+    uint16_t pre[2] = {(uint16_t)hlen, (uint16_t)nseg};
+    memcpy(frame, pre, 4);
+    char *p = frame + 4;
+    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)views[i].len << 1; memcpy(p, &w, 8); p += 8; }
+    memcpy(p, PyBytes_AS_STRING(header), hlen); p += hlen;
+    for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, views[i].buf, views[i].len); p += views[i].len; }
+    MPI_Request req;
+    if (check(MPI_Isend(frame, (int)total, MPI_BYTE, dest, FRAME_TAG, self->comm, &req), "MPI_Isend")) { PyMem_Free(frame); result = NULL; goto done; }
+    int flag = 0;
+    if (check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test")) { result = NULL; goto done; }
+    if (flag) PyMem_Free(frame);
+    else {
+        if (self->nsends == self->maxsends) {
+            PendingSend *more = PyMem_Realloc(self->sends, sizeof(PendingSend) * self->maxsends * 2);
+            if (!more) { PyErr_NoMemory(); result = NULL; goto done; }
+            self->sends = more;
+            self->maxsends *= 2;
+        }
+        self->sends[self->nsends].req = req;
+        self->sends[self->nsends].buf = frame;
+        self->nsends++;
+    }
+    result = Py_True;
+done:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* Split an eager-only frame (a bytearray) into (header, [segment views]) and deliver. */
+static int deliver_frame(PyObject *deliver, PyObject *copy) {
+    const char *frame = PyByteArray_AS_STRING(copy);
+    uint16_t pre[2];
+    memcpy(pre, frame, 4);
+    Py_ssize_t hlen = pre[0], nseg = pre[1];
+    PyObject *view = PyMemoryView_FromObject(copy);
+    if (!view) return -1;
+    Py_ssize_t off = 4 + 8 * nseg;
+    PyObject *header = PyBytes_FromStringAndSize(frame + off, hlen);
+    PyObject *segs = PyList_New(nseg);
+    if (!header || !segs) goto fail;
+    off += hlen;
+    for (Py_ssize_t i = 0; i < nseg; i++) {
+        uint64_t w;
+        memcpy(&w, frame + 4 + 8 * i, 8);
+        Py_ssize_t len = (Py_ssize_t)(w >> 1);
+        PyObject *seg = PySequence_GetSlice(view, off, off + len);
+        if (!seg) goto fail;
+        PyList_SET_ITEM(segs, i, seg);
+        off += len;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(deliver, header, segs, NULL);
+    Py_DECREF(view); Py_DECREF(header); Py_DECREF(segs);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+fail:
+    Py_DECREF(view); Py_XDECREF(header); Py_XDECREF(segs);
+    return -1;
+}
+
+/* poll(deliver, slow, stalled, arrived) -> number of frames received.
+ * Eager-only frames from sources with nothing queued in Python are delivered at
+ * once; every other frame goes to slow(source, bytearray) in arrival order. */
+static PyObject *Frames_poll(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "poll(deliver, slow, stalled, arrived)"); return NULL; }
+    PyObject *deliver = args[0], *slow = args[1], *stalled = args[2], *arrived = args[3];
+    long count = 0;
+    if (self->nsends && complete_sends(self)) return NULL;
+    while (self->active) {
+        int flag = 0;
+        MPI_Status st;
+        if (check(MPI_Test(&self->recv, &flag, &st), "MPI_Test")) return NULL;
+        if (!flag) break;
+        int n = 0;
+        MPI_Get_count(&st, MPI_BYTE, &n);
+        int src = st.MPI_SOURCE;
+        uint16_t pre[2];
+        memcpy(pre, self->rbuf, 4);
+        int eager = 1;
+        for (Py_ssize_t i = 0; i < pre[1]; i++) {
+            uint64_t w;
+            memcpy(&w, self->rbuf + 4 + 8 * i, 8);
+            if (w & 1) { eager = 0; break; }
+        }
+        PyObject *key = PyLong_FromLong(src);
+        if (!key) return NULL;
+        int queued = (deliver == Py_None) || PyDict_Contains(stalled, key) || PyObject_Length(arrived) > 0;
+        if (queued < 0) { Py_DECREF(key); return NULL; }
+        /* one copy out of the receive buffer, then restart the receive */
+        PyObject *copy = PyByteArray_FromStringAndSize(self->rbuf, n);
+        if (!copy) { Py_DECREF(key); return NULL; }
+        if (check(MPI_Start(&self->recv), "MPI_Start")) { Py_DECREF(copy); Py_DECREF(key); return NULL; }
+        int err = 0;
+        if (eager && !queued) {
+            err = deliver_frame(deliver, copy);
+        } else {
+            PyObject *r = PyObject_CallFunctionObjArgs(slow, key, copy, NULL);
+            if (r) Py_DECREF(r); else err = -1;
+        }
+        Py_DECREF(copy);
+        Py_DECREF(key);
+        if (err) return NULL;
+        count++;
+    }
+    return PyLong_FromLong(count);
+}
+
+static PyObject *Frames_pending(Frames *self, PyObject *unused) {
+    if (self->nsends && complete_sends(self)) return NULL;
+    return PyLong_FromSsize_t(self->nsends);
+}
+
+static PyObject *Frames_close(Frames *self, PyObject *unused) {
+    if (self->active) {
+        self->active = 0;
+        if (check(MPI_Cancel(&self->recv), "MPI_Cancel")) return NULL;
+        if (check(MPI_Wait(&self->recv, MPI_STATUS_IGNORE), "MPI_Wait")) return NULL;
+        if (check(MPI_Request_free(&self->recv), "MPI_Request_free")) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Frames_methods[] = {
+    {"send", (PyCFunction)(void (*)(void))Frames_send, METH_FASTCALL, "send(dest, header, segments) -> bool (False: not eager-only)"},
+    {"poll", (PyCFunction)(void (*)(void))Frames_poll, METH_FASTCALL, "poll(deliver, slow, stalled, arrived) -> frames received"},
+    {"pending", (PyCFunction)Frames_pending, METH_NOARGS, "number of eager sends still in flight"},
+    {"close", (PyCFunction)Frames_close, METH_NOARGS, "cancel the standing receive"},
+    {NULL}
+};
+
+static PyTypeObject FramesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native_frames.Frames",
+    .tp_basicsize = sizeof(Frames),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Eager frames over one MPI communicator.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Frames_init,
+    .tp_dealloc = (destructor)Frames_dealloc,
+    .tp_methods = Frames_methods,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native_frames", "shoal's compiled eager frame path", -1, NULL};
+
+PyMODINIT_FUNC PyInit__native_frames(void) {
+    if (import_mpi4py() < 0) return NULL;
+    if (PyType_Ready(&FramesType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&FramesType);
+    if (PyModule_AddObject(m, "Frames", (PyObject *)&FramesType) < 0) { Py_DECREF(&FramesType); Py_DECREF(m); return NULL; }
+    return m;
+}
