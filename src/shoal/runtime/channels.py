@@ -108,14 +108,14 @@ class Channel:
             return
         fut, into = self.waiting, self.into
         self.waiting, self.into = None, None
-        self._complete(fut, (kind, segments), into)
+        self._complete(fut, (kind, segments), into, self.landed)
 
-    def _complete(self, fut: Future, message: tuple, into: np.ndarray | None) -> None:
+    def _complete(self, fut: Future, message: tuple, into: np.ndarray | None, landed: bool = False) -> None:
         values = decode_call(*message)[0]
         value = values[0] if len(values) == 1 else values
         if into is not None:
             try:
-                value = _fill(into, value, self)
+                value = _fill(into, value, self, landed)
             except ChannelError as exc:
                 value = Failure(exc)
         fut._resolve(value)
@@ -124,7 +124,8 @@ class Channel:
         return f"<Channel {self.chare.proxy!r} <-> {self.remote!r}>"
 
 
-def _fill(into: np.ndarray, value: Any, ch: Channel) -> np.ndarray:
+def _fill(into: np.ndarray, value: Any, ch: Channel, landed: bool) -> np.ndarray:
+    """``into`` holding ``value``; ``landed``: the transport already wrote it there."""
     if not isinstance(value, np.ndarray):
         raise ChannelError(f"{ch!r}: recv(into=array) got a {type(value).__name__}, not a NumPy array")
     if value.shape != into.shape or value.dtype != into.dtype:
@@ -132,6 +133,6 @@ def _fill(into: np.ndarray, value: Any, ch: Channel) -> np.ndarray:
             f"{ch!r}: received an array of shape {value.shape} and dtype {value.dtype} "
             f"into a buffer of shape {into.shape} and dtype {into.dtype}; post a buffer that matches"
         )
-    if value.ctypes.data != into.ctypes.data:
+    if not landed:
         into[...] = value
     return into

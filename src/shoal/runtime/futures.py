@@ -67,15 +67,13 @@ def annotate(exc: BaseException, pe: int, where: str, with_traceback: bool = Tru
     return exc
 
 
-def _caller(depth: int) -> str:
-    f = sys._getframe(depth)
-    return f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+_getframe = sys._getframe
 
 
 class Future:
     """A value that will be available later; resolve it once with :meth:`send`."""
 
-    __slots__ = ("_rt", "owner", "fid", "_state", "_value", "_callbacks", "origin", "__weakref__")
+    __slots__ = ("_rt", "owner", "fid", "_state", "_value", "_callbacks", "_origin", "__weakref__")
 
     def __init__(self, *, _depth: int = 2) -> None:
         rt = current("shoal.Future()")
@@ -85,7 +83,17 @@ class Future:
         self._state = _PENDING
         self._value: Any = None
         self._callbacks: list | None = None
-        self.origin = _caller(_depth)
+        f = _getframe(_depth - 1)
+        self._origin: Any = (f.f_code, f.f_lineno)  # formatted only when reported
+
+    @property
+    def origin(self) -> str:
+        """Where the future was created: ``file:line in function``."""
+        o = self._origin
+        if isinstance(o, str):
+            return o
+        code, line = o
+        return f"{code.co_filename}:{line} in {code.co_name}"
 
     # -- resolving ---------------------------------------------------------------
     def send(self, value: Any = None) -> None:
@@ -185,7 +193,7 @@ def _rebuild_future(owner: int, fid: int, origin: str) -> Future:
             return local
     handle = Future.__new__(Future)
     handle._rt, handle.owner, handle.fid = None, owner, fid
-    handle._state, handle._value, handle._callbacks, handle.origin = _PENDING, None, None, origin
+    handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, origin
     return handle
 
 

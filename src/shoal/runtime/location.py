@@ -10,13 +10,17 @@ its next message goes straight there. Decisions here are pure; the runtime sends
 
 from __future__ import annotations
 
+import itertools
 from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .collections import CollectionInfo
+    from .proxy import ElementProxy
 
 __all__ = ["Locations", "Route"]
+
+_EPOCHS = itertools.count(1)  # process-wide, so a proxy's cached PE is never taken for another PE's
 
 
 class Route(Enum):
@@ -30,13 +34,21 @@ class Route(Enum):
 class Locations:
     """One PE's knowledge of element locations (only of elements away from home)."""
 
-    __slots__ = ("pe", "npes", "cache", "records")
+    __slots__ = ("pe", "npes", "cache", "records", "epoch")
 
     def __init__(self, pe: int, npes: int):
         self.pe = pe
         self.npes = npes
         self.cache: dict[tuple, int] = {}  # (collection, index) -> last PE learnt
         self.records: dict[tuple, int] = {}  # at the home: (collection, index) -> current PE
+        self.epoch = next(_EPOCHS)  # changes whenever a location is learnt: proxies re-resolve
+
+    def route(self, proxy: "ElementProxy") -> int:
+        """:meth:`locate` for a proxy, cached on it until a location changes here."""
+        if proxy._epoch != self.epoch:
+            proxy._dest = self.locate(proxy._info, proxy._index)
+            proxy._epoch = self.epoch
+        return proxy._dest
 
     def locate(self, info: "CollectionInfo", index: tuple) -> int:
         """The PE to send a message for element ``index`` to."""
@@ -49,6 +61,7 @@ class Locations:
     def learn(self, info: "CollectionInfo", index: tuple, pe: int) -> None:
         """Element ``index`` is on ``pe`` (a location update, or it moved here)."""
         key = (info.id, index)
+        self.epoch = next(_EPOCHS)
         if info.home(index, self.npes) == self.pe:
             self._set(self.records, key, pe, info, index)
         self._set(self.cache, key, pe, info, index)
@@ -68,7 +81,8 @@ class Locations:
         key = (info.id, index)
         home = info.home(index, self.npes)
         if home != self.pe:
-            self.cache.pop(key, None)  # stale: ask the home, which knows
+            if self.cache.pop(key, None) is not None:  # stale: ask the home, which knows
+                self.epoch = next(_EPOCHS)
             return Route.FORWARD, home
         pe = self.records.get(key)
         if pe is not None and pe != self.pe:

@@ -66,6 +66,16 @@ def pack_header(kind: int, entry: int, src: int, aux: int, coll: int, index: tup
     return _pack(kind, n, entry, src, aux, coll) + INDEX_STRUCTS[n].pack(*index)
 
 
+def pack_index(index: tuple) -> bytes:
+    """The index part of a header, cacheable per destination."""
+    return INDEX_STRUCTS[len(index)].pack(*index) if index else b""
+
+
+def pack_fixed(kind: int, entry: int, src: int, aux: int, coll: int, ndim: int) -> bytes:
+    """The fixed part of a header; append :func:`pack_index` of an ``ndim`` index."""
+    return _pack(kind, ndim, entry, src, aux, coll)
+
+
 def unpack_header(data: bytes) -> tuple[int, int, int, int, int, tuple]:
     """Decode a header into ``(kind, entry, src, aux, coll, index)``."""
     kind, n, entry, src, aux, coll = _unpack(data)

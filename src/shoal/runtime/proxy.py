@@ -33,13 +33,14 @@ class Proxy:
 class ElementProxy(Proxy):
     """One element of a collection."""
 
-    __slots__ = ("_index", "_dest", "_epoch")
+    __slots__ = ("_index", "_dest", "_epoch", "_packed")
 
     def __init__(self, info: CollectionInfo, index: tuple):
         self._info = info
         self._index = index
-        self._epoch = -1
+        self._epoch = -1  # the location epoch `_dest` was resolved in (see location.py)
         self._dest = -1
+        self._packed: bytes | None = None  # the index as the wire header carries it
 
     def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
         return current("calling an entry method").invoke(self, entry, name, args, kwargs, ret)

@@ -33,7 +33,9 @@ from .message import (
     decode_call,
     encode,
     encode_call,
+    pack_fixed,
     pack_header,
+    pack_index,
     unpack_header,
     unpicklable,
 )
@@ -163,9 +165,23 @@ class Runtime:
         info = proxy._info
         flag, segments = self._encode_call(info, name, args, kwargs)
         fut = Future(_depth=5) if ret else None
-        header = pack_header(Kind.INVOKE | flag, entry, self.pe, fut.fid if fut else 0, info.id, proxy._index)
-        self.send_raw(self.locate(info, proxy._index), header, segments, info.id)
+        self._to_element(proxy, Kind.INVOKE | flag, entry, fut.fid if fut else 0, segments)
         return fut
+
+    def _to_element(self, proxy: "ElementProxy", kind: int, entry: int, aux: int, segments: list) -> None:
+        """Send a message to one element (the per-message path: cached route and index)."""
+        info = proxy._info
+        packed = proxy._packed
+        if packed is None:
+            packed = proxy._packed = pack_index(proxy._index)
+        header = pack_fixed(kind, entry, self.pe, aux, info.id, len(proxy._index)) + packed
+        dest = self.locations.route(proxy)
+        if info.id != SYSTEM_ID:
+            self.sent += 1
+        if dest == self.pe:
+            self.local.append((header, _own(segments)))
+        else:
+            self.transport.send(dest, header, segments)
 
     def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to every element, through the collection's root."""
@@ -190,9 +206,7 @@ class Runtime:
         self.send_raw(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
 
     def send_channel(self, remote: "ElementProxy", tag: int, seq: int, flag: int, segments: list) -> None:
-        info = remote._info
-        header = pack_header(Kind.CHANNEL | flag, seq, self.pe, tag, info.id, remote._index)
-        self.send_raw(self.locate(info, remote._index), header, segments, info.id)
+        self._to_element(remote, Kind.CHANNEL | flag, seq, tag, segments)
 
     # -- collections -------------------------------------------------------------
     def reduction_span(self, domain: tuple, section: Any) -> tuple[tree.Tree | None, int]:
