@@ -137,7 +137,10 @@ class Engine:
     def run_main(self, main: Callable[..., Any], args: list) -> int:
         """Run ``main(args)`` on PE 0, serve messages everywhere, return the exit code."""
         rt0 = self.runtimes[0]
-        stopped = lambda: all(rt.stopped for rt in self.runtimes)  # noqa: E731
+        if len(self.runtimes) == 1:
+            stopped = lambda: rt0.stopped  # noqa: E731
+        else:
+            stopped = lambda: all(rt.stopped for rt in self.runtimes)  # noqa: E731
         if rt0.pe != 0:
             self._serve(stopped)
             return self.runtimes[0].exit_code

@@ -71,11 +71,6 @@ def pack_index(index: tuple) -> bytes:
     return INDEX_STRUCTS[len(index)].pack(*index) if index else b""
 
 
-def pack_fixed(kind: int, entry: int, src: int, aux: int, coll: int, ndim: int) -> bytes:
-    """The fixed part of a header; append :func:`pack_index` of an ``ndim`` index."""
-    return _pack(kind, ndim, entry, src, aux, coll)
-
-
 def unpack_header(data: bytes) -> tuple[int, int, int, int, int, tuple]:
     """Decode a header into ``(kind, entry, src, aux, coll, index)``."""
     kind, n, entry, src, aux, coll = _unpack(data)
@@ -148,7 +143,7 @@ ARRAYS = 0x40  # every argument is a plain NumPy array: a descriptor segment, th
 KIND_MASK = 0x3F
 
 _ndarray = np.ndarray
-_descriptors: dict[tuple, bytes] = {}  # ((dtype.str, shape), ...) -> descriptor bytes
+_descriptors: dict[tuple, bytes] = {}  # ((dtype, shape), ...) -> descriptor bytes
 _layouts: dict[bytes, tuple] = {}  # descriptor bytes -> ((dtype, shape), ...)
 _CACHE_LIMIT = 4096
 
@@ -156,7 +151,7 @@ _CACHE_LIMIT = 4096
 def _describe(key: tuple) -> bytes:
     parts = [struct.pack("<B", len(key))]
     for dtype, shape in key:
-        code = dtype.encode()
+        code = dtype.str.encode()
         parts.append(struct.pack(f"<B{len(code)}sB{len(shape)}q", len(code), code, len(shape), *shape))
     desc = b"".join(parts)
     if len(_descriptors) > _CACHE_LIMIT:
@@ -188,11 +183,20 @@ def _encode_arrays(args: tuple) -> list | None:
     This skips pickle entirely: a cached descriptor of dtypes and shapes, then each
     array's own memory (sent out-of-band, so large arrays still go zero-copy).
     """
+    if len(args) == 1:  # the common case, without loops
+        a = args[0]
+        k: tuple = ((a.dtype, a.shape),)
+        desc = _descriptors.get(k)
+        if desc is None:
+            if a.dtype.kind not in _PLAIN_KINDS:
+                return None
+            desc = _describe(k)
+        return [desc, a] if a.flags.c_contiguous else None
     key = []
     for a in args:
         if type(a) is not _ndarray or a.dtype.kind not in _PLAIN_KINDS or not a.flags.c_contiguous:
             return None
-        key.append((a.dtype.str, a.shape))
+        key.append((a.dtype, a.shape))
     k = tuple(key)
     desc = _descriptors.get(k) or _describe(k)
     return [desc, *args]

@@ -33,7 +33,6 @@ from .message import (
     decode_call,
     encode,
     encode_call,
-    pack_fixed,
     pack_header,
     pack_index,
     unpack_header,
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["Runtime"]
 
 _NO_COLL = 1  # collection field of messages that belong to no collection (futures)
+_pack = HEADER.pack
 _unpack = HEADER.unpack_from
 _HSIZE = HEADER.size
 
@@ -112,6 +112,8 @@ class Runtime:
             self._on_location,
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
+        self._poll = transport.poll  # bound once: step() runs millions of times
+        self._deliver_cb = self._deliver
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -162,21 +164,30 @@ class Runtime:
 
     def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to one element."""
-        info = proxy._info
-        flag, segments = self._encode_call(info, name, args, kwargs)
-        fut = Future(_depth=5) if ret else None
-        self._to_element(proxy, Kind.INVOKE | flag, entry, fut.fid if fut else 0, segments)
-        return fut
+        try:
+            flag, segments = encode_call(args, kwargs)
+        except Exception as exc:
+            raise unpicklable(proxy._info.cls, name, args, kwargs, exc) from None
+        if ret:
+            fut = Future(_depth=5)
+            self._to_element(proxy, flag, entry, fut.fid, segments)  # Kind.INVOKE == 0
+            return fut
+        self._to_element(proxy, flag, entry, 0, segments)
+        return None
 
     def _to_element(self, proxy: "ElementProxy", kind: int, entry: int, aux: int, segments: list) -> None:
         """Send a message to one element (the per-message path: cached route and index)."""
-        info = proxy._info
+        coll = proxy._info.id
         packed = proxy._packed
         if packed is None:
             packed = proxy._packed = pack_index(proxy._index)
-        header = pack_fixed(kind, entry, self.pe, aux, info.id, len(proxy._index)) + packed
-        dest = self.locations.route(proxy)
-        if info.id != SYSTEM_ID:
+        header = _pack(kind, len(proxy._index), entry, self.pe, aux, coll) + packed
+        loc = self.locations
+        if proxy._epoch == loc.epoch:
+            dest = proxy._dest
+        else:
+            dest = loc.route(proxy)
+        if coll != SYSTEM_ID:
             self.sent += 1
         if dest == self.pe:
             self.local.append((header, _own(segments)))
@@ -242,11 +253,22 @@ class Runtime:
         return np.empty(nbytes, np.uint8)
 
     def _deliver(self, header: bytes, segments: list) -> None:
-        """Transport callback: count the message, then handle it."""
+        """Transport callback: count the message, then handle it.
+
+        The common case (an entry method of an element that is here, no reply) is
+        handled inline; everything else goes to the handler of its kind.
+        """
         kind, n, entry, src, aux, coll = _unpack(header)
         if coll != SYSTEM_ID:
             self.received += 1
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
+        if kind & KIND_MASK == 0 and not aux:
+            cs = self.colls.get(coll)
+            el = cs.elements.get(index) if cs is not None else None
+            if el is not None:
+                args, kwargs = decode_call(kind, segments)
+                self.run_entry(el, entry, args, kwargs, None)
+                return
         self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
 
     def dispatch(self, header: bytes, segments: list) -> None:
@@ -432,7 +454,7 @@ class Runtime:
     # -- the scheduler step ------------------------------------------------------
     def step(self) -> bool:
         """Deliver what arrived, run what is ready; True if anything happened."""
-        n = self.transport.poll(self._deliver)
+        n = self._poll(self._deliver_cb)
         local = self.local
         for _ in range(len(local)):
             header, segments = local.popleft()
