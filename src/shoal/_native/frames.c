@@ -144,7 +144,9 @@ static int deliver_frame(PyObject *deliver, PyObject *copy) {
         uint64_t w;
         memcpy(&w, frame + 4 + 8 * i, 8);
         Py_ssize_t len = (Py_ssize_t)(w >> 1);
-        PyObject *seg = PySequence_GetSlice(view, off, off + len);
+        /* the first segment (pickle stream or array descriptor) is read-only data:
+         * give it as bytes, so it can be a dict key and pickle reads it directly */
+        PyObject *seg = i == 0 ? PyBytes_FromStringAndSize(frame + off, len) : PySequence_GetSlice(view, off, off + len);
         if (!seg) goto fail;
         PyList_SET_ITEM(segs, i, seg);
         off += len;

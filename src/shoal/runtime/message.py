@@ -143,6 +143,7 @@ ARRAYS = 0x40  # every argument is a plain NumPy array: a descriptor segment, th
 KIND_MASK = 0x3F
 
 _ndarray = np.ndarray
+_frombuffer = np.frombuffer
 _descriptors: dict[tuple, bytes] = {}  # ((dtype, shape), ...) -> descriptor bytes
 _layouts: dict[bytes, tuple] = {}  # descriptor bytes -> ((dtype, shape), ...)
 _CACHE_LIMIT = 4096
@@ -216,8 +217,14 @@ def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
 def decode_call(kind: int, segments: list) -> tuple[tuple, dict | None]:
     """Inverse of :func:`encode_call`: ``(args, kwargs)``."""
     if kind & ARRAYS:
-        desc = bytes(segments[0])
+        desc = segments[0]
+        if type(desc) is not bytes:
+            desc = bytes(desc)
         layout = _layouts.get(desc) or _layout(desc)
+        if len(layout) == 1:  # the common case, without loops
+            dtype, shape = layout[0]
+            a = _frombuffer(segments[1], dtype)
+            return (a if len(shape) == 1 else a.reshape(shape),), None
         return tuple(
             np.frombuffer(buf, dtype).reshape(shape) for (dtype, shape), buf in zip(layout, segments[1:])
         ), None

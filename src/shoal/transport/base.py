@@ -33,7 +33,9 @@ class Transport(ABC):
     Contract (checked by ``tests/test_transport_contract.py`` for every transport):
     messages from one sender to one receiver are delivered in send order; a segment
     arrives byte-identical; ``send`` returns once the caller may reuse its buffers;
-    large segments land in the buffer the receiver's allocator returned.
+    large segments land in the buffer the receiver's allocator returned; a small first
+    segment (the pickle stream or array descriptor) arrives as ``bytes``, the others
+    as writable memory.
     """
 
     name: str = "abstract"

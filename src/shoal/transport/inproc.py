@@ -52,7 +52,7 @@ class InprocTransport(Transport):
                 memoryview(target).cast("B")[:] = view
                 copies.append(target)
             else:
-                copies.append(bytearray(view))
+                copies.append(bytes(view) if i == 0 else bytearray(view))
         self.hub.mailboxes[dest].append((header, copies))
 
     def poll(self, deliver: Deliver) -> int:

@@ -130,7 +130,7 @@ class MPITransport(Transport):
                 requests.append(self._bulk.Irecv(target, src, _BULK_TAG))
                 segments.append(target)
             else:
-                segments.append(mv[off : off + n])
+                segments.append(bytes(mv[off : off + n]) if i == 0 else mv[off : off + n])
                 off += n
         queue = self._stalled.get(src)
         if requests or queue:
