@@ -84,7 +84,7 @@ class Channel:
         if into is not None:
             if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
                 raise ChannelError("recv(into=...) needs a writable, C-contiguous NumPy array")
-        fut = Future(_depth=3)
+        fut = Future.local(self._rt, self)
         if self.inbox:
             self._complete(fut, self.inbox.popleft(), into)
         else:

@@ -86,14 +86,25 @@ class Future:
         f = _getframe(_depth - 1)
         self._origin: Any = (f.f_code, f.f_lineno)  # formatted only when reported
 
+    @classmethod
+    def local(cls, rt: "Runtime", what: Any) -> "Future":
+        """A future only this PE resolves (a channel receive): not registered for
+        remote resolution; ``what`` describes it in reports."""
+        fut = cls.__new__(cls)
+        fut._rt, fut.owner, fut.fid = rt, rt.pe, 0
+        fut._state, fut._value, fut._callbacks, fut._origin = _PENDING, None, None, what
+        return fut
+
     @property
     def origin(self) -> str:
         """Where the future was created: ``file:line in function``."""
         o = self._origin
         if isinstance(o, str):
             return o
-        code, line = o
-        return f"{code.co_filename}:{line} in {code.co_name}"
+        if isinstance(o, tuple):
+            code, line = o
+            return f"{code.co_filename}:{line} in {code.co_name}"
+        return f"a receive on {o!r}"
 
     # -- resolving ---------------------------------------------------------------
     def send(self, value: Any = None) -> None:
@@ -114,7 +125,7 @@ class Future:
         else:
             self._state, self._value = _DONE, value
         rt = self._rt
-        if rt is not None:
+        if rt is not None and self.fid:
             rt.forget_future(self.fid)
         callbacks = self._callbacks
         if callbacks:

@@ -262,12 +262,21 @@ class Runtime:
         if coll != SYSTEM_ID:
             self.received += 1
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
-        if kind & KIND_MASK == 0 and not aux:
+        k = kind & KIND_MASK
+        if k == 0 and not aux:
             cs = self.colls.get(coll)
             el = cs.elements.get(index) if cs is not None else None
             if el is not None:
                 args, kwargs = decode_call(kind, segments)
                 self.run_entry(el, entry, args, kwargs, None)
+                return
+        elif k == 8:  # Kind.CHANNEL
+            cs = self.colls.get(coll)
+            el = cs.elements.get(index) if cs is not None else None
+            table = el._shoal_channels if el is not None else None
+            ch = table.get(aux) if table else None
+            if ch is not None:
+                ch.arrive(kind, segments)
                 return
         self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
 
