@@ -16,6 +16,8 @@ curves go to ``<out>/compare.png``.
 The layers: :func:`parse_targets` and :func:`schedule` decide, a :data:`TrialRunner`
 runs one trial (:class:`MicroRunner` by default; tests inject a fake), :func:`collect`
 and :func:`summarize_all` turn results into statistics, and :func:`main` is the loop.
+scipy, rich and matplotlib (the ``bench`` extra) are imported inside the functions that
+use them, so without them ``main`` prints a one-line install hint instead of a traceback.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
     from rich.console import Console
 
     from .stats import Summary
@@ -402,29 +405,24 @@ def print_tables(console: "Console", summaries: Sequence["Summary"], unit: str, 
     )
 
 
-def make_figure(summaries: Sequence["Summary"], *, unit: str, baseline: str, title: str) -> Any:
+def make_figure(summaries: Sequence["Summary"], *, unit: str, baseline: str, title: str) -> "Figure":
     """The comparison figure: curves with CIs, and ratios to the baseline below."""
     from . import plot
 
-    def curves(ratio: bool) -> list[plot.Curve]:
-        out = []
-        for label in dict.fromkeys(s.target for s in summaries):
-            if ratio:
-                pts = [s for s in summaries if s.target == label and s.ratio is not None and s.ratio_ci is not None]
-                if pts:
-                    out.append(plot.Curve(
-                        label, [s.size for s in pts], [s.ratio for s in pts],  # type: ignore[misc]
-                        [s.ratio_ci.low for s in pts], [s.ratio_ci.high for s in pts],  # type: ignore[union-attr]
-                    ))
-            else:
-                pts = [s for s in summaries if s.target == label]
-                out.append(plot.Curve(
-                    label, [s.size for s in pts], [s.median for s in pts],
-                    [s.ci.low for s in pts], [s.ci.high for s in pts],
-                ))
-        return out
-
-    return plot.curves_figure(curves(False), unit=unit, title=title, ratios=curves(True), baseline=baseline)
+    curves: list[plot.Curve] = []
+    ratios: list[plot.Curve] = []
+    for label in dict.fromkeys(s.target for s in summaries):
+        mine = [s for s in summaries if s.target == label]
+        curves.append(plot.Curve(
+            label, [s.size for s in mine], [s.median for s in mine],
+            [s.ci.low for s in mine], [s.ci.high for s in mine],
+        ))
+        pts = [(s.size, s.ratio, s.ratio_ci) for s in mine if s.ratio is not None and s.ratio_ci is not None]
+        if pts:
+            ratios.append(plot.Curve(
+                label, [p[0] for p in pts], [p[1] for p in pts], [p[2].low for p in pts], [p[2].high for p in pts],
+            ))
+    return plot.curves_figure(curves, unit=unit, title=title, ratios=ratios, baseline=baseline)
 
 
 def _environment() -> dict[str, str]:
@@ -545,17 +543,14 @@ def _missing_dependencies(plot: bool) -> list[str]:
     return [name for name in needed if importlib.util.find_spec(name) is None]
 
 
-def _report_failure(console: "Console", exc: TrialFailed) -> None:
-    from rich.markup import escape
-
-    console.print(f"[bold red]shoal bench compare: {escape(str(exc))}[/bold red]")
-    console.print(f"command: {escape(' '.join(exc.command))}")
+def _report_failure(exc: TrialFailed) -> None:
+    """The failed trial's reason, command and output, unwrapped, on stderr."""
+    lines = [f"shoal bench compare: {exc}", f"command: {' '.join(exc.command)}"]
     if exc.stderr.strip():
-        console.print(f"--- stderr of {escape(exc.target.label)}", markup=False)
-        console.print(exc.stderr.rstrip(), markup=False, highlight=False)
+        lines += [f"--- stderr of {exc.target.label}", exc.stderr.rstrip()]
     elif exc.stdout.strip():
-        console.print(f"--- stdout of {escape(exc.target.label)}", markup=False)
-        console.print(exc.stdout.rstrip()[-4000:], markup=False, highlight=False)
+        lines += [f"--- stdout of {exc.target.label}", exc.stdout.rstrip()[-4000:]]
+    print("\n".join(lines), file=sys.stderr)
 
 
 def main(argv: Sequence[str], *, runner: TrialRunner | None = None) -> int:
@@ -580,17 +575,19 @@ def main(argv: Sequence[str], *, runner: TrialRunner | None = None) -> int:
     try:
         return _compare(ns, argv, extra, runner or MicroRunner(timeout=ns.timeout), out, err)
     except TrialFailed as exc:
-        _report_failure(err, exc)
+        _report_failure(exc)
         return 1
     except CompareError as exc:
-        err.print(f"shoal bench compare: {exc}", markup=False)
+        print(f"shoal bench compare: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("shoal bench compare: interrupted; no results written", file=sys.stderr)
+        return 130
 
 
 def _compare(
     ns: argparse.Namespace, argv: list[str], extra: list[str], runner: TrialRunner, out: "Console", err: "Console"
 ) -> int:
-    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     targets = parse_targets(ns.targets)
@@ -609,8 +606,9 @@ def _compare(
     plan = schedule(targets, ns.trials, seed)
 
     out.print(
-        f"shoal bench compare {escape(ns.test)}: {', '.join(labels)}; baseline {baseline}; "
-        f"{ns.trials} rounds in {ORDER} (seed {seed})"
+        f"shoal bench compare {ns.test}: {', '.join(labels)}; baseline {baseline}; "
+        f"{ns.trials} rounds in {ORDER} (seed {seed})",
+        markup=False, soft_wrap=True,
     )
     trials: list[Trial] = []
     progress = Progress(
@@ -634,9 +632,15 @@ def _compare(
 
     resamples = ns.resamples or stats.DEFAULT_RESAMPLES
     summaries, notes = summarize_all(data, baseline, order=labels, seed=seed, n_resamples=resamples)
+    floor = stats.min_pvalue(ns.trials, ns.trials)
+    if floor > 0.01:
+        notes.append(
+            f"with {ns.trials} trials per target the smallest possible two-sided p is {floor:.3g}; "
+            f"use --trials 5 or more for p < 0.01"
+        )
     print_tables(out, summaries, data.unit, baseline)
     for note in notes:
-        out.print(f"note: {note}", markup=False)
+        out.print(f"note: {note}", markup=False, soft_wrap=True)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = results_document(
@@ -645,13 +649,13 @@ def _compare(
     )
     json_path = out_dir / "compare.json"
     json_path.write_text(json.dumps(doc, indent=1) + "\n")
-    out.print(f"wrote {json_path}", markup=False)
+    out.print(f"wrote {json_path}", markup=False, soft_wrap=True)
     if not ns.no_plot:
         from . import plot
 
         title = f"{data.test}: {data.pes} PEs, {ns.trials} trials, median and 95% CI"
         fig = make_figure(summaries, unit=data.unit, baseline=baseline, title=title)
         png = plot.save(fig, out_dir / "compare.png")
-        out.print(f"wrote {png}", markup=False)
+        out.print(f"wrote {png}", markup=False, soft_wrap=True)
     return 0
 

@@ -34,6 +34,7 @@ __all__ = [
     "mann_whitney",
     "median",
     "median_ci",
+    "min_pvalue",
     "ratio_of_medians",
     "ratio_ci",
     "faster_test",
@@ -200,6 +201,19 @@ def mann_whitney(a: Samples, b: Samples, alternative: Alternative = "two-sided")
     if math.isnan(pvalue):  # every value tied: no evidence of any difference
         pvalue = 1.0
     return MannWhitney(float(result.statistic), pvalue, alternative)
+
+
+def min_pvalue(n_a: int, n_b: int, alternative: Alternative = "two-sided") -> float:
+    """The smallest p-value an exact Mann–Whitney test of ``n_a`` vs ``n_b`` samples can give.
+
+    Reached when the two sets do not overlap at all: ``1 / C(n_a + n_b, n_a)``, doubled
+    for a two-sided test. With 3 trials each that is 0.1, so no difference can ever be
+    "significant" at 0.05: this tells the user how many trials a claim needs.
+    """
+    if n_a < 1 or n_b < 1:
+        raise InsufficientSamplesError(f"min_pvalue needs at least 1 sample per set, got {n_a} and {n_b}")
+    p = 1.0 / math.comb(n_a + n_b, n_a)
+    return min(1.0, 2 * p) if alternative == "two-sided" else p
 
 
 def faster_test(a: Samples, b: Samples, *, lower_is_better: bool) -> MannWhitney:
