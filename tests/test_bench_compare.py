@@ -88,9 +88,10 @@ def run(argv: list[str], runner) -> int:
 def test_parse_targets() -> None:
     assert compare.parse_targets("shoal:entry, mpi4py,c") == [Target("shoal", "entry"), Target("mpi4py"), Target("c")]
     assert [t.label for t in compare.parse_targets(TARGETS)] == TARGETS.split(",")
+    assert compare.parse_targets("mpi4py:pickle,mpi4py:buffer")[0] == Target("mpi4py", "pickle")
 
 
-@pytest.mark.parametrize("spec", ["shoal:entry,dask", "shoal:rpc,mpi4py", "mpi4py:pickle,c", "c"])
+@pytest.mark.parametrize("spec", ["shoal:entry,dask", "shoal:rpc,mpi4py", "c:openmp,mpi4py", "c"])
 def test_unknown_or_too_few_targets_list_the_valid_ones(spec: str) -> None:
     with pytest.raises(CompareError) as info:
         compare.parse_targets(spec)
@@ -309,7 +310,9 @@ def test_registered_as_a_shoal_bench_subcommand() -> None:
 def _micro_quick_works() -> bool:
     from importlib.util import find_spec
 
-    return find_spec("shoal.bench.micro") is not None and find_spec("shoal.bench.micro.cli") is not None
+    modules = ("shoal.bench.micro", "shoal.bench.micro.cli", "shoal.bench.micro.shoal_target",
+               "shoal.bench.micro.mpi4py_target")
+    return all(find_spec(m) is not None for m in modules)
 
 
 @pytest.mark.mpi

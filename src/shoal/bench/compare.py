@@ -59,12 +59,13 @@ __all__ = [
     "main",
 ]
 
-#: target name -> the APIs it accepts (``None``: no ``--api`` flag, the suite's default)
+#: target name -> the APIs it accepts (``None``: no ``--api`` flag, the suite's default);
+#: the same names as ``shoal bench micro --target/--api``, which validates them again
 VALID_TARGETS: dict[str, tuple[str | None, ...]] = {
     "shoal": (None, "entry", "channel"),
-    "mpi4py": (None,),
+    "mpi4py": (None, "buffer", "pickle"),
     "c": (None,),
-    "charm4py": (None,),
+    "charm4py": (None, "entry"),
 }
 #: unit of the micro-benchmark JSON -> whether lower values are better
 UNITS: dict[str, bool] = {"us": True, "MB/s": False}
