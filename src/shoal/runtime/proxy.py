@@ -3,7 +3,8 @@
 One mechanism serves every kind of proxy: per chare class, three proxy subclasses
 are generated once (element, collection, section), each with one real method per
 entry method, so ``p[i].work(x)`` is an attribute lookup and a call. The kinds differ
-only in ``_invoke``: one element, a broadcast, or a multicast.
+only in where a call goes: one element (straight to the runtime), a broadcast, or a
+multicast (through ``_invoke``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Iterable
 
 from .chare import entry_table
 from .collections import CollectionInfo
+from . import context
 from .context import current
 
 __all__ = ["Proxy", "ElementProxy", "CollectionProxy", "SectionProxy", "EntryRef", "proxy_classes"]
@@ -41,9 +43,6 @@ class ElementProxy(Proxy):
         self._epoch = -1  # the location epoch `_dest` was resolved in (see location.py)
         self._dest = -1
         self._packed: bytes | None = None  # the index as the wire header carries it
-
-    def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
-        return current("calling an entry method").invoke(self, entry, name, args, kwargs, ret)
 
     @property
     def index(self) -> Any:
@@ -199,19 +198,31 @@ class _BoundEntry:
         return hash((self.proxy, self.name))
 
 
+class _BoundElementEntry(_BoundEntry):
+    """An entry method of one element: the per-message path, straight to the runtime."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, ret: bool = False, **kwargs: Any) -> Any:
+        rt = context._current
+        if rt is None:
+            rt = current("calling an entry method")
+        return rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret)
+
 class _EntryDescriptor:
     """Class attribute of a generated proxy class: binds an entry method to a proxy."""
 
-    __slots__ = ("entry", "name")
+    __slots__ = ("entry", "name", "bound")
 
-    def __init__(self, entry: int, name: str):
+    def __init__(self, entry: int, name: str, bound: type):
         self.entry = entry
         self.name = name
+        self.bound = bound
 
     def __get__(self, proxy: Any, owner: type) -> Any:
         if proxy is None:
             return self
-        return _BoundEntry(proxy, self.entry, self.name)
+        return self.bound(proxy, self.entry, self.name)
 
 
 def proxy_classes(cls: type) -> tuple[type, type, type]:
@@ -219,11 +230,17 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
     made = cls.__dict__.get("_shoal_proxies")
     if made is None:
         table = entry_table(cls)
-        attrs: dict[str, Any] = {"__slots__": ()}
-        attrs.update({name: _EntryDescriptor(i, name) for i, name in enumerate(table.names)})
         made = tuple(
-            type(f"{base.__name__}[{cls.__qualname__}]", (base,), dict(attrs))
-            for base in (ElementProxy, CollectionProxy, SectionProxy)
+            type(
+                f"{base.__name__}[{cls.__qualname__}]",
+                (base,),
+                {"__slots__": (), **{n: _EntryDescriptor(i, n, bound) for i, n in enumerate(table.names)}},
+            )
+            for base, bound in (
+                (ElementProxy, _BoundElementEntry),
+                (CollectionProxy, _BoundEntry),
+                (SectionProxy, _BoundEntry),
+            )
         )
         cls._shoal_proxies = made  # type: ignore[attr-defined]
     return made  # type: ignore[return-value]

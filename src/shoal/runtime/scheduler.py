@@ -113,6 +113,7 @@ class Runtime:
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
+        self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
@@ -149,7 +150,7 @@ class Runtime:
             self.sent += 1
         if dest == self.pe:
             self.local.append((header, _own(segments)))
-        else:
+        elif self._send_eager is None or not self._send_eager(dest, header, segments):
             self.transport.send(dest, header, segments)
 
     def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
@@ -169,7 +170,7 @@ class Runtime:
         except Exception as exc:
             raise unpicklable(proxy._info.cls, name, args, kwargs, exc) from None
         if ret:
-            fut = Future(_depth=5)
+            fut = Future(_depth=4)
             self._to_element(proxy, flag, entry, fut.fid, segments)  # Kind.INVOKE == 0
             return fut
         self._to_element(proxy, flag, entry, 0, segments)

@@ -44,6 +44,9 @@ class Transport(ABC):
     #: Segments at least this large travel by rendezvous instead of in the frame.
     rendezvous_threshold: int
     allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]
+    #: Optional shortcut ``send_eager(dest, header, segments) -> bool`` for a valid
+    #: ``dest``: True if it sent the message, False if :meth:`send` must.
+    send_eager: Callable[[int, bytes, list], bool] | None = None
 
     @abstractmethod
     def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:

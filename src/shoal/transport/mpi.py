@@ -55,6 +55,9 @@ class MPITransport(Transport):
         # The compiled eager path (shoal/_native/frames.c) when it builds; this
         # module's Python code is the reference and the fallback.
         self._native = _native_frames(self._frames, self.frame_capacity, rendezvous_threshold) if native else None
+        #: ``send_eager(dest, header, segments) -> bool``: the compiled send of an eager-only
+        #: message (False: not eager-only, use :meth:`send`); None without the compiled path.
+        self.send_eager = self._native.send if self._native is not None else None
         if self._native is None:
             self._buf = bytearray(self.frame_capacity)
             self._status = MPI.Status()
