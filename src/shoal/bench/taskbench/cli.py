@@ -1,0 +1,74 @@
+"""``shoal bench taskbench``: check the command line, then run or launch the job.
+
+Like ``shoal run``, the command starts its own job: outside an MPI launcher it runs
+``mpiexec -n N python -m shoal bench taskbench …`` with the same arguments; inside one
+(every process of that job, or a job started with ``mpiexec``/``srun``) it runs the
+chosen system directly. ``--system shoal --transport inproc`` runs every PE in this
+process, without MPI.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from typing import Sequence
+
+from .app import HELP, App, UsageError, parse
+from .systems import SYSTEMS
+
+__all__ = ["main", "launcher_size"]
+
+_PROG = "shoal bench taskbench"
+
+
+def launcher_size() -> int | None:
+    """The number of processes of the MPI job this process belongs to, from its launcher."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS"):
+        value = os.environ.get(var)
+        if value and value.isdigit():
+            return int(value)
+    return None
+
+
+def _relaunch(app: App, argv: Sequence[str]) -> int:
+    from ...cli import find_mpiexec
+
+    cmd = [find_mpiexec(app.mpiexec), "-n", str(app.pes), sys.executable, "-m", "shoal", "bench", "taskbench", *argv]
+    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
+    env["SHOAL_TRANSPORT"] = "mpi"
+    return subprocess.call(cmd, env=env)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point of ``shoal bench taskbench``; returns the exit code."""
+    from ...runtime.engine import under_mpi_launcher
+
+    argv = list(argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(HELP, end="")
+        return 0
+    try:
+        app = parse(argv)
+    except UsageError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 2
+    system = SYSTEMS.get(app.system)
+    if system is None:
+        print(f"{_PROG}: unknown --system {app.system!r}; systems: {', '.join(SYSTEMS)}", file=sys.stderr)
+        return 2
+    problem = system.missing()
+    if problem:
+        print(f"{_PROG}: {problem}", file=sys.stderr)
+        return 2
+    inside = under_mpi_launcher()
+    in_process = app.system == "shoal" and app.transport == "inproc"
+    if system.launcher == "mpi" and not inside and not in_process:
+        return _relaunch(app, argv)
+    if inside:
+        size = launcher_size()
+        if size is not None:
+            app.pes = size
+    module = importlib.import_module(system.module)
+    return int(module.main(app) or 0)

@@ -1,0 +1,196 @@
+"""Task Bench on shoal: every point of a graph is an element of a chare Array.
+
+The Array has ``max_width`` elements spread in blocks over the PEs, so
+``-width`` = PEs x tasks per PE sets the over-decomposition. Two ways to move data:
+
+* ``--api entry`` (default): message-driven. A finished task calls the entry method
+  ``take(t, point, output)`` of each consumer; an element runs its next task as soon
+  as the last of its inputs has arrived. No coroutines, no waiting: the PE runs
+  whichever element has its inputs, which is what over-decomposition needs.
+* ``--api channel``: each element is a coroutine that, step by step, awaits
+  ``recv(into=row)`` on a channel per producer, runs its task and sends its output
+  on a channel per consumer.
+
+``docs/taskbench.md`` has the measurement that picked the default. A run is timed on
+PE 0 from the broadcast that starts it to the reduction that says every element has
+finished; it is repeated (``--runs``) and the last run is reported.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+import numpy as np
+
+import shoal
+
+from ..app import App
+from ..execute import PointRunner, ValidationError
+from ..graph import TaskGraph, expand
+
+__all__ = ["main", "run", "EntryPoint", "ChannelPoint", "APIS"]
+
+#: one graph object per process, shared by the elements on it (and its caches)
+_GRAPHS: dict[TaskGraph, TaskGraph] = {}
+
+
+def _canonical(g: TaskGraph) -> TaskGraph:
+    return _GRAPHS.setdefault(g, g)
+
+
+class EntryPoint(shoal.Chare):
+    """One point; inputs arrive as calls of ``take`` and the next task runs on the last."""
+
+    def __init__(self, graph: TaskGraph):
+        g = self.g = _canonical(graph)
+        p = self.p = self.index[0]
+        self.runner = PointRunner(g, p)
+        self.steps = g.timesteps
+        self.t = self.steps  # not running
+        self.done: Any = None
+        self.pending: dict[int, dict[int, np.ndarray]] = {}
+        peers = {q: self.collection[q] for t in range(g.timesteps) for q in g.outputs(t, p) if q != p}
+        # per timestep: producers, how many are other elements, and the consumers' proxies
+        self.plan = [
+            (g.inputs(t, p), sum(1 for q in g.inputs(t, p) if q != p), g.active(t, p),
+             tuple(peers[c].take for c in g.outputs(t, p) if c != p))
+            for t in range(g.timesteps)
+        ]
+
+    def ready(self) -> None:
+        """A no-op, to know that every element has been built."""
+
+    def start(self, done: Any) -> None:
+        """Run this point's tasks of one run; contribute to ``done`` when they are over."""
+        self.runner.reset()
+        self.done = done
+        self.t = 0
+        self._advance()
+
+    def take(self, t: int, src: int, data: np.ndarray) -> None:
+        """The output of task ``(t - 1, src)``, an input of this point's task ``t``."""
+        box = self.pending.get(t)
+        if box is None:
+            box = self.pending[t] = {}
+        if src in box:
+            raise ValidationError(f"Task Bench validation failed: graph {self.g.graph_index} task (timestep {t}, "
+                                  f"point {self.p}) received two inputs from point {src}")
+        box[src] = data
+        if t == self.t:
+            self._advance()
+
+    def _advance(self) -> None:
+        runner, plan, p = self.runner, self.plan, self.p
+        rows, sizes, output = runner.rows, runner.input_bytes, runner.output
+        while self.t < self.steps:
+            t = self.t
+            deps, remote, active, sends = plan[t]
+            if remote:
+                box = self.pending.get(t)
+                if box is None or len(box) < remote:
+                    return
+                del self.pending[t]
+                for k, q in enumerate(deps):
+                    if q == p:
+                        rows[k][:] = output
+                        continue
+                    data = box.pop(q, None)
+                    if data is None:
+                        raise ValidationError(
+                            f"Task Bench validation failed: graph {self.g.graph_index} task (timestep {t}, point {p}) "
+                            f"got inputs from points {sorted(box)} but depends on {list(deps)}")
+                    sizes[k] = data.nbytes
+                    if data.nbytes == output.nbytes:
+                        rows[k][:] = data
+            elif deps:
+                rows[0][:] = output  # only itself (no_comm)
+            if active:
+                runner.execute(t)
+                for take in sends:
+                    take(t + 1, p, output)
+            self.t = t + 1
+        self.contribute(None, shoal.reducers.nop, self.done)
+
+
+class ChannelPoint(shoal.Chare):
+    """One point as a coroutine: await each input on its channel, run, send the output."""
+
+    def __init__(self, graph: TaskGraph):
+        g = self.g = _canonical(graph)
+        p = self.p = self.index[0]
+        self.runner = PointRunner(g, p)
+        peers: set[int] = set()
+        for dset in range(g.max_dependence_sets()):
+            peers.update(expand(g.dependencies(dset, p)))
+            peers.update(expand(g.reverse_dependencies(dset, p)))
+        peers.discard(p)
+        # one channel per neighbour, opened in the same (sorted) order at both ends
+        self.channels = {q: shoal.Channel(self, remote=self.collection[q]) for q in sorted(peers)}
+        ch = self.channels
+        self.plan = [
+            (tuple((k, None if q == p else ch[q]) for k, q in enumerate(g.inputs(t, p))), g.active(t, p),
+             tuple(ch[c] for c in g.outputs(t, p) if c != p))
+            for t in range(g.timesteps)
+        ]
+
+    def ready(self) -> None:
+        """A no-op, to know that every element has been built."""
+
+    async def run(self) -> None:
+        """Run this point's tasks of one run."""
+        runner = self.runner
+        rows, output = runner.rows, runner.output
+        for t, (inputs, active, sends) in enumerate(self.plan):
+            for k, channel in inputs:
+                if channel is None:
+                    rows[k][:] = output
+                else:
+                    await channel.recv(into=rows[k])
+            if active:
+                runner.execute(t)
+                for channel in sends:
+                    channel.send(output)
+
+
+APIS = {"entry": EntryPoint, "channel": ChannelPoint}
+
+
+def run(app: App, api: str = "entry") -> float:
+    """In ``main`` on PE 0: run every graph ``app.runs`` times; the last run's seconds."""
+    cls = APIS[api]
+    arrays = [shoal.Array(cls, g.max_width, args=(g,)) for g in app.graphs]
+    for arr in arrays:
+        arr.ready(ret=True).get()
+    elapsed = 0.0
+    for _ in range(app.runs):
+        started = time.perf_counter()
+        for arr in arrays:
+            if api == "entry":
+                done = shoal.Future()
+                arr.start(done)
+                done.get()
+            else:
+                arr.run(ret=True).get()
+        elapsed = time.perf_counter() - started
+    return elapsed
+
+
+def main(app: App, out: TextIO = sys.stdout) -> int:
+    """Every PE: start shoal; PE 0 runs each configuration of the sweep and prints."""
+    api = app.api or "entry"
+    if api not in APIS:
+        print(f"shoal bench taskbench: --api {api!r} is not one of {', '.join(APIS)}", file=sys.stderr)
+        return 2
+
+    def program(_args: list) -> None:
+        from ..report import print_report
+
+        for one in app.sweep():
+            print_report(one, run(one, api), out)
+
+    options: dict = {}
+    if app.transport == "inproc":
+        options = {"transport": "inproc", "pes": app.pes}
+    return shoal.run(program, [], **options)
