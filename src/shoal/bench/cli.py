@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "micro": ("shoal.bench.micro.cli", "OSU-style point-to-point and collective micro-benchmarks"),
     "compare": ("shoal.bench.compare", "run targets interleaved; medians, CIs, ratios and a figure"),
     "taskbench": ("shoal.bench.taskbench.cli", "Task Bench graphs and kernels on shoal, mpi4py and peers"),
+    "metg": ("shoal.bench.taskbench.metg_cli", "Task Bench METG sweep: efficiency vs task granularity, METG(50%)"),
 }
 
 

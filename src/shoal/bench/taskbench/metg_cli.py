@@ -1,0 +1,236 @@
+"""``shoal bench metg``: sweep task granularity on several systems and report METG.
+
+1. **Peak.** The same kernel runs on every core with no dependencies
+   (``-type trivial``, mpi4py, the largest ``-iter`` of the sweep), ``--repeats``
+   times; the best FLOP/s is the peak (or give ``--peak``).
+2. **Sweep.** Each job runs the graph once per ``-iter`` value, from ``--iter-max``
+   halving down to ``--iter-min`` (``--iter-sweep`` of ``shoal bench taskbench``),
+   each value run twice and the second run reported, as the reference does.
+   ``--repeats`` rounds; every round runs each system once, in a fresh random order,
+   so drift of a shared machine spreads over the systems.
+3. **METG.** Per system the repeats are pooled (mean elapsed per ``-iter``),
+   efficiency is FLOP/s over the peak, and METG(50%) follows the reference's rule
+   (:mod:`.metg`), with a bootstrap confidence interval over the repeats.
+
+Writes ``<out>/metg.json`` (every run), ``<out>/<system>.log`` (the raw reports, in
+the reference's format) and ``<out>/metg.png`` (efficiency vs granularity, one line
+per system).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from .metg import Metg, Point, Run, curve, metg, metg_ci, parse_reports
+
+__all__ = ["main", "sweep_values", "build_parser"]
+
+_PROG = "shoal bench metg"
+_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py")
+
+
+class MetgError(Exception):
+    """The sweep cannot go on; the message says why."""
+
+
+def sweep_values(high: int, low: int) -> list[int]:
+    """``high``, ``high / 2``, … down to ``low`` (powers of two when ``high`` is one)."""
+    if low < 1 or high < low:
+        raise MetgError(f"--iter-max ({high}) must be >= --iter-min ({low}) >= 1")
+    values = []
+    v = high
+    while v >= low:
+        values.append(v)
+        v //= 2
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=_PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--systems", default="shoal,mpi4py", help=f"comma-separated, from {', '.join(_SYSTEMS)}")
+    p.add_argument("-n", "--pes", type=int, default=2, help="processes (cores) per job (default 2)")
+    p.add_argument("--tasks-per-core", type=int, default=1, help="over-decomposition: -width = n x this (default 1)")
+    p.add_argument("-width", type=int, default=None, help="graph width (overrides --tasks-per-core)")
+    p.add_argument("-steps", type=int, default=1000, help="timesteps (default 1000)")
+    p.add_argument("-type", default="stencil_1d", help="dependence pattern (default stencil_1d)")
+    p.add_argument("-radix", type=int, default=None)
+    p.add_argument("-kernel", default="compute_bound", help="kernel (default compute_bound)")
+    p.add_argument("--iter-max", type=int, default=1 << 16, help="largest -iter (default 65536)")
+    p.add_argument("--iter-min", type=int, default=1, help="smallest -iter (default 1)")
+    p.add_argument("--repeats", type=int, default=3, help="rounds of the sweep (default 3)")
+    p.add_argument("--peak", type=float, default=None, help="peak FLOP/s of the job (default: measured)")
+    p.add_argument("--threshold", type=float, default=0.5, help="efficiency of METG (default 0.5)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run order and the bootstrap")
+    p.add_argument("--out", default=None, help="output directory (default results/metg-<time>)")
+    p.add_argument("--mpiexec", default=None, help="launcher (default: $SHOAL_MPIEXEC, then PATH)")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds one job may take (default 1800)")
+    return p
+
+
+def _job(system: str, args: argparse.Namespace, width: int, graph: list[str], iters: Sequence[int]) -> list[Run]:
+    name, _, api = system.partition(":")
+    cmd = [sys.executable, "-m", "shoal", "bench", "taskbench", "-n", str(args.pes), "--system", name]
+    if api:
+        cmd += ["--api", api]
+    if args.mpiexec:
+        cmd += ["--mpiexec", args.mpiexec]
+    cmd += [*graph, "-width", str(width), "-iter", str(iters[0]), "--iter-sweep", ",".join(map(str, iters))]
+    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise MetgError(f"{system}: the job took more than {args.timeout:g} s: {' '.join(cmd)}") from None
+    if proc.returncode != 0:
+        raise MetgError(f"{system}: the job failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr.strip()[-3000:]}")
+    runs = parse_reports(proc.stdout)
+    if [r.iterations for r in runs] != list(iters):
+        raise MetgError(f"{system}: expected reports for -iter {list(iters)}, got {[r.iterations for r in runs]}")
+    _job.last_stdout = proc.stdout  # type: ignore[attr-defined]
+    return runs
+
+
+def _graph_flags(args: argparse.Namespace) -> list[str]:
+    flags = ["-steps", str(args.steps), "-type", args.type, "-kernel", args.kernel]
+    if args.radix is not None:
+        flags += ["-radix", str(args.radix)]
+    return flags
+
+
+def _us(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:.3g}"
+
+
+def _figure(curves: dict[str, list[Point]], results: dict[str, Metg], threshold: float, title: str, path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    fig = Figure(figsize=(7.0, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for i, (system, points) in enumerate(curves.items()):
+        color = f"C{i % 10}"
+        m = results[system]
+        label = f"{system} (METG {_us(m.value)} µs)" if m.status == "ok" else f"{system} ({m.status})"
+        ax.plot([p.granularity * 1e6 for p in points], [p.efficiency * 100 for p in points], marker="o",
+                markersize=3, color=color, label=label)
+        if m.status == "ok" and m.value is not None:
+            ax.axvline(m.value * 1e6, color=color, linewidth=0.8, linestyle=":")
+    ax.axhline(threshold * 100, color="red", linewidth=0.8, linestyle="--")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.set_xlabel("task granularity (µs)")
+    ax.set_ylabel("efficiency (% of peak FLOP/s)")
+    ax.set_ylim(0, 110)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.savefig(path, dpi=120)
+
+
+def run(args: argparse.Namespace) -> int:
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    bad = [s for s in systems if s not in _SYSTEMS]
+    if bad or not systems:
+        raise MetgError(f"unknown system(s) {bad or systems}; systems: {', '.join(_SYSTEMS)}")
+    width = args.width or args.pes * args.tasks_per_core
+    iters = sweep_values(args.iter_max, args.iter_min)
+    graph = _graph_flags(args)
+    out = Path(args.out or f"results/metg-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+
+    peak = args.peak
+    peak_runs: list[Run] = []
+    if peak is None:
+        peak_steps = max(1, min(args.steps, 100))
+        peak_graph = ["-steps", str(peak_steps), "-type", "trivial", "-kernel", args.kernel]
+        for _ in range(args.repeats):
+            peak_runs += _job("mpi4py", args, args.pes, peak_graph, [iters[0]])
+        peak = max(r.flops / r.elapsed for r in peak_runs)
+        say(f"{_PROG}: peak {peak:.4g} FLOP/s ({args.kernel}, -iter {iters[0]}, {args.pes} cores, best of {len(peak_runs)})")
+
+    runs: dict[str, list[Run]] = {s: [] for s in systems}
+    logs: dict[str, list[str]] = {s: [] for s in systems}
+    order_log = []
+    for rnd in range(args.repeats):
+        order = systems[:]
+        rng.shuffle(order)
+        order_log.append(order)
+        for system in order:
+            say(f"{_PROG}: round {rnd + 1}/{args.repeats}: {system} (-iter {iters[0]} .. {iters[-1]})")
+            runs[system] += _job(system, args, width, graph, iters)
+            logs[system].append(_job.last_stdout)  # type: ignore[attr-defined]
+
+    curves = {s: curve(runs[s], peak, args.pes) for s in systems}
+    results = {s: metg(curves[s], args.threshold) for s in systems}
+    cis = {s: metg_ci(runs[s], peak, args.pes, args.threshold, n_resamples=args.resamples, seed=args.seed) for s in systems}
+
+    tpc = width / args.pes
+    title = (f"{args.type}, {args.kernel}, {args.pes} cores, {tpc:g} task(s)/core, {args.steps} steps, "
+             f"{args.repeats} repeat(s)")
+    for s in systems:
+        (out / f"{s.replace(':', '-')}.log").write_text("".join(logs[s]))
+    record = {
+        "schema": "shoal.bench.metg/1",
+        "created": _dt.datetime.now().isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "command": [_PROG, *sys.argv[3:]] if sys.argv[1:3] == ["bench", "metg"] else None,
+        "config": {k: v for k, v in vars(args).items()},
+        "width": width,
+        "iterations": iters,
+        "peak_flops": peak,
+        "peak_runs": [asdict(r) for r in peak_runs],
+        "order": order_log,
+        "systems": {
+            s: {
+                "metg_seconds": results[s].value,
+                "status": results[s].status,
+                "ci_seconds": cis[s],
+                "points": [asdict(p) for p in curves[s]],
+                "runs": [asdict(r) for r in runs[s]],
+            }
+            for s in systems
+        },
+    }
+    (out / "metg.json").write_text(json.dumps(record, indent=1))
+    try:
+        _figure(curves, results, args.threshold, title, out / "metg.png")
+        figure = str(out / "metg.png")
+    except ImportError:
+        figure = "(no figure: pip install matplotlib)"
+
+    print(f"# METG({args.threshold:.0%}) — {title}; peak {peak:.4g} FLOP/s")
+    print(f"# {'system':<14} {'METG (µs)':>10} {'95% CI (µs)':>20}  status")
+    for s in systems:
+        ci = cis[s]
+        ci_text = "-" if ci is None else f"{_us(ci[0])} .. {_us(ci[1])}"
+        print(f"  {s:<14} {_us(results[s].value):>10} {ci_text:>20}  {results[s].status}")
+    print(f"# efficiency by -iter (granularity µs / efficiency %):")
+    for s in systems:
+        print(f"  {s}: " + "  ".join(f"{p.iterations}:{p.granularity * 1e6:.3g}/{p.efficiency * 100:.0f}" for p in curves[s]))
+    print(f"# results: {out / 'metg.json'}  figure: {figure}")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point of ``shoal bench metg``; returns the exit code."""
+    args = build_parser().parse_args(list(argv))
+    try:
+        return run(args)
+    except MetgError as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return 1
