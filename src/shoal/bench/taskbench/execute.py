@@ -46,15 +46,19 @@ _EMPTY = np.zeros(1, dtype=np.int64)
 class PointRunner:
     """The buffers and tasks of one point of one graph."""
 
-    __slots__ = ("graph", "point", "output", "inputs", "rows", "input_bytes", "scratch",
+    __slots__ = ("graph", "point", "message", "header", "output", "inputs", "rows", "input_bytes", "scratch",
                  "_struct", "_ref", "_plan", "_call", "_keep")
 
-    def __init__(self, graph: TaskGraph, point: int):
+    def __init__(self, graph: TaskGraph, point: int, header_words: int = 0):
+        """``header_words`` > 0 puts that many int64s before the output in ``message``
+        (``header``), for systems that send routing data and output as one array."""
         lib = library()
         ob, sb = graph.output_bytes_per_task, graph.scratch_bytes_per_task
         n = max(graph.max_inputs(), 1)
         self.graph, self.point = graph, point
-        self.output = np.zeros(ob, dtype=np.uint8)
+        self.message = np.zeros(8 * header_words + ob, dtype=np.uint8)
+        self.header = self.message[: 8 * header_words].view(np.int64)
+        self.output = self.message[8 * header_words :]
         self.inputs = np.zeros((n, ob), dtype=np.uint8)
         #: row k receives the output of the k-th producer of the current task
         self.rows = [self.inputs[k] for k in range(n)]

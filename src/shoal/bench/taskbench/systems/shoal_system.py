@@ -4,9 +4,11 @@ The Array has ``max_width`` elements spread in blocks over the PEs, so
 ``-width`` = PEs x tasks per PE sets the over-decomposition. Two ways to move data:
 
 * ``--api entry`` (default): message-driven. A finished task calls the entry method
-  ``take(t, point, output)`` of each consumer; an element runs its next task as soon
-  as the last of its inputs has arrived. No coroutines, no waiting: the PE runs
-  whichever element has its inputs, which is what over-decomposition needs.
+  ``take(message)`` of each consumer, where ``message`` is one array: the timestep
+  and point (two int64s) followed by the output, so it takes shoal's pickle-free
+  path for NumPy arguments. An element runs its next task as soon as the last of its
+  inputs has arrived. No coroutines, no waiting: the PE runs whichever element has
+  its inputs, which is what over-decomposition needs.
 * ``--api channel``: each element is a coroutine that, step by step, awaits
   ``recv(into=row)`` on a channel per producer, runs its task and sends its output
   on a channel per consumer.
@@ -18,6 +20,7 @@ finished; it is repeated (``--runs``) and the last run is reported.
 
 from __future__ import annotations
 
+import struct
 import sys
 import time
 from typing import Any, TextIO
@@ -31,6 +34,8 @@ from ..execute import PointRunner, ValidationError
 from ..graph import TaskGraph, expand
 
 __all__ = ["main", "run", "EntryPoint", "ChannelPoint", "APIS"]
+
+_HEADER = struct.Struct("=qq")  # timestep, point: the head of an EntryPoint message
 
 #: one graph object per process, shared by the elements on it (and its caches)
 _GRAPHS: dict[TaskGraph, TaskGraph] = {}
@@ -46,7 +51,8 @@ class EntryPoint(shoal.Chare):
     def __init__(self, graph: TaskGraph):
         g = self.g = _canonical(graph)
         p = self.p = self.index[0]
-        self.runner = PointRunner(g, p)
+        self.runner = PointRunner(g, p, header_words=2)
+        self.runner.header[1] = p
         self.steps = g.timesteps
         self.t = self.steps  # not running
         self.done: Any = None
@@ -69,21 +75,23 @@ class EntryPoint(shoal.Chare):
         self.t = 0
         self._advance()
 
-    def take(self, t: int, src: int, data: np.ndarray) -> None:
+    def take(self, message: np.ndarray) -> None:
         """The output of task ``(t - 1, src)``, an input of this point's task ``t``."""
+        t, src = _HEADER.unpack_from(message)
         box = self.pending.get(t)
         if box is None:
             box = self.pending[t] = {}
         if src in box:
             raise ValidationError(f"Task Bench validation failed: graph {self.g.graph_index} task (timestep {t}, "
                                   f"point {self.p}) received two inputs from point {src}")
-        box[src] = data
-        if t == self.t:
+        box[src] = message
+        if t == self.t and len(box) >= self.plan[t][1]:
             self._advance()
 
     def _advance(self) -> None:
         runner, plan, p = self.runner, self.plan, self.p
         rows, sizes, output = runner.rows, runner.input_bytes, runner.output
+        message, header = runner.message, runner.header
         while self.t < self.steps:
             t = self.t
             deps, remote, active, sends = plan[t]
@@ -101,15 +109,17 @@ class EntryPoint(shoal.Chare):
                         raise ValidationError(
                             f"Task Bench validation failed: graph {self.g.graph_index} task (timestep {t}, point {p}) "
                             f"got inputs from points {sorted(box)} but depends on {list(deps)}")
-                    sizes[k] = data.nbytes
-                    if data.nbytes == output.nbytes:
-                        rows[k][:] = data
+                    sizes[k] = data.nbytes - 16
+                    if data.nbytes == message.nbytes:
+                        rows[k][:] = data[16:]
             elif deps:
                 rows[0][:] = output  # only itself (no_comm)
             if active:
                 runner.execute(t)
-                for take in sends:
-                    take(t + 1, p, output)
+                if sends:
+                    header[0] = t + 1
+                    for take in sends:
+                        take(message)
             self.t = t + 1
         self.contribute(None, shoal.reducers.nop, self.done)
 
