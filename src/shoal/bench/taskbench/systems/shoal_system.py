@@ -77,7 +77,7 @@ class EntryPoint(shoal.Chare):
 
     def take(self, message: np.ndarray) -> None:
         """The output of task ``(t - 1, src)``, an input of this point's task ``t``."""
-        t, src = _HEADER.unpack_from(message)
+        t, src = _HEADER.unpack_from(message)  # type: ignore[arg-type]  # ndarray is a buffer
         box = self.pending.get(t)
         if box is None:
             box = self.pending[t] = {}
