@@ -336,9 +336,17 @@ def test_system_runs_every_pattern_under_mpiexec(system):
     _check_run(proc.stdout)
 
 
+@pytest.mark.mpi
+def test_charm4py_runs_every_pattern():
+    pytest.importorskip("charm4py", reason="--system charm4py needs charm4py: pip install charm4py")
+    proc = _taskbench("-n", "2", "--system", "charm4py", *ALL_PATTERNS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_run(proc.stdout)
+
+
 def test_usage_errors_are_one_line():
     proc = _taskbench("--system", "nope")
-    assert proc.returncode == 2 and "systems: shoal, mpi4py" in proc.stderr
+    assert proc.returncode == 2 and "systems: shoal, mpi4py, charm4py" in proc.stderr
     proc = _taskbench("-type", "random_spread")
     assert proc.returncode == 2 and "never implemented" in proc.stderr
 

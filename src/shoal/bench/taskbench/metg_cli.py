@@ -36,7 +36,7 @@ from .metg import Metg, Point, Run, curve, metg, metg_ci, parse_reports
 __all__ = ["main", "sweep_values", "build_parser"]
 
 _PROG = "shoal bench metg"
-_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py")
+_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py")
 
 
 class MetgError(Exception):

@@ -37,5 +37,7 @@ SYSTEMS: dict[str, System] = {
                "points as elements of a chare Array; data by entry methods or channels"),
         System("mpi4py", "shoal.bench.taskbench.systems.mpi4py_system", "mpi4py", "pip install mpi4py", "mpi",
                "the reference's MPI non-blocking pattern: block-distributed points, Isend/Irecv/Waitall per step"),
+        System("charm4py", "shoal.bench.taskbench.systems.charm4py_system", "charm4py",
+               "pip install charm4py", "local", "points as elements of a Charm4py Array; data by entry methods"),
     ]
 }
