@@ -60,7 +60,7 @@ class Point(Chare):
         self._advance()
 
     def take(self, message: np.ndarray) -> None:
-        t, src = _HEADER.unpack_from(message)
+        t, src = _HEADER.unpack_from(message)  # type: ignore[arg-type]  # ndarray is a buffer
         box = self.pending.get(t)
         if box is None:
             box = self.pending[t] = {}
