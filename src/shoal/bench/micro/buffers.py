@@ -15,7 +15,8 @@ line, what is missing before any job starts.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,8 @@ class DeviceKind(BufferKind):
     """A CUDA array library; ``staged`` copies through host memory around each transfer."""
 
     device = "cuda"
-    module = ""
+    module = ""  # what to import
+    label = ""  # the package's name, for messages
     install = ""
 
     def __init__(self, staged: bool = False):
@@ -93,13 +95,13 @@ class DeviceKind(BufferKind):
         try:
             importlib.import_module(self.module)
         except ImportError:
-            return f"--buffer {self.name} needs {self.module} ({self.install}) and a CUDA GPU; {self.module} is not installed"
+            return f"--buffer {self.name} needs {self.label} and a CUDA GPU; {self.label} is not installed ({self.install})"
         try:
             count = self._device_count()
         except Exception as exc:  # noqa: BLE001 - any driver error means "no usable GPU"
-            return f"--buffer {self.name} needs a CUDA GPU; {self.module} found none ({type(exc).__name__}: {exc})"
+            return f"--buffer {self.name} needs a CUDA GPU; {self.label} found none ({type(exc).__name__}: {exc})"
         if count < 1:
-            return f"--buffer {self.name} needs a CUDA GPU; {self.module} found none"
+            return f"--buffer {self.name} needs a CUDA GPU; {self.label} found none"
         return None
 
     def _device_count(self) -> int:
@@ -125,7 +127,7 @@ class DeviceKind(BufferKind):
 
 
 class CupyKind(DeviceKind):
-    name, module, install = "cupy", "cupy", "pip install cupy-cuda12x"
+    name, module, label, install = "cupy", "cupy", "CuPy", "pip install cupy-cuda12x"
 
     def _device_count(self) -> int:
         cupy: Any = importlib.import_module("cupy")
@@ -147,7 +149,7 @@ class CupyKind(DeviceKind):
 
 
 class NumbaKind(DeviceKind):
-    name, module, install = "numba", "numba.cuda", "pip install numba numba-cuda"
+    name, module, label, install = "numba", "numba.cuda", "Numba-CUDA", "pip install numba numba-cuda"
 
     def _device_count(self) -> int:
         cuda: Any = importlib.import_module("numba.cuda")
@@ -169,7 +171,7 @@ class NumbaKind(DeviceKind):
 
 
 class PycudaKind(DeviceKind):
-    name, module, install = "pycuda", "pycuda.driver", "pip install pycuda"
+    name, module, label, install = "pycuda", "pycuda.driver", "PyCUDA", "pip install pycuda"
 
     def _device_count(self) -> int:
         drv: Any = importlib.import_module("pycuda.driver")

@@ -44,6 +44,11 @@ class Result:
     rows: list[Row] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # validation failures, one line each
 
+    def add(self, size: int, value: float | None, iterations: int) -> None:
+        """Append the row of one message size (``value`` None: not measured here)."""
+        if value is not None:
+            self.rows.append(Row(size, float(value), iterations))
+
     def to_json(self) -> dict:
         """The JSON object of this result (the schema ``shoal bench compare`` reads)."""
         return {
@@ -60,7 +65,8 @@ class Result:
 def title(test: str, target: str, api: str | None, buffer: str, pes: int) -> str:
     """The OSU-style title line naming what ran."""
     what = f"target {target}" + (f", api {api}" if api else "") + f", buffer {buffer}, {pes} PEs"
-    return f"# OSU MPI-Python {TESTS[test].title} {SUITE_VERSION} (shoal bench micro: {what})"
+    suite = "OSU MPI" if target == "c" else "OSU MPI-Python"
+    return f"# {suite} {TESTS[test].title} {SUITE_VERSION} (shoal bench micro: {what})"
 
 
 def _column_header(test: str) -> str:
@@ -74,7 +80,8 @@ def preamble(fmt: str, test: str, target: str, api: str | None, buffer: str, pes
     """Everything printed before the rows in format ``fmt`` (JSON: up to the rows list)."""
     if fmt == "text":
         t = TESTS[test]
-        return "\n".join([title(test, target, api, buffer, pes), f"# Datatype: {t.mpi_datatype}.", _column_header(test)]) + "\n"
+        datatype = [f"# Datatype: {t.mpi_datatype}."] if t.sized else []  # OSU's barrier has none
+        return "\n".join([title(test, target, api, buffer, pes), *datatype, _column_header(test)]) + "\n"
     if fmt == "csv":
         return CSV_HEADER + "\n" if first else ""
     head = Result(test, target, api, buffer, pes, TESTS[test].unit).to_json()
