@@ -1,0 +1,382 @@
+"""The backend: tiles of the grid as elements of a chare Array.
+
+Each :class:`Tile` owns a box of the grid plus ``ghost`` layers on every side, for
+every field. Requests from the frontend (batches of steps, gathers, scatters,
+reductions) carry sequence numbers and run strictly in order, one at a time, in an
+``async`` driver; awaiting halos or a reduction lets the PE's other tiles run.
+
+Halos move over one channel per neighbour: a face along the outer axis is contiguous
+and is sent as it is and received straight into the ghost layer (``recv(into=)``);
+other faces are packed first. After sending its faces, a tile computes the part of
+the next statement that reads no ghost, then receives and computes the rim.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+import shoal
+
+from .build import load_kernel
+from .interface import GridSpec, tile_bounds
+from .lowering import tile_box
+from .numpy_eval import run_reduction, run_statement
+from .program import Batch, Check, Loop, ReductionEntry, StatementEntry, Step
+
+__all__ = ["Tile"]
+
+_REDUCERS = {"max": "max", "maxabs": "max", "min": "min", "sum": "sum", "sumsq": "sum"}
+_EMPTY = {"max": -np.inf, "maxabs": -np.inf, "min": np.inf, "sum": 0.0, "sumsq": 0.0}
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+_LongP = ctypes.POINTER(ctypes.c_long)
+
+
+class _Prepared:
+    """A statement or reduction ready to run on one tile: its box here, and a call."""
+
+    __slots__ = ("box", "run", "steps", "aliased", "reads_lo", "reads_hi")
+
+    def __init__(self, box: Any, run: Callable[[Any], Any], steps: tuple, aliased: bool):
+        self.box, self.run, self.steps, self.aliased = box, run, steps, aliased
+
+
+class Tile(shoal.Chare):
+    """One box of the grid (all fields), its ghosts, and its channels to neighbours."""
+
+    def __init__(self, spec: GridSpec, dims: tuple[int, ...]):
+        index = self.index if isinstance(self.index, tuple) else (self.index,)
+        self.spec = spec
+        self.dims = dims
+        self.lo, self.hi = tile_bounds(index, dims, spec.shape)
+        g = spec.ghost
+        self.size = [h - lo for lo, h in zip(self.lo, self.hi)]
+        local = tuple(s + 2 * g for s in self.size)
+        self.arrays = [np.zeros(local, dtype=dt) for dt in spec.dtypes]
+        self.strides = (ctypes.c_long * len(local))(*(s // self.arrays[0].itemsize for s in self.arrays[0].strides))
+        self.chan: dict[tuple[int, int], shoal.Channel] = {}
+        for a in range(len(dims)):
+            for side in (-1, 1):
+                j = index[a] + side
+                if 0 <= j < dims[a]:
+                    nb = index[:a] + (j,) + index[a + 1:]
+                    self.chan[(a, side)] = shoal.Channel(self, remote=self.collection[nb])
+        self.pending: dict[int, tuple] = {}
+        self.next = 0
+        self.running = False
+        self.stmts: dict[int, tuple[StatementEntry, _Prepared]] = {}
+        self.reds: dict[int, tuple[ReductionEntry, _Prepared]] = {}
+        self.bufs: dict[tuple, np.ndarray] = {}
+        self.split: dict[tuple, Any] = {}
+        self.solve_id = -1
+        self.solve_steps = 0
+        self.stopped = -1
+
+    # -- requests, run in sequence order ------------------------------------------------
+    def batch(self, batch: Batch, fut: shoal.Future) -> None:
+        self._queue(batch.seq, ("batch", batch, fut))
+
+    def gather(self, seq: int, field: int, fut: shoal.Future) -> None:
+        self._queue(seq, ("gather", field, fut))
+
+    def scatter(self, seq: int, field: int, piece: np.ndarray) -> None:
+        self._queue(seq, ("scatter", field, piece))
+
+    def reduce(self, seq: int, rid: int, fut: shoal.Future) -> None:
+        self._queue(seq, ("reduce", rid, fut))
+
+    def free(self) -> None:
+        self.arrays = []
+        self.stmts.clear()
+        self.reds.clear()
+
+    def _queue(self, seq: int, request: tuple) -> None:
+        self.pending[seq] = request
+        if not self.running:
+            self.running = True
+            self.proxy.drive()
+
+    async def drive(self) -> None:
+        try:
+            while self.next in self.pending:
+                request = self.pending.pop(self.next)
+                self.next += 1
+                kind = request[0]
+                if kind == "batch":
+                    await self._batch(request[1], request[2])
+                elif kind == "gather":
+                    self._gather(request[1], request[2])
+                elif kind == "scatter":
+                    self._scatter(request[1], request[2])
+                else:
+                    rid, fut = request[1], request[2]
+                    entry, prep = self.reds[rid]
+                    self.contribute(self._partial(entry, prep), getattr(shoal.reducers, _REDUCERS[entry.kind]), fut)
+        finally:
+            self.running = False
+
+    def _owned(self) -> tuple[slice, ...]:
+        g = self.spec.ghost
+        return tuple(slice(g, g + s) for s in self.size)
+
+    def _gather(self, field: int, fut: shoal.Future) -> None:
+        piece = self.arrays[field][self._owned()].copy()
+        self.contribute((self.lo, self.hi, piece), shoal.reducers.gather, fut)
+
+    def _scatter(self, field: int, piece: np.ndarray) -> None:
+        self.arrays[field][self._owned()] = piece
+
+    # -- batches ---------------------------------------------------------------------------
+    async def _batch(self, batch: Batch, fut: shoal.Future) -> None:
+        for e in batch.statements:
+            self.stmts[e.sid] = (e, self._prepare_statement(e))
+        for r in batch.reductions:
+            self.reds[r.rid] = (r, self._prepare_reduction(r))
+        if batch.solve != self.solve_id:
+            self.solve_id, self.solve_steps = batch.solve, 0
+        converged = -1
+        if self.stopped != batch.solve:
+            for item in batch.items:
+                if isinstance(item, Loop):
+                    p = len(item.body)
+                    for i in range(item.steps):
+                        step = item.body[i % p]
+                        self.solve_steps += 1
+                        check = step.check if self.solve_steps % item.check_every == 0 else None
+                        if await self._step(step.ops, check):
+                            converged = self.solve_steps
+                            break
+                else:
+                    assert isinstance(item, Step)
+                    self.solve_steps += 1
+                    if await self._step(item.ops, item.check):
+                        converged = self.solve_steps
+                if converged >= 0:
+                    self.stopped = batch.solve
+                    break
+        self.contribute(converged, shoal.reducers.max, fut)
+
+    async def _step(self, ops: tuple, check: Check | None) -> bool:
+        i, n = 0, len(ops)
+        while i < n:
+            op = ops[i]
+            if op[0] == "s":
+                self._run(op[1], None)
+                i += 1
+            else:
+                nxt = ops[i + 1] if i + 1 < n and ops[i + 1][0] == "s" else None
+                await self._exchange(op, nxt[1] if nxt else None)
+                i += 2 if nxt else 1
+        if check is None:
+            return False
+        entry, prep = self.reds[check.rid]
+        partial = self._partial(entry, prep)
+        total = await self.allreduce(partial, getattr(shoal.reducers, _REDUCERS[entry.kind]))
+        if entry.finish == "sqrt":
+            total = float(np.sqrt(total))
+        return _COMPARE[check.op](total, check.threshold)
+
+    # -- statements ---------------------------------------------------------------------------
+    def _ptrs(self, binding: tuple, scratch: np.ndarray | None) -> Any:
+        data = [self.arrays[f].ctypes.data for f in binding]
+        if scratch is not None:
+            data.append(scratch.ctypes.data)
+        return (ctypes.c_void_p * len(data))(*data)
+
+    def _prepare_statement(self, e: StatementEntry) -> _Prepared:
+        low = e.lowered
+        box = tile_box(low.box, self.lo, self.hi, self.spec.ghost)
+        steps = low.kernel.steps
+        if e.source is None:
+            arrays, stmt, offsets = self.arrays, e.stmt, e.offsets
+
+            def run_numpy(tb: Any) -> None:
+                run_statement(stmt, offsets, steps, arrays, tb)
+
+            return _Prepared(box, run_numpy, steps, low.kernel.scratch)
+        fn = load_kernel(e.source, False, self.spec.fast_math, self.spec.cflags, where=f"{e.where}: ")
+        scratch = None
+        if low.kernel.scratch and box is not None:
+            scratch = np.empty(int(np.prod([n for _, n in box])), dtype=low.kernel.target_dtype)
+        ptrs = self._ptrs(low.binding, scratch)
+        strides = self.strides
+        d = len(steps)
+        keep = (scratch, self.arrays)  # the kernel holds raw pointers to these: keep them alive
+
+        def run_c(tb: Any) -> None:
+            b = (ctypes.c_long * d)(*(x for x, _ in tb))
+            n = (ctypes.c_long * d)(*(x for _, x in tb))
+            fn(ptrs, b, n, strides)
+            assert keep
+
+        if box is not None:
+            b0 = (ctypes.c_long * d)(*(x for x, _ in box))
+            n0 = (ctypes.c_long * d)(*(x for _, x in box))
+            whole = box
+
+            def run_c_fast(tb: Any) -> None:
+                if tb is whole:
+                    fn(ptrs, b0, n0, strides)
+                else:
+                    run_c(tb)
+
+            return _Prepared(box, run_c_fast, steps, low.kernel.scratch)
+        return _Prepared(box, run_c, steps, low.kernel.scratch)
+
+    def _prepare_reduction(self, r: ReductionEntry) -> _Prepared:
+        low = r.lowered
+        box = tile_box(low.box, self.lo, self.hi, self.spec.ghost)
+        steps = low.kernel.steps
+        if r.source is None:
+            arrays, expr, offsets, kind = self.arrays, r.expr, r.offsets, r.kind
+            return _Prepared(box, lambda tb: run_reduction(kind, expr, offsets, steps, arrays, tb), steps, False)
+        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags)
+        ptrs = self._ptrs(low.binding, None)
+        strides = self.strides
+        d = len(steps)
+
+        def run_c(tb: Any) -> float:
+            b = (ctypes.c_long * d)(*(x for x, _ in tb))
+            n = (ctypes.c_long * d)(*(x for _, x in tb))
+            return float(fn(ptrs, b, n, strides))
+
+        return _Prepared(box, run_c, steps, False)
+
+    def _partial(self, entry: ReductionEntry, prep: _Prepared) -> float:
+        if prep.box is None:
+            return float(_EMPTY[entry.kind])
+        return float(prep.run(prep.box))
+
+    def _run(self, sid: int, boxes: Any) -> None:
+        entry, prep = self.stmts[sid]
+        if prep.box is None:
+            return
+        if boxes is None:
+            prep.run(prep.box)
+        else:
+            for tb in boxes:
+                prep.run(tb)
+
+    # -- halos ------------------------------------------------------------------------------------
+    def _face(self, f: int, a: int, start: int, stop: int) -> np.ndarray:
+        idx = [slice(None)] * len(self.size)
+        idx[a] = slice(start, stop)
+        return self.arrays[f][tuple(idx)]
+
+    async def _exchange(self, op: tuple, then: int | None) -> None:
+        """Exchange ghosts (``op``), computing the interior of statement ``then``
+        (which follows the exchange) while the halos travel."""
+        _, items, corners = op
+        d = len(self.size)
+        g = self.spec.ghost
+        phases = [[a] for a in range(d)] if corners else [list(range(d))]
+        overlap = then is not None and not corners
+        for phase in phases:
+            for f, lo, hi in items:
+                for a in phase:
+                    low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
+                    if low is not None and hi[a]:
+                        face = self._face(f, a, g, g + hi[a])
+                        low.send(face if a == 0 else np.ascontiguousarray(face))
+                    if high is not None and lo[a]:
+                        face = self._face(f, a, g + self.size[a] - lo[a], g + self.size[a])
+                        high.send(face if a == 0 else np.ascontiguousarray(face))
+            rim = None
+            if overlap:
+                assert then is not None
+                rim = self._interior_first(op, then)
+            for f, lo, hi in items:
+                for a in phase:
+                    low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
+                    if low is not None and lo[a]:
+                        await self._recv(low, f, a, g - lo[a], g)
+                    if high is not None and hi[a]:
+                        await self._recv(high, f, a, g + self.size[a], g + self.size[a] + hi[a])
+            if overlap:
+                self._run(then, rim)  # type: ignore[arg-type]
+        if then is not None and not overlap:
+            self._run(then, None)
+
+    async def _recv(self, ch: shoal.Channel, f: int, a: int, start: int, stop: int) -> None:
+        view = self._face(f, a, start, stop)
+        if a == 0:
+            await ch.recv(into=view)
+            return
+        key = (f, a, start, stop)
+        buf = self.bufs.get(key)
+        if buf is None:
+            buf = self.bufs[key] = np.empty(view.shape, view.dtype)
+        await ch.recv(into=buf)
+        view[...] = buf
+
+    def _interior_first(self, op: tuple, sid: int) -> list:
+        """Run the part of statement ``sid`` that reads no ghost this exchange fills;
+        return the boxes left (the rim) to run once the halos are in."""
+        key = (op, sid)
+        plan = self.split.get(key)
+        if plan is None:
+            plan = self.split[key] = self._split_plan(op, sid)
+        interior, rim = plan
+        entry, prep = self.stmts[sid]
+        if prep.box is None:
+            return []
+        if interior is None:
+            return [prep.box]
+        prep.run(interior)
+        return rim
+
+    def _split_plan(self, op: tuple, sid: int) -> tuple:
+        entry, prep = self.stmts[sid]
+        box = prep.box
+        if box is None or prep.aliased:
+            return None, [box] if box is not None else []
+        g = self.spec.ghost
+        d = len(self.size)
+        need_lo, need_hi = [0] * d, [0] * d
+        exchanged = {f for f, _, _ in op[1]}
+        from .nodes import reads
+
+        for r, off in zip(reads(entry.stmt.value), entry.offsets):
+            if r.field in exchanged:
+                for a, o in enumerate(off):
+                    if o < 0 and (a, -1) in self.chan:
+                        need_lo[a] = max(need_lo[a], -o)
+                    if o > 0 and (a, 1) in self.chan:
+                        need_hi[a] = max(need_hi[a], o)
+        # per axis: index range [i0, i1) of the box's points whose reads stay inside the owned box
+        ranges = []
+        for a, ((b, n), st) in enumerate(zip(box, prep.steps)):
+            first_ok = g + need_lo[a]
+            last_ok = g + self.size[a] - need_hi[a]  # exclusive
+            i0 = max(0, -((b - first_ok) // st))
+            i1 = min(n, -((b - last_ok) // st))
+            ranges.append((i0, max(i0, i1)))
+        if any(i1 <= i0 for i0, i1 in ranges) or all(r == (0, n) for r, (_, n) in zip(ranges, box)):
+            return None, [box]
+        interior = tuple((b + st * i0, i1 - i0) for (b, _), st, (i0, i1) in zip(box, prep.steps, ranges))
+        rim = []
+        # the box minus the interior: for each axis, the slabs below and above it, with the
+        # earlier axes limited to the interior range and the later axes whole
+        for a in range(d):
+            (b, n), st, (i0, i1) = box[a], prep.steps[a], ranges[a]
+            for lo_i, hi_i in ((0, i0), (i1, n)):
+                if hi_i <= lo_i:
+                    continue
+                part = []
+                for k in range(d):
+                    if k < a:
+                        part.append(interior[k])
+                    elif k == a:
+                        part.append((b + st * lo_i, hi_i - lo_i))
+                    else:
+                        part.append(box[k])
+                rim.append(tuple(part))
+        return interior, rim
+
+
+_ = itertools  # kept for future multi-box plans

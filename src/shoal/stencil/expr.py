@@ -1,0 +1,478 @@
+"""Stage 0: the user-facing values — fields, slices of them, and operations on them.
+
+Slicing a :class:`Field` and doing arithmetic builds expression nodes; nothing is
+computed. Each operation is checked as it is built (shapes, grid axes, types), so a
+mistake raises at the user's own line. The functions here (``sqrt``, ``where``, ...)
+also accept plain NumPy arrays and then just call NumPy, so one step function can run
+on NumPy arrays (the reference) and on fields alike; ``np.sqrt(field_expr)`` works too.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .analysis import Meta, combine, where_meta
+from .errors import GridBoundsError, UnsupportedOperationError, at_user
+from .nodes import Axis, Binary, Const, Node, Read, Unary, Where
+
+if TYPE_CHECKING:
+    from .frontend import Stencil
+
+__all__ = ["Expr", "Field", "Reduction", "Condition", "sqrt", "exp", "sin", "cos", "absolute",
+           "minimum", "maximum", "where", "norm", "total", "maximum_of", "minimum_of"]
+
+
+def _raise(exc: Exception) -> Any:
+    """Re-raise a checking error with the user's file:line in front."""
+    raise at_user(type(exc), str(exc)) from None
+
+
+def _operand(x: Any, what: str) -> tuple[Node, Meta]:
+    if isinstance(x, Expr):
+        return x.node, x.meta
+    if isinstance(x, Field):
+        e = x[...]
+        return e.node, e.meta
+    if isinstance(x, (bool, np.bool_)):
+        raise at_user(UnsupportedOperationError, f"{what}: a boolean scalar is not a stencil operand")
+    if isinstance(x, np.generic) and np.ndim(x) == 0:
+        if x.dtype.kind not in "fiu":
+            raise at_user(UnsupportedOperationError, f"{what}: NumPy scalar of type {x.dtype} is not supported")
+        value = float(x) if x.dtype.kind == "f" else int(x)
+        return Const(value, x.dtype.name), Meta(None, None, x.dtype.name)
+    if isinstance(x, numbers.Real):
+        return Const(float(x) if not isinstance(x, int) else int(x)), Meta(None, None, "weak")
+    if isinstance(x, np.ndarray):
+        raise at_user(
+            UnsupportedOperationError,
+            f"{what}: a NumPy array cannot be mixed into a stencil expression; "
+            "store it into a field first with field.from_numpy(array)",
+        )
+    raise at_user(UnsupportedOperationError, f"{what}: operand of type {type(x).__name__} is not supported")
+
+
+def _binary(op: str, a: Any, b: Any, sym: str) -> "Expr":
+    what = f"'{sym}'"
+    na, ma = _operand(a, what)
+    nb, mb = _operand(b, what)
+    try:
+        meta = combine(op, ma, mb, what)
+    except Exception as exc:  # a checking error: raise it at the user's line
+        _raise(exc)
+    st = _stencil_of(a, b)
+    return Expr(st, Binary(op, na, nb), meta)
+
+
+def _unary(op: str, a: Any) -> "Expr":
+    na, ma = _operand(a, op)
+    if ma.dtype == "bool":
+        raise at_user(UnsupportedOperationError, f"{op} of a comparison is not supported")
+    return Expr(_stencil_of(a), Unary(op, na), ma)
+
+
+def _stencil_of(*xs: Any) -> "Stencil | None":
+    found = None
+    for x in xs:
+        st = getattr(x, "_st", None)
+        if st is not None:
+            if found is not None and st is not found:
+                raise at_user(UnsupportedOperationError, "an expression mixes fields of two different stencils")
+            found = st
+    return found
+
+
+_UFUNCS = {
+    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div", np.power: "pow",
+    np.minimum: "minimum", np.maximum: "maximum", np.less: "lt", np.less_equal: "le", np.greater: "gt",
+    np.greater_equal: "ge", np.equal: "eq", np.not_equal: "ne",
+}
+_UNARY_UFUNCS = {np.negative: "neg", np.absolute: "abs", np.sqrt: "sqrt", np.exp: "exp", np.sin: "sin", np.cos: "cos"}
+
+
+class _Ops:
+    """Arithmetic shared by expressions and whole fields."""
+
+    __array_priority__ = 1000
+
+    def __add__(self, o: Any) -> "Expr":
+        return _binary("add", self, o, "+")
+
+    def __radd__(self, o: Any) -> "Expr":
+        return _binary("add", o, self, "+")
+
+    def __sub__(self, o: Any) -> "Expr":
+        return _binary("sub", self, o, "-")
+
+    def __rsub__(self, o: Any) -> "Expr":
+        return _binary("sub", o, self, "-")
+
+    def __mul__(self, o: Any) -> "Expr":
+        return _binary("mul", self, o, "*")
+
+    def __rmul__(self, o: Any) -> "Expr":
+        return _binary("mul", o, self, "*")
+
+    def __truediv__(self, o: Any) -> "Expr":
+        return _binary("div", self, o, "/")
+
+    def __rtruediv__(self, o: Any) -> "Expr":
+        return _binary("div", o, self, "/")
+
+    def __pow__(self, o: Any) -> "Expr":
+        return _binary("pow", self, o, "**")
+
+    def __rpow__(self, o: Any) -> "Expr":
+        return _binary("pow", o, self, "**")
+
+    def __lt__(self, o: Any) -> "Expr":
+        return _binary("lt", self, o, "<")
+
+    def __le__(self, o: Any) -> "Expr":
+        return _binary("le", self, o, "<=")
+
+    def __gt__(self, o: Any) -> "Expr":
+        return _binary("gt", self, o, ">")
+
+    def __ge__(self, o: Any) -> "Expr":
+        return _binary("ge", self, o, ">=")
+
+    def __eq__(self, o: Any) -> "Expr":  # type: ignore[override]
+        return _binary("eq", self, o, "==")
+
+    def __ne__(self, o: Any) -> "Expr":  # type: ignore[override]
+        return _binary("ne", self, o, "!=")
+
+    def __neg__(self) -> "Expr":
+        return _unary("neg", self)
+
+    def __pos__(self) -> "Expr":
+        return self if isinstance(self, Expr) else self[...]  # type: ignore[index]
+
+    def __abs__(self) -> "Expr":
+        return _unary("abs", self)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        raise at_user(
+            UnsupportedOperationError,
+            "a stencil expression has no truth value on the frontend (nothing is computed there); "
+            "use where(condition, a, b) in a statement, or solve(until=...) to stop on a condition",
+        )
+
+    def __floordiv__(self, o: Any) -> "Expr":
+        raise at_user(UnsupportedOperationError, "operation '//' (floor division) is not supported; use '/'")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, o: Any) -> "Expr":
+        raise at_user(UnsupportedOperationError, "operation '%' (remainder) is not supported")
+
+    __rmod__ = __mod__
+
+    def __matmul__(self, o: Any) -> "Expr":
+        raise at_user(UnsupportedOperationError, "operation '@' (matrix product) is not supported in a stencil")
+
+    __rmatmul__ = __matmul__
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method != "__call__" or kwargs:
+            raise at_user(UnsupportedOperationError, f"NumPy {ufunc.__name__}.{method} with {sorted(kwargs)} is not supported on stencil fields")
+        if ufunc in _UNARY_UFUNCS and len(inputs) == 1:
+            return _unary(_UNARY_UFUNCS[ufunc], inputs[0])
+        if ufunc in _UFUNCS and len(inputs) == 2:
+            sym = {"pow": "**", "add": "+", "sub": "-", "mul": "*", "div": "/"}.get(_UFUNCS[ufunc], ufunc.__name__)
+            return _binary(_UFUNCS[ufunc], inputs[0], inputs[1], sym)
+        raise at_user(
+            UnsupportedOperationError,
+            f"operation np.{ufunc.__name__} is not supported on stencil fields; supported: + - * / **, "
+            "unary -, abs, sqrt, exp, sin, cos, minimum, maximum, where and comparisons",
+        )
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if func is np.where and not kwargs and len(args) == 3:
+            return where(*args)
+        raise at_user(UnsupportedOperationError, f"operation np.{func.__name__} is not supported on stencil fields")
+
+
+class Expr(_Ops):
+    """A recorded expression over fields (the value of a slice or an operation)."""
+
+    __slots__ = ("_st", "node", "meta")
+
+    def __init__(self, st: "Stencil | None", node: Node, meta: Meta):
+        self._st = st
+        self.node = node
+        self.meta = meta
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.meta.shape or ()
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype("bool" if self.meta.dtype == "bool" else self.meta.dtype)
+
+    def __getitem__(self, idx: Any) -> "Expr":
+        raise at_user(UnsupportedOperationError, "slicing the result of an operation is not supported; slice the fields")
+
+    def __repr__(self) -> str:
+        return f"<stencil expression {self.node!r} shape={self.shape}>"
+
+
+def _axis(idx: Any, n: int, k: int, name: str) -> Axis:
+    if isinstance(idx, slice):
+        for part in (idx.start, idx.stop, idx.step):
+            if part is not None and not isinstance(part, (int, np.integer)):
+                raise at_user(UnsupportedOperationError, f"{name}: slice bounds must be integers, not {part!r}")
+        if idx.step == 0:
+            raise at_user(GridBoundsError, f"{name}: slice step cannot be zero")
+        start, stop, step = idx.indices(n)
+        return Axis(start, step, len(range(start, stop, step)))
+    if isinstance(idx, (int, np.integer)) and not isinstance(idx, (bool, np.bool_)):
+        i = int(idx)
+        if not -n <= i < n:
+            raise at_user(GridBoundsError, f"{name}: index {i} is outside the grid along axis {k} (size {n})")
+        return Axis(i % n, 1, 1, True)
+    raise at_user(
+        UnsupportedOperationError,
+        f"{name}: index {idx!r} along axis {k} is not supported; use integers, slices and '...'",
+    )
+
+
+def index_axes(idx: Any, shape: tuple[int, ...], name: str) -> tuple[Axis, ...]:
+    """Per-axis positions selected by a NumPy basic index (ints, slices, one ``...``)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise at_user(GridBoundsError, f"{name}: an index can only have a single ellipsis ('...')")
+    if any(i is None for i in items):
+        raise at_user(UnsupportedOperationError, f"{name}: np.newaxis/None is not supported in a stencil index")
+    given = len(items) - (1 if Ellipsis in items else 0)
+    if given > len(shape):
+        raise at_user(GridBoundsError, f"{name}: too many indices for a {len(shape)}-d grid (got {given})")
+    full = []
+    for i in items:
+        if i is Ellipsis:
+            full.extend([slice(None)] * (len(shape) - given))
+        else:
+            full.append(i)
+    full.extend([slice(None)] * (len(shape) - len(full)))
+    return tuple(_axis(i, n, k, name) for k, (i, n) in enumerate(zip(full, shape)))
+
+
+class Field(_Ops):
+    """A named field of a stencil's grid; slice it to read, assign to a slice to write.
+
+    ``self.x`` is a handle: ``self.x, self.y = self.y, self.x`` swaps which data the
+    names refer to (no data moves).
+    """
+
+    __slots__ = ("_st", "id", "name", "dtype")
+
+    def __init__(self, st: "Stencil", id: int, name: str, dtype: str):
+        self._st = st
+        self.id = id
+        self.name = name
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._st.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._st.shape)
+
+    def __getitem__(self, idx: Any) -> Expr:
+        axes = index_axes(idx, self._st.shape, self.name)
+        read = Read(self.id, axes)
+        meta = Meta(read.shape, tuple(k for k, a in enumerate(axes) if not a.squeezed), self.dtype.name)
+        return Expr(self._st, read, meta)
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        self._st._assign(self, idx, value)
+
+    def _inplace(self, op: str, other: Any, sym: str) -> "Field":
+        self._st._assign(self, Ellipsis, _binary(op, self, other, sym))
+        return self
+
+    def __iadd__(self, o: Any) -> "Field":  # type: ignore[override]
+        return self._inplace("add", o, "+=")
+
+    def __isub__(self, o: Any) -> "Field":  # type: ignore[override]
+        return self._inplace("sub", o, "-=")
+
+    def __imul__(self, o: Any) -> "Field":  # type: ignore[override]
+        return self._inplace("mul", o, "*=")
+
+    def __itruediv__(self, o: Any) -> "Field":  # type: ignore[override]
+        return self._inplace("div", o, "/=")
+
+    # -- values to and from the frontend ----------------------------------------------
+    def to_numpy(self) -> np.ndarray:
+        """The whole field, gathered from the tiles (waits for the work sent so far)."""
+        return self._st._gather(self)
+
+    def from_numpy(self, array: Any) -> None:
+        """Set the whole field from an array of the grid's shape (ordered after earlier steps)."""
+        self._st._scatter(self, array)
+
+    def sum(self) -> "Reduction":
+        return total(self)
+
+    def max(self) -> "Reduction":
+        return maximum_of(self)
+
+    def min(self) -> "Reduction":
+        return minimum_of(self)
+
+    def norm(self, ord: Any = 2) -> "Reduction":
+        return norm(self, ord)
+
+    def __repr__(self) -> str:
+        return f"<stencil field {self.name!r} (slot {self.id}) {self.dtype} {self.shape}>"
+
+
+# -- functions -----------------------------------------------------------------------------
+def _is_stencil(*xs: Any) -> bool:
+    return any(isinstance(x, (Expr, Field)) for x in xs)
+
+
+def sqrt(x: Any) -> Any:
+    return _unary("sqrt", x) if _is_stencil(x) else np.sqrt(x)
+
+
+def exp(x: Any) -> Any:
+    return _unary("exp", x) if _is_stencil(x) else np.exp(x)
+
+
+def sin(x: Any) -> Any:
+    return _unary("sin", x) if _is_stencil(x) else np.sin(x)
+
+
+def cos(x: Any) -> Any:
+    return _unary("cos", x) if _is_stencil(x) else np.cos(x)
+
+
+def absolute(x: Any) -> Any:
+    return _unary("abs", x) if _is_stencil(x) else np.abs(x)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    return _binary("minimum", a, b, "minimum") if _is_stencil(a, b) else np.minimum(a, b)
+
+
+def maximum(a: Any, b: Any) -> Any:
+    return _binary("maximum", a, b, "maximum") if _is_stencil(a, b) else np.maximum(a, b)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """``np.where(cond, a, b)`` on fields (``cond`` a comparison) or on NumPy arrays."""
+    if not _is_stencil(cond, a, b):
+        return np.where(cond, a, b)
+    nc, mc = _operand(cond, "where")
+    na, ma = _operand(a, "where")
+    nb, mb = _operand(b, "where")
+    try:
+        meta = where_meta(mc, ma, mb)
+    except Exception as exc:
+        _raise(exc)
+    return Expr(_stencil_of(cond, a, b), Where(nc, na, nb), meta)
+
+
+# -- reductions ------------------------------------------------------------------------------
+class Condition:
+    """``reduction <op> threshold``: a convergence test evaluated on the backend."""
+
+    __slots__ = ("reduction", "op", "threshold")
+
+    def __init__(self, reduction: "Reduction", op: str, threshold: float):
+        self.reduction, self.op, self.threshold = reduction, op, threshold
+
+    def __bool__(self) -> bool:
+        raise at_user(UnsupportedOperationError, "a convergence condition is evaluated on the backend; pass it as solve(until=...)")
+
+    def __repr__(self) -> str:
+        return f"<condition {self.reduction!r} {self.op} {self.threshold!r}>"
+
+
+class Reduction:
+    """A reduction of an expression over its box (all tiles): ``.get()`` its value, or
+    compare it with a number to make a convergence condition for ``solve(until=...)``."""
+
+    __slots__ = ("expr", "kind", "finish", "_pending")
+
+    def __init__(self, expr: Expr, kind: str, finish: str = "none"):
+        self.expr, self.kind, self.finish = expr, kind, finish
+        self._pending: Any = None
+
+    def _compare(self, op: str, value: Any) -> Condition:
+        if not isinstance(value, numbers.Real):
+            raise at_user(UnsupportedOperationError, "a reduction can only be compared with a number")
+        return Condition(self, op, float(value))
+
+    def __lt__(self, v: Any) -> Condition:
+        return self._compare("lt", v)
+
+    def __le__(self, v: Any) -> Condition:
+        return self._compare("le", v)
+
+    def __gt__(self, v: Any) -> Condition:
+        return self._compare("gt", v)
+
+    def __ge__(self, v: Any) -> Condition:
+        return self._compare("ge", v)
+
+    def future(self) -> Any:
+        """Send the reduction now; a future of its value (``.get()`` waits for it)."""
+        if self._pending is None:
+            st = self.expr._st
+            assert st is not None
+            self._pending = st._reduce(self)
+        return self._pending
+
+    def get(self) -> float:
+        """The value (sends the reduction if needed and waits)."""
+        return self.future().get()
+
+    def __float__(self) -> float:
+        return float(self.get())
+
+    def __repr__(self) -> str:
+        return f"<reduction {self.kind}{'+sqrt' if self.finish == 'sqrt' else ''} of {self.expr.node!r}>"
+
+
+def _reduce_arg(x: Any, what: str) -> Expr:
+    if isinstance(x, Field):
+        return x[...]
+    if isinstance(x, Expr) and x.meta.shape is not None and x.meta.dtype != "bool":
+        return x
+    raise at_user(UnsupportedOperationError, f"{what}() needs a field or an expression over fields")
+
+
+def norm(x: Any, ord: Any = 2) -> Any:
+    """The L2 (``ord=2``) or max (``ord=np.inf``) norm; for NumPy arrays, np.linalg.norm of the flattened array."""
+    if not _is_stencil(x):
+        return np.linalg.norm(np.ravel(x), ord)
+    e = _reduce_arg(x, "norm")
+    if ord in (np.inf, float("inf"), "inf"):
+        return Reduction(e, "maxabs")
+    if ord == 2:
+        return Reduction(e, "sumsq", "sqrt")
+    raise at_user(UnsupportedOperationError, f"norm(ord={ord!r}) is not supported; use ord=2 or ord=np.inf")
+
+
+def total(x: Any) -> Any:
+    """The sum of all values (exact order differs from NumPy's pairwise sum)."""
+    return Reduction(_reduce_arg(x, "sum"), "sum") if _is_stencil(x) else np.sum(x)
+
+
+def maximum_of(x: Any) -> Any:
+    return Reduction(_reduce_arg(x, "max"), "max") if _is_stencil(x) else np.max(x)
+
+
+def minimum_of(x: Any) -> Any:
+    return Reduction(_reduce_arg(x, "min"), "min") if _is_stencil(x) else np.min(x)

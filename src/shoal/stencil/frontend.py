@@ -1,0 +1,418 @@
+"""The frontend: a :class:`Stencil` records statements; batches of steps go to a backend.
+
+Two spellings, one machinery:
+
+* the CharmStencil style — ``__init__`` calls ``self.initialize(n, interface=...,
+  backend_freq=..., odf=..., num_fields=...)`` and unpacks the fields it returns,
+  ``iterate(*args)`` returns whether to go on, ``solve(*args)`` loops over it;
+* the shoal style — ``fields = {"u": "float64", ...}`` on the class, the grid shape
+  given to the constructor, a ``step()`` method, and ``solve(steps=..., until=...)``,
+  which sends the time loop to the backend once.
+
+Nothing is computed on the frontend: each statement is checked and recorded, every
+``backend_freq`` steps the recorded steps go to the backend while the frontend goes on
+recording. Values come back with ``field.to_numpy()`` and reductions' ``.get()``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .analysis import Meta
+from .errors import ShapeError, StencilError, UnsupportedOperationError, at_user, user_location
+from .expr import Condition, Expr, Field, Reduction, _operand, index_axes
+from .interface import GridSpec, Interface, connect
+from .nodes import DTYPES, Assign, Read
+from .program import Batch, Check, Loop, Recorder, Step
+
+__all__ = ["Stencil"]
+
+_LOOP_PERIOD_MAX = 8
+
+
+class Stencil:
+    """Base class of stencil programs; see the module docstring for the two spellings."""
+
+    #: shoal style: field names (and dtypes) of the subclass, e.g. {"u": "float64"}
+    fields: Any = None
+
+    def __init__(self, shape: Any = None, **options: Any):
+        """shoal style: ``Heat((256, 256), odf=2, ghost_depth=1)`` with ``fields`` on the class."""
+        if self.fields is None:
+            raise TypeError(
+                f"{type(self).__name__}: declare `fields = {{'u': 'float64', ...}}` on the class, "
+                "or override __init__ and call self.initialize(...)"
+            )
+        if shape is None:
+            raise TypeError(f"{type(self).__name__}(shape, ...): the grid shape is required")
+        self.initialize(shape, fields=self.fields, **options)
+
+    # -- set-up ---------------------------------------------------------------------
+    def initialize(
+        self,
+        n: Any,
+        interface: Interface | None = None,
+        backend_freq: int = 10,
+        odf: int = 1,
+        num_fields: int | None = None,
+        ghost_depth: int = 1,
+        dtype: Any = "float64",
+        fields: Any = None,
+        backend: str = "auto",
+        fast_math: bool = False,
+        cflags: Sequence[str] = (),
+        max_inflight: int = 2,
+    ) -> Any:
+        """Create the grid's fields on the backend; returns the field handles.
+
+        ``n``: an int (an n×n grid) or a shape tuple (1-, 2- or 3-d, any sizes);
+        ``fields``: names (or {name: dtype}); else ``num_fields`` unnamed fields;
+        ``dtype``: one dtype, or one per field; ``odf``: tiles per PE;
+        ``backend``: "auto" (C where a compiler exists), "c" or "numpy";
+        ``fast_math``: let the compiler reorder floating-point math (results may then
+        differ from NumPy in the last bits); ``interface``: the backend to use (None:
+        the PEs of this job).
+        """
+        shape = (int(n), int(n)) if isinstance(n, (int, np.integer)) else tuple(int(s) for s in n)
+        if not 1 <= len(shape) <= 3 or any(s < 1 for s in shape):
+            raise at_user(ValueError, f"grid shape {shape} must have 1 to 3 positive sizes")
+        if ghost_depth < 0:
+            raise at_user(ValueError, f"ghost_depth={ghost_depth} must be at least 0")
+        if backend_freq < 1:
+            raise at_user(ValueError, f"backend_freq={backend_freq} must be at least 1")
+        if odf < 1:
+            raise at_user(ValueError, f"odf={odf} must be at least 1")
+        if backend not in ("auto", "c", "numpy"):
+            raise at_user(ValueError, f"backend={backend!r}: use 'auto', 'c' or 'numpy'")
+        names, dtypes = _field_table(fields, num_fields, dtype)
+        self.shape = shape
+        self.ghost_depth = ghost_depth
+        self.backend_freq = backend_freq
+        self._fields = [Field(self, i, nm, dt) for i, (nm, dt) in enumerate(zip(names, dtypes))]
+        self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags)
+        self._iface = connect(interface)
+        self._handle = self._iface.create(GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf))
+        self._steps: list[Step] = []
+        self._items: list = []
+        self._inflight: list = []
+        self._max_inflight = max(1, max_inflight)
+        self._seq = 0
+        self._solve = 0
+        #: how the last solve() was sent: "loop" (one backend loop) or "steps" (batches of steps)
+        self.solve_mode = ""
+        if fields is not None:
+            for f in self._fields:
+                setattr(self, f.name, f)
+        handles = tuple(self._fields)
+        return handles[0] if len(handles) == 1 and fields is None else handles
+
+    @property
+    def backend(self) -> str:
+        """Where statements run: "c" (compiled kernels) or "numpy" (the NumPy evaluator)."""
+        return self._rec.backend
+
+    def describe(self) -> str:
+        """The tiles, PEs and backend of this stencil, in one line."""
+        return f"{self._iface.describe(self._handle)}; statements run with {'C kernels' if self.backend == 'c' else 'NumPy'}"
+
+    # -- statements -----------------------------------------------------------------
+    def _assign(self, field: Field, idx: Any, value: Any) -> None:
+        if field._st is not self:
+            raise at_user(UnsupportedOperationError, f"field {field.name!r} belongs to another stencil")
+        axes = index_axes(idx, self.shape, field.name)
+        target = Read(field.id, axes)
+        tshape = target.shape
+        taxes = tuple(k for k, a in enumerate(axes) if not a.squeezed)
+        node, meta = _operand(value, "assignment")
+        if isinstance(value, (Expr, Field)) and value._st is not self:
+            raise at_user(UnsupportedOperationError, "the value reads fields of another stencil")
+        if meta.dtype == "bool":
+            raise at_user(UnsupportedOperationError, "assigning a comparison is not supported; use where(condition, 1.0, 0.0)")
+        if meta.shape is not None:
+            if meta.shape != tshape:
+                raise at_user(
+                    ShapeError,
+                    f"shape mismatch: cannot assign a value of shape {meta.shape} to {field.name}[...] of shape {tshape}",
+                )
+            if meta.axes != taxes:
+                raise at_user(
+                    UnsupportedOperationError,
+                    f"the value indexes grid axes {meta.axes} but {field.name}[...] indexes grid axes {taxes}: "
+                    "a stencil keeps axes aligned (no transposes)",
+                )
+        filename, line, text = user_location(2)
+        where = f"{filename}:{line}: {text}"
+        try:
+            self._rec.statement(Assign(target, node), where)
+        except StencilError as exc:
+            if str(exc).startswith(f"{filename}:{line}:"):
+                raise
+            raise at_user(type(exc), str(exc)) from None
+
+    def exchange_ghosts(self, *fields: Field) -> None:
+        """Exchange the ghost layers of ``fields`` now (shoal also infers exchanges
+        from what statements read, so this call is never needed; it is accepted)."""
+        for f in fields:
+            if not isinstance(f, Field) or f._st is not self:
+                raise at_user(TypeError, f"exchange_ghosts() takes fields of this stencil, not {f!r}")
+        self._rec.exchange([f.id for f in fields])
+
+    # -- steps and batches ----------------------------------------------------------
+    def _end_step(self, check: Condition | None = None) -> None:
+        c = self._check(check) if check is not None else None
+        self._steps.append(Step(self._rec.take_step_ops(), c))
+
+    def _check(self, cond: Any) -> Check:
+        if not isinstance(cond, Condition):
+            raise at_user(TypeError, f"until= must give a condition such as norm(u - v, np.inf) < 1e-6, not {cond!r}")
+        red = cond.reduction
+        entry = self._rec.reduction(red.kind, red.expr.node, red.finish, _where())
+        return Check(entry.rid, cond.op, cond.threshold)
+
+    def _flush(self, wait: bool = False) -> list:
+        """Send what was recorded; returns the results of the batches completed."""
+        if self._rec.ops or self._rec.explicit:
+            self._end_step()
+        if self._steps:
+            self._items.extend(self._steps)
+            self._steps = []
+        done = []
+        if self._items or self._rec.unsent or self._rec.unsent_reductions:
+            statements, reductions = self._rec.take_unsent()
+            batch = Batch(self._seq_next(), self._solve, statements, reductions, tuple(self._items))
+            self._items = []
+            self._inflight.append(self._iface.submit(self._handle, batch))
+        limit = 0 if wait else self._max_inflight
+        while len(self._inflight) > limit:
+            done.append(self._inflight.pop(0).get())
+        return done
+
+    def sync(self) -> None:
+        """Wait until the backend has run everything recorded so far."""
+        self._flush(wait=True)
+
+    # -- solving ----------------------------------------------------------------------
+    def solve(self, *args: Any, steps: int | None = None, until: Any = None, check_every: int = 1) -> int:
+        """Run the time loop; returns the number of steps the backend executed.
+
+        CharmStencil style: ``solve(*args)`` calls ``iterate(*args)`` until it returns
+        False, sending ``backend_freq`` steps at a time. shoal style:
+        ``solve(steps=N)`` sends ``step()`` as one backend loop of N steps. ``until``
+        (a condition, or a function returning one, e.g. ``lambda: norm(self.u - self.v,
+        np.inf) < 1e-8``) is checked on the backend every ``check_every`` steps and
+        stops the loop there, without a round trip to the frontend.
+        """
+        if check_every < 1:
+            raise at_user(ValueError, f"check_every={check_every} must be at least 1")
+        self._flush()  # what came before the solve (boundary conditions, ...) goes first
+        self._solve += 1
+        try:
+            return self._solve_dispatch(args, steps, until, check_every)
+        finally:
+            self._solve += 1  # later batches are not part of this solve
+
+    def _solve_dispatch(self, args: tuple, steps: int | None, until: Any, check_every: int) -> int:
+        has_step = callable(getattr(self, "step", None))
+        if steps is not None:
+            if not has_step:
+                raise at_user(TypeError, f"solve(steps=...) runs {type(self).__name__}.step(); define step(self)")
+            return self._solve_loop(int(steps), until, check_every)
+        if not callable(getattr(self, "iterate", None)):
+            raise at_user(TypeError, f"{type(self).__name__} has no iterate(); define it, or define step() and call solve(steps=N)")
+        return self._solve_iterate(args, until, check_every)
+
+    def _cond(self, until: Any) -> Condition | None:
+        if until is None:
+            return None
+        return until() if callable(until) else until
+
+    def _bindings(self) -> dict:
+        return {k: v for k, v in vars(self).items() if isinstance(v, Field)}
+
+    def _restore(self, bindings: dict) -> None:
+        for k, v in bindings.items():
+            setattr(self, k, v)
+
+    def _solve_iterate(self, args: tuple, until: Any, check_every: int) -> int:
+        self.solve_mode = "steps"
+        snapshots = [self._bindings()]
+        count = 0
+        results = []
+        while True:
+            more = getattr(self, "iterate")(*args)
+            count += 1
+            check = self._cond(until) if until is not None and count % check_every == 0 else None
+            self._end_step(check)
+            snapshots.append(self._bindings())
+            if len(self._steps) >= self.backend_freq:
+                results += self._flush()
+                if any(r.converged >= 0 for r in results):
+                    break
+            if not more:
+                break
+        results += self._flush(wait=True)
+        return self._finish(results, count, snapshots)
+
+    def _finish(self, results: list, count: int, snapshots: list) -> int:
+        for r in results:
+            if r.converged >= 0:
+                self._restore(snapshots[r.converged])
+                self._rec.invalidate()
+                return r.converged
+        return count
+
+    def _solve_loop(self, steps: int, until: Any, check_every: int) -> int:
+        if steps <= 0:
+            return 0
+        start = self._bindings()
+        self._rec.invalidate()  # ops of the body must be right from any starting state
+        recorded: list[Step] = []
+        snapshots = [start]
+        sids: list[tuple] = []
+        period = None
+        while len(recorded) < min(steps, 2 * _LOOP_PERIOD_MAX):
+            getattr(self, "step")()
+            k = len(recorded) + 1
+            check = self._cond(until) if until is not None else None
+            ops = self._rec.take_step_ops()
+            c = self._check(check) if check is not None else None
+            ops2 = self._rec.take_step_ops()
+            recorded.append(Step(ops + ops2, c))
+            sids.append(tuple(op for op in ops if op[0] == "s"))
+            snapshots.append(self._bindings())
+            if k < steps and period is None and _same(snapshots[-1], start):
+                period = k
+            if period is not None and len(recorded) == 2 * period:
+                break
+        periodic = (
+            period is not None
+            and len(recorded) == 2 * period
+            and sids[:period] == sids[period:]
+            and [s.check and s.check.rid for s in recorded[:period]] == [s.check and s.check.rid for s in recorded[period:]]
+        )
+        if steps <= len(recorded) or not periodic:
+            # short run, or a step whose statements do not repeat: send steps as recorded
+            self._restore(start)
+            self._rec.invalidate()
+            return self._solve_unrolled(steps, until, check_every)
+        assert period is not None
+        self._items.append(Loop(tuple(recorded[:period]), steps, check_every))
+        self.solve_mode = "loop"
+        results = self._flush(wait=True)
+        self._rec.invalidate()
+        executed = steps
+        for r in results:
+            if r.converged >= 0:
+                executed = r.converged
+        self._restore(snapshots[executed % period])
+        return executed
+
+    def _solve_unrolled(self, steps: int, until: Any, check_every: int) -> int:
+        self.solve_mode = "steps"
+        snapshots = [self._bindings()]
+        results = []
+        for k in range(1, steps + 1):
+            getattr(self, "step")()
+            check = self._cond(until) if until is not None and k % check_every == 0 else None
+            self._end_step(check)
+            snapshots.append(self._bindings())
+            if len(self._steps) >= self.backend_freq:
+                results += self._flush()
+                if any(r.converged >= 0 for r in results):
+                    break
+        results += self._flush(wait=True)
+        return self._finish(results, steps, snapshots)
+
+    # -- values back and forth ------------------------------------------------------
+    def _gather(self, field: Field) -> np.ndarray:
+        self._flush()
+        return self._iface.gather(self._handle, field.id, self._seq_next()).get()
+
+    def _scatter(self, field: Field, array: Any) -> None:
+        a = np.asarray(array)
+        if a.shape != self.shape:
+            raise at_user(ShapeError, f"from_numpy: array of shape {a.shape} does not match the grid {self.shape}")
+        self._flush()
+        self._iface.scatter(self._handle, field.id, a.astype(field.dtype, copy=False), self._seq_next())
+        self._rec.valid.pop(field.id, None)
+
+    def _seq_next(self) -> int:
+        s = self._seq
+        self._seq += 1
+        return s
+
+    def _reduce(self, red: Reduction) -> Any:
+        entry = self._rec.reduction(red.kind, red.expr.node, red.finish, _where())
+        self._flush()
+        return self._iface.reduce(self._handle, entry.rid, entry.finish, self._seq_next())
+
+    # convenience spellings: self.norm(expr), self.sum(expr), self.max(expr)
+    def norm(self, x: Any, ord: Any = 2) -> Reduction:
+        from .expr import norm
+
+        return norm(x, ord)
+
+    def sum(self, x: Any) -> Reduction:
+        from .expr import total
+
+        return total(x)
+
+    def max(self, x: Any) -> Reduction:
+        from .expr import maximum_of
+
+        return maximum_of(x)
+
+    def close(self) -> None:
+        """Wait for the backend and free its tiles."""
+        if getattr(self, "_handle", None) is not None:
+            self.sync()
+            self._iface.destroy(self._handle)
+            self._handle = None
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Whether two attribute-to-field maps name the same fields (by identity)."""
+    return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
+
+
+def _where() -> str:
+    filename, line, text = user_location(2)
+    return f"{filename}:{line}: {text}"
+
+
+def _field_table(fields: Any, num_fields: int | None, dtype: Any) -> tuple[list[str], list[str]]:
+    if fields is not None:
+        if isinstance(fields, dict):
+            names = [str(k) for k in fields]
+            dtypes = [np.dtype(v).name for v in fields.values()]
+        else:
+            names = [str(k) for k in fields]
+            dtypes = _dtypes(dtype, len(names))
+        if num_fields is not None and num_fields != len(names):
+            raise at_user(ValueError, f"num_fields={num_fields} but {len(names)} field names were given")
+    else:
+        count = 1 if num_fields is None else int(num_fields)
+        if count < 1:
+            raise at_user(ValueError, f"num_fields={count} must be at least 1")
+        names = [f"field{i}" for i in range(count)]
+        dtypes = _dtypes(dtype, count)
+    for nm, dt in zip(names, dtypes):
+        if dt not in DTYPES:
+            raise at_user(ValueError, f"field {nm!r} has dtype {dt}; stencil fields are float64 or float32")
+    if len(set(names)) != len(names):
+        raise at_user(ValueError, f"field names must be unique: {names}")
+    return names, dtypes
+
+
+def _dtypes(dtype: Any, count: int) -> list[str]:
+    if isinstance(dtype, (list, tuple)):
+        if len(dtype) != count:
+            raise at_user(ValueError, f"{len(dtype)} dtypes given for {count} fields")
+        return [np.dtype(d).name for d in dtype]
+    return [np.dtype(dtype).name] * count
+
+
+_ = (Meta, inspect, Callable)  # re-exported names used in annotations only

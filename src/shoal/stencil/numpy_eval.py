@@ -1,0 +1,92 @@
+"""The NumPy evaluator: runs a statement on a tile's arrays with NumPy itself.
+
+It is the reference the C kernels are tested against, and the fallback where no C
+compiler exists or where only NumPy's own function gives NumPy's bits (``exp`` on
+x86-64, for one). It evaluates the recorded tree with the very operations the user
+wrote (``a ** b`` through the operator, Python numbers left as Python numbers), on
+views of the tile's part of the box, so every element is computed exactly as the same
+statement on whole arrays computes it.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .nodes import Assign, Binary, Const, Node, Read, Unary, Where
+
+__all__ = ["evaluate", "run_statement", "run_reduction", "views"]
+
+_UNARY: dict[str, Callable] = {
+    "neg": operator.neg, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "sin": np.sin, "cos": np.cos,
+}
+_BINARY: dict[str, Callable] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "pow": operator.pow, "minimum": np.minimum, "maximum": np.maximum,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "eq": operator.eq, "ne": operator.ne,
+}
+
+
+def const_value(node: Const) -> Any:
+    """The scalar as the user gave it: a Python number, or a NumPy scalar of its type."""
+    return node.value if node.dtype is None else np.dtype(node.dtype).type(node.value)
+
+
+def evaluate(node: Node, load: Callable[[Read], np.ndarray]) -> Any:
+    """The value of ``node``; ``load(read)`` gives the array of each read, called in
+    the order of :func:`shoal.stencil.nodes.reads`."""
+    if isinstance(node, Read):
+        return load(node)
+    if isinstance(node, Const):
+        return const_value(node)
+    if isinstance(node, Unary):
+        return _UNARY[node.op](evaluate(node.operand, load))
+    if isinstance(node, Binary):
+        left = evaluate(node.left, load)
+        return _BINARY[node.op](left, evaluate(node.right, load))
+    if isinstance(node, Where):
+        c = evaluate(node.cond, load)
+        a = evaluate(node.a, load)
+        return np.where(c, a, evaluate(node.b, load))
+    raise TypeError(f"cannot evaluate {node!r}")
+
+
+def views(tb: Sequence[tuple[int, int]], steps: Sequence[int], offsets: Sequence[int]) -> tuple[slice, ...]:
+    """Slices of a tile's local array: the tile's box ``tb`` shifted by ``offsets``."""
+    return tuple(slice(b + o, b + o + st * (n - 1) + 1, st) for (b, n), st, o in zip(tb, steps, offsets))
+
+
+def _loader(arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]], steps: Sequence[int],
+            offsets: Sequence[tuple[int, ...]]) -> Callable[[Read], np.ndarray]:
+    it = iter(offsets)
+    return lambda r: arrays[r.field][views(tb, steps, next(it))]
+
+
+def run_statement(stmt: Assign, offsets: Sequence[tuple[int, ...]], steps: Sequence[int],
+                  arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]]) -> None:
+    """``stmt`` on one tile: ``arrays[f]`` is field f's local array, ``tb`` the tile's box."""
+    with np.errstate(all="ignore"):  # the compiled kernels do not warn either
+        value = evaluate(stmt.value, _loader(arrays, tb, steps, offsets))
+    arrays[stmt.target.field][views(tb, steps, (0,) * len(tb))] = value
+
+
+def run_reduction(kind: str, expr: Node, offsets: Sequence[tuple[int, ...]], steps: Sequence[int],
+                  arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]]) -> float:
+    """This tile's partial of a reduction (combined across tiles by the backend)."""
+    with np.errstate(all="ignore"):
+        v = np.asarray(evaluate(expr, _loader(arrays, tb, steps, offsets)))
+    if kind == "max":
+        return float(np.max(v))
+    if kind == "min":
+        return float(np.min(v))
+    if kind == "maxabs":
+        return float(np.max(np.abs(v)))
+    if kind == "sum":
+        return float(np.sum(v, dtype=np.float64))
+    if kind == "sumsq":
+        d = v.astype(np.float64)
+        return float(np.sum(d * d))
+    raise ValueError(kind)

@@ -1,0 +1,188 @@
+"""Stage 4 (C target): print a lowered :class:`Kernel` as one C function.
+
+One fused loop nest per statement, no temporaries: the innermost loop runs over the
+contiguous axis with ``restrict`` pointers and ``#pragma GCC ivdep`` so GCC
+vectorizes it. Operations are fully parenthesized in NumPy's order; scalars are
+printed as hexadecimal floats, exact. The build step compiles with
+``-ffp-contract=off`` and without fast-math, so the arithmetic is NumPy's, bit for bit.
+
+Exported symbol: ``void shoal_kernel(void **ptrs, const long *b, const long *n,
+const long *s)`` for a statement, ``double shoal_reduce(...)`` for a reduction, where
+``ptrs`` are the slots' data (then the scratch box), ``b``/``n`` the local first index
+and count per axis, and ``s`` the element strides of the tile's arrays.
+"""
+
+from __future__ import annotations
+
+from .lowering import Kernel
+
+__all__ = ["print_kernel"]
+
+_CTYPE = {"float64": "double", "float32": "float"}
+_SUFFIX = {"float64": "", "float32": "f"}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def _literal(value: float, dtype: str) -> str:
+    if value != value:
+        return f"(({_CTYPE[dtype]})NAN)"
+    if value in (float("inf"), float("-inf")):
+        return f"(({_CTYPE[dtype]}){'-' if value < 0 else ''}INFINITY)"
+    return f"(({_CTYPE[dtype]}){value.hex()})"
+
+
+class _Printer:
+    def __init__(self, k: Kernel):
+        self.k = k
+        self.consts: dict[tuple, str] = {}  # offsets -> name of the precomputed index shift
+
+    def shift(self, offsets: tuple[int, ...]) -> str:
+        if not any(offsets):
+            return ""
+        name = self.consts.get(offsets)
+        if name is None:
+            name = self.consts[offsets] = f"c{len(self.consts)}"
+        return f" + {name}"
+
+    def expr(self, e: tuple) -> str:
+        op, dt = e[0], e[1]
+        if op == "load":
+            return f"f{e[2]}[p{self.shift(e[3])}]"
+        if op == "const":
+            return _literal(e[2], dt)
+        if op == "cast":
+            return f"(({_CTYPE[dt]}){self.expr(e[2])})"
+        if op == "one":
+            return f"(({_CTYPE[dt]})1)"
+        if op == "neg":
+            return f"(-{self.expr(e[2])})"
+        if op == "abs":
+            return f"fabs{_SUFFIX[dt]}({self.expr(e[2])})"
+        if op in ("sqrt", "exp", "sin", "cos"):
+            return f"{op}{_SUFFIX[dt]}({self.expr(e[2])})"
+        if op == "square":
+            x = self.expr(e[2])
+            return f"({x} * {x})"
+        if op == "recip":
+            return f"((({_CTYPE[dt]})1) / {self.expr(e[2])})"
+        if op in _ARITH:
+            return f"({self.expr(e[2])} {_ARITH[op]} {self.expr(e[3])})"
+        if op in _COMPARE:
+            return f"({self.expr(e[2])} {_COMPARE[op]} {self.expr(e[3])})"
+        if op == "pow":
+            return f"pow{_SUFFIX[dt]}({self.expr(e[2])}, {self.expr(e[3])})"
+        if op == "minimum":
+            return f"shoal_min{_SUFFIX[dt]}({self.expr(e[2])}, {self.expr(e[3])})"
+        if op == "maximum":
+            return f"shoal_max{_SUFFIX[dt]}({self.expr(e[2])}, {self.expr(e[3])})"
+        if op == "where":
+            return f"({self.expr(e[2])} ? {self.expr(e[3])} : {self.expr(e[4])})"
+        raise ValueError(f"the C printer has no rule for {op!r}")
+
+
+_PRELUDE = """\
+#include <math.h>
+/* NumPy's minimum/maximum: a NaN in either operand wins; on ties the second operand. */
+static inline double shoal_min(double a, double b) { return isnan(a) ? a : (a < b ? a : b); }
+static inline double shoal_max(double a, double b) { return isnan(a) ? a : (a > b ? a : b); }
+static inline float shoal_minf(float a, float b) { return isnan(a) ? a : (a < b ? a : b); }
+static inline float shoal_maxf(float a, float b) { return isnan(a) ? a : (a > b ? a : b); }
+"""
+
+
+def print_kernel(k: Kernel, comment: str = "") -> str:
+    """The C source of kernel ``k``."""
+    pr = _Printer(k)
+    d = k.ndim
+    value = pr.expr(k.body)
+    params = []
+    for i, dt in enumerate(k.slots):
+        const = "" if (i == 0 and k.reduce is None) else "const "
+        params.append(f"{const}{_CTYPE[dt]} *restrict f{i}")
+    if k.scratch:
+        params.append(f"{_CTYPE[k.target_dtype or 'float64']} *restrict scratch")
+    params += [", ".join(f"const long b{a}" for a in range(d)), ", ".join(f"const long n{a}" for a in range(d)),
+               ", ".join(f"const long s{a}" for a in range(d))]
+    shifts = "".join(
+        f"    const long {name} = {' + '.join(_scaled(o, a, d) for a, o in enumerate(offs) if o)};\n"
+        for offs, name in pr.consts.items()
+    )
+    lines = [_PRELUDE, f"/* {comment} */" if comment else "", ""]
+    ret = "double" if k.reduce else "void"
+    lines.append(f"static __attribute__((noinline)) {ret} body({', '.join(params)})\n{{")
+    lines.append(shifts.rstrip("\n"))
+    if k.reduce:
+        init = {"max": "-INFINITY", "maxabs": "-INFINITY", "min": "INFINITY", "sum": "0.0", "sumsq": "0.0"}[k.reduce]
+        lines.append(f"    double acc = {init};")
+    indent = "    "
+    for a in range(d - 1):
+        lines.append(f"{indent}for (long i{a} = 0; i{a} < n{a}; ++i{a}) {{")
+        indent += "    "
+    row = " + ".join(f"(b{a} + {k.steps[a]}L * i{a}) * s{a}" for a in range(d - 1)) or "0"
+    lines.append(f"{indent}const long r = {row};")
+    if k.scratch:
+        srow = "0"
+        for a in range(d - 1):
+            srow = f"({srow}) * n{a} + i{a}"
+        lines.append(f"{indent}const long q = ({srow}) * n{d - 1};")
+    last = d - 1
+    if not k.reduce:
+        lines.append(f"{indent}#pragma GCC ivdep")
+    lines.append(f"{indent}for (long i{last} = 0; i{last} < n{last}; ++i{last}) {{")
+    inner = indent + "    "
+    lines.append(f"{inner}const long p = r + b{last} + {k.steps[last]}L * i{last};")
+    if k.reduce is None:
+        dest = f"scratch[q + i{last}]" if k.scratch else "f0[p]"
+        lines.append(f"{inner}{dest} = {value};")
+    else:
+        lines.append(f"{inner}const double v = (double){value};")
+        update = {
+            "max": "acc = (v > acc || isnan(v)) ? v : acc;",
+            "maxabs": "acc = (fabs(v) > acc || isnan(v)) ? fabs(v) : acc;",
+            "min": "acc = (v < acc || isnan(v)) ? v : acc;",
+            "sum": "acc += v;",
+            "sumsq": "acc += v * v;",
+        }[k.reduce]
+        lines.append(f"{inner}{update}")
+    lines.append(f"{indent}}}")
+    for a in range(d - 2, -1, -1):
+        indent = indent[:-4]
+        lines.append(f"{indent}}}")
+    if k.scratch:
+        lines.append(_copy_back(k))
+    if k.reduce:
+        lines.append("    return acc;")
+    lines.append("}")
+    args = [f"({_CTYPE[dt]} *)ptrs[{i}]" for i, dt in enumerate(k.slots)]
+    if k.scratch:
+        args.append(f"({_CTYPE[k.target_dtype or 'float64']} *)ptrs[{len(k.slots)}]")
+    args += [f"b[{a}]" for a in range(d)] + [f"n[{a}]" for a in range(d)] + [f"s[{a}]" for a in range(d)]
+    name = "shoal_reduce" if k.reduce else "shoal_kernel"
+    lines.append(f"\n{ret} {name}(void **ptrs, const long *b, const long *n, const long *s)\n{{")
+    lines.append(f"    {'return ' if k.reduce else ''}body({', '.join(args)});\n}}\n")
+    return "\n".join(line for line in lines if line is not None)
+
+
+def _scaled(offset: int, axis: int, ndim: int) -> str:
+    """``offset`` elements along ``axis``; the last axis is contiguous (stride 1)."""
+    return f"({offset}L)" if axis == ndim - 1 else f"({offset}L) * s{axis}"
+
+
+def _copy_back(k: Kernel) -> str:
+    """The loop nest that copies the scratch box into the target (aliased statements)."""
+    d = k.ndim
+    out = []
+    indent = "    "
+    for a in range(d):
+        out.append(f"{indent}for (long i{a} = 0; i{a} < n{a}; ++i{a}) {{")
+        indent += "    "
+    pos = " + ".join(f"(b{a} + {k.steps[a]}L * i{a})" + (f" * s{a}" if a < d - 1 else "") for a in range(d))
+    q = "0"
+    for a in range(d):
+        q = f"({q}) * n{a} + i{a}"
+    out.append(f"{indent}f0[{pos}] = scratch[{q}];")
+    for a in range(d):
+        indent = indent[:-4]
+        out.append(f"{indent}}}")
+    return "\n".join(out)

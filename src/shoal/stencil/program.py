@@ -1,0 +1,206 @@
+"""What the frontend sends: unique statements, and the per-step list of operations.
+
+The :class:`Recorder` turns each recorded statement into a table entry (once per
+unique statement: checked, lowered, printed, compiled) and the step's operations:
+
+* ``("x", ((field, lo_depths, hi_depths), ...), corners)`` — exchange ghosts,
+  inferred from the offsets the next statement reads (an explicit
+  ``exchange_ghosts`` asks for one too, merged with the next inferred one);
+* ``("s", sid)`` — run statement ``sid`` on every tile.
+
+A :class:`Batch` carries the entries the backend has not seen and a list of items:
+``Steps`` (recorded steps, each with an optional convergence check) or a ``Loop``
+(a body of steps repeated ``count`` times, sent once).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+from .analysis import StatementInfo, analyze, numpy_only_reason
+from .build import find_compiler, load_kernel
+from .lowering import Lowered, lower_reduction, lower_statement
+from .nodes import Assign, Node, Read, dumps, reads
+from .printer_c import print_kernel
+
+__all__ = ["StatementEntry", "ReductionEntry", "Check", "Step", "Loop", "Batch", "Recorder"]
+
+
+class StatementEntry(NamedTuple):
+    sid: int
+    stmt: Assign
+    offsets: tuple[tuple[int, ...], ...]
+    lowered: Lowered
+    source: str | None  # C source, or None: run with NumPy
+    where: str  # the user's file:line and text, for messages
+    numpy_reason: str | None
+
+
+class ReductionEntry(NamedTuple):
+    rid: int
+    kind: str
+    expr: Node
+    offsets: tuple[tuple[int, ...], ...]
+    lowered: Lowered
+    source: str | None
+    finish: str  # "none" or "sqrt" (the L2 norm)
+
+
+class Check(NamedTuple):
+    """Stop when ``reduction <op> threshold`` (op: lt, le, gt, ge)."""
+
+    rid: int
+    op: str
+    threshold: float
+
+
+class Step(NamedTuple):
+    ops: tuple
+    check: Check | None
+
+
+class Loop(NamedTuple):
+    body: tuple[Step, ...]
+    steps: int
+    check_every: int = 1
+
+
+class Batch(NamedTuple):
+    seq: int
+    solve: int  # convergence in solve k skips the rest of solve k's batches
+    statements: tuple[StatementEntry, ...]
+    reductions: tuple[ReductionEntry, ...]
+    items: tuple  # Step and Loop items, in order
+
+
+class _Valid(NamedTuple):
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+    corners: bool
+
+    def covers(self, lo: Sequence[int], hi: Sequence[int], corners: bool) -> bool:
+        return (all(a >= b for a, b in zip(self.lo, lo)) and all(a >= b for a, b in zip(self.hi, hi))
+                and (self.corners or not corners))
+
+
+class Recorder:
+    """The frontend's record of a stencil program (no data, no backend)."""
+
+    def __init__(self, field_names: list[str], field_dtypes: list[str], ndim: int, ghost_depth: int,
+                 backend: str, fast_math: bool, cflags: Sequence[str]):
+        self.names = field_names
+        self.dtypes = field_dtypes
+        self.ndim = ndim
+        self.ghost = ghost_depth
+        self.fast_math = fast_math
+        self.cflags = tuple(cflags)
+        if backend == "auto":
+            backend = "c" if find_compiler() else "numpy"
+        self.backend = backend
+        self.statements: dict[str, StatementEntry] = {}
+        self.reductions: dict[str, ReductionEntry] = {}
+        self.unsent: list[Any] = []
+        self.unsent_reductions: list[Any] = []
+        self.valid: dict[int, _Valid] = {}
+        self.explicit: set[int] = set()
+        self.ops: list = []
+
+    # -- statements ----------------------------------------------------------------
+    def statement(self, stmt: Assign, where: str) -> None:
+        """Record ``stmt`` into the current step (checks raise here, at the user's line)."""
+        text = dumps(stmt)
+        entry = self.statements.get(text)
+        if entry is None:
+            info = analyze(stmt, self.dtypes, self.names, self.ghost)
+            entry = self._entry(stmt, info, where)
+            self.statements[text] = entry
+            self.unsent.append(entry)
+        if entry.lowered.box and any(n == 0 for _, _, n in entry.lowered.box):
+            return
+        self._exchanges_for(stmt.value, entry.offsets)
+        self.ops.append(("s", entry.sid))
+        self.valid.pop(stmt.target.field, None)
+
+    def _entry(self, stmt: Assign, info: StatementInfo, where: str) -> StatementEntry:
+        lowered = lower_statement(stmt, info, self.dtypes, self.fast_math)
+        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes)
+        source = None
+        if self.backend == "c" and reason is None:
+            source = print_kernel(lowered.kernel, where.replace("*/", "* /"))
+            load_kernel(source, False, self.fast_math, self.cflags, where=f"{where}: ")  # errors surface here
+        return StatementEntry(len(self.statements), stmt, info.offsets, lowered, source, where, reason)
+
+    def _exchanges_for(self, expr: Node, offsets: Sequence[tuple[int, ...]]) -> None:
+        need: dict[int, list] = {}
+        for r, off in zip(reads(expr), offsets):
+            if not any(off) and r.field not in self.explicit:
+                continue
+            lo, hi, corners = need.setdefault(r.field, [[0] * self.ndim, [0] * self.ndim, False])
+            for k, d in enumerate(off):
+                lo[k] = max(lo[k], -d)
+                hi[k] = max(hi[k], d)
+            if sum(1 for d in off if d) > 1:
+                need[r.field][2] = True
+        for f in self.explicit:
+            need.setdefault(f, [[0] * self.ndim, [0] * self.ndim, False])
+            need[f][0] = [self.ghost] * self.ndim
+            need[f][1] = [self.ghost] * self.ndim
+        self.explicit.clear()
+        todo = []
+        corners = False
+        for f, (lo, hi, c) in sorted(need.items()):
+            v = self.valid.get(f)
+            if not any(lo) and not any(hi):
+                continue
+            if v is not None and v.covers(lo, hi, c):
+                continue
+            todo.append((f, tuple(lo), tuple(hi)))
+            self.valid[f] = _Valid(tuple(lo), tuple(hi), c)
+            corners = corners or c
+        if todo:
+            self.ops.append(("x", tuple(todo), corners))
+
+    def exchange(self, fields: Sequence[int]) -> None:
+        """An explicit ``exchange_ghosts``: merged into the next statement's exchange."""
+        self.explicit.update(fields)
+
+    def invalidate(self) -> None:
+        """Forget which ghosts are valid (before a loop body, after a loop)."""
+        self.valid.clear()
+
+    def take_step_ops(self) -> tuple:
+        if self.explicit:
+            self._exchanges_for(Read(0, ()), [])  # pending explicit exchanges at the end of a step
+        ops, self.ops = tuple(self.ops), []
+        return ops
+
+    # -- reductions ------------------------------------------------------------------
+    def reduction(self, kind: str, expr: Node, finish: str, where: str) -> ReductionEntry:
+        """The entry of a reduction of ``expr``; the exchanges it needs go into the step."""
+        rs = reads(expr)
+        if not rs:
+            raise ValueError("a reduction needs an expression that reads a field")
+        base = rs[0]
+        offsets = tuple(tuple(a.start - b.start for a, b in zip(r.axes, base.axes)) for r in rs)
+        box_stmt = Assign(base, expr)
+        info = analyze(box_stmt, self.dtypes, self.names, self.ghost)
+        key = f"{kind} {finish} {dumps(expr)}"
+        entry = self.reductions.get(key)
+        if entry is None:
+            lowered = lower_reduction(kind, expr, base.axes, info.offsets, self.dtypes, self.fast_math)
+            reason = None if self.fast_math else numpy_only_reason(expr, self.dtypes)
+            source = None
+            if self.backend == "c" and reason is None:
+                source = print_kernel(lowered.kernel, f"{kind} {where}".replace("*/", "* /"))
+                load_kernel(source, True, self.fast_math, self.cflags, where=f"{where}: ")
+            entry = ReductionEntry(len(self.reductions), kind, expr, info.offsets, lowered, source, finish)
+            self.reductions[key] = entry
+            self.unsent_reductions.append(entry)
+        self._exchanges_for(expr, offsets)
+        return entry
+
+    def take_unsent(self) -> tuple[tuple, tuple]:
+        s, r = tuple(self.unsent), tuple(self.unsent_reductions)
+        self.unsent.clear()
+        self.unsent_reductions.clear()
+        return s, r
