@@ -346,9 +346,25 @@ def test_charm4py_runs_every_pattern():
     _check_run(proc.stdout)
 
 
+def test_dask_runs_every_pattern_on_a_local_cluster():
+    if importlib.util.find_spec("distributed") is None:
+        pytest.skip("--system dask needs dask.distributed: pip install 'dask[distributed]'")
+    proc = _taskbench("-n", "2", "--system", "dask", *ALL_PATTERNS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_run(proc.stdout)
+
+
+def test_missing_peer_says_how_to_install_it(monkeypatch):
+    from shoal.bench.taskbench.systems import SYSTEMS
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert SYSTEMS["dask"].missing() == ("--system dask needs the distributed package, which is not installed: "
+                                         "pip install 'dask[distributed]'")
+
+
 def test_usage_errors_are_one_line():
     proc = _taskbench("--system", "nope")
-    assert proc.returncode == 2 and "systems: shoal, mpi4py, charm4py" in proc.stderr
+    assert proc.returncode == 2 and "systems: shoal, mpi4py, charm4py, dask" in proc.stderr
     proc = _taskbench("-type", "random_spread")
     assert proc.returncode == 2 and "never implemented" in proc.stderr
 
@@ -383,6 +399,9 @@ def test_metg_pools_repeats_by_mean_and_reports_edge_cases():
     runs = [_run(8, 1.0), _run(8, 3.0), _run(4, 1.0)]
     points = metg.curve(runs, peak_flops=1.0, cores=1)
     assert points[0].reps == 2 and points[0].elapsed == 2.0
+    runs.append(_run(8, 1.5))
+    assert metg.curve(runs, 1.0, 1, pool="median")[0].elapsed == 1.5
+    assert metg.curve(runs, 1.0, 1, pool="min")[0].elapsed == 1.0
     slow = [_run(it, 1.0) for it in (4, 2, 1)]  # efficiency far below 50% everywhere
     assert metg.metg(metg.curve(slow, 1e9, 1)).status == "never efficient"
     fast = [_run(it, 1e-9) for it in (4, 2, 1)]  # efficient down to the smallest task measured
@@ -423,3 +442,8 @@ def test_metg_end_to_end_small(tmp_path):
     assert all(len(s["runs"]) == 8 for s in record["systems"].values())
     assert sorted(map(sorted, record["order"])) == [["mpi4py", "shoal"]] * 2
     assert (tmp_path / "metg.png").stat().st_size > 0 and "METG(50%)" in proc.stdout
+    again = subprocess.run(
+        [sys.executable, "-m", "shoal", "bench", "metg", "--reanalyze", str(tmp_path / "metg.json"), "--pool", "median",
+         "--resamples", "100", "--out", str(tmp_path / "re")], capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "median of repeats" in again.stdout and (tmp_path / "re" / "metg.png").exists()

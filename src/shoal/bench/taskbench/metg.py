@@ -1,7 +1,8 @@
 """METG: the minimum effective task granularity, computed as Task Bench's scripts do.
 
 A sweep runs one graph at decreasing kernel iteration counts. For each count, the
-runs (repeats) are pooled by their mean elapsed time, and
+runs (repeats) are pooled by their mean elapsed time (the reference; ``pool="median"``
+or ``"min"`` resist runs slowed by other work on a shared machine), and
 
 * task granularity = elapsed x cores / tasks (the wall time a core spends per task),
 * efficiency = (FLOPs / elapsed) / peak FLOP/s.
@@ -21,11 +22,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["Run", "Point", "Metg", "parse_reports", "curve", "metg", "metg_ci"]
+__all__ = ["Run", "Point", "Metg", "POOLS", "parse_reports", "curve", "metg", "metg_ci"]
+
+#: how the repeats at one -iter are pooled: the reference's mean, or robust alternatives
+#: for a shared machine (a run slowed by another job moves the mean, not the median)
+POOLS: dict[str, Callable[[list[float]], Any]] = {"mean": np.mean, "median": np.median, "min": np.min}
 
 _FIELDS = {
     "iterations": re.compile(r"^\s*Iterations: ([0-9]+)$", re.M),
@@ -84,8 +89,9 @@ def parse_reports(text: str) -> list[Run]:
     return runs
 
 
-def curve(runs: Iterable[Run], peak_flops: float, cores: int) -> list[Point]:
+def curve(runs: Iterable[Run], peak_flops: float, cores: int, pool: str = "mean") -> list[Point]:
     """Pool ``runs`` by iteration count; the points from the largest count down."""
+    combine = POOLS[pool]
     if peak_flops <= 0:
         raise ValueError(f"peak FLOP/s must be positive, got {peak_flops}")
     groups: dict[int, list[Run]] = {}
@@ -96,7 +102,7 @@ def curve(runs: Iterable[Run], peak_flops: float, cores: int) -> list[Point]:
         rs = groups[iterations]
         if len({(r.tasks, r.flops) for r in rs}) != 1:
             raise ValueError(f"runs at -iter {iterations} disagree on tasks or FLOPs: the graphs differ")
-        elapsed = float(np.mean([r.elapsed for r in rs]))
+        elapsed = float(combine([r.elapsed for r in rs]))
         rate = rs[0].flops / elapsed
         points.append(Point(iterations, len(rs), elapsed, elapsed * cores / rs[0].tasks, rate / peak_flops, rate))
     return points
@@ -125,6 +131,7 @@ def metg_ci(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    pool: str = "mean",
 ) -> tuple[float, float] | None:
     """Percentile-bootstrap interval of METG: repeats resampled within each count."""
     groups: dict[int, list[Run]] = {}
@@ -136,7 +143,7 @@ def metg_ci(
     values = []
     for _ in range(n_resamples):
         sample = [g[i] for g in groups.values() for i in rng.integers(0, len(g), len(g))]
-        m = metg(curve(sample, peak_flops, cores), threshold)
+        m = metg(curve(sample, peak_flops, cores, pool), threshold)
         if m.value is not None and m.status == "ok":
             values.append(m.value)
     if len(values) < n_resamples // 2:

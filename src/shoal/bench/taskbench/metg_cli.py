@@ -31,12 +31,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .metg import Metg, Point, Run, curve, metg, metg_ci, parse_reports
+from .metg import POOLS, Metg, Point, Run, curve, metg, metg_ci, parse_reports
 
 __all__ = ["main", "sweep_values", "build_parser"]
 
 _PROG = "shoal bench metg"
-_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py")
+_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask")
 
 
 class MetgError(Exception):
@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=3, help="rounds of the sweep (default 3)")
     p.add_argument("--peak", type=float, default=None, help="peak FLOP/s of the job (default: measured)")
     p.add_argument("--threshold", type=float, default=0.5, help="efficiency of METG (default 0.5)")
+    p.add_argument("--pool", choices=sorted(POOLS), default="mean",
+                   help="how repeats at one -iter combine: mean (the reference's; default), median or min")
+    p.add_argument("--reanalyze", metavar="METG_JSON", default=None,
+                   help="recompute METG, the table and the figure from a metg.json without running anything")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the run order and the bootstrap")
     p.add_argument("--out", default=None, help="output directory (default results/metg-<time>)")
@@ -175,13 +179,6 @@ def run(args: argparse.Namespace) -> int:
             runs[system] += _job(system, args, width, graph, iters)
             logs[system].append(_job.last_stdout)  # type: ignore[attr-defined]
 
-    curves = {s: curve(runs[s], peak, args.pes) for s in systems}
-    results = {s: metg(curves[s], args.threshold) for s in systems}
-    cis = {s: metg_ci(runs[s], peak, args.pes, args.threshold, n_resamples=args.resamples, seed=args.seed) for s in systems}
-
-    tpc = width / args.pes
-    title = (f"{args.type}, {args.kernel}, {args.pes} cores, {tpc:g} task(s)/core, {args.steps} steps, "
-             f"{args.repeats} repeat(s)")
     for s in systems:
         (out / f"{s.replace(':', '-')}.log").write_text("".join(logs[s]))
     record = {
@@ -195,25 +192,41 @@ def run(args: argparse.Namespace) -> int:
         "peak_flops": peak,
         "peak_runs": [asdict(r) for r in peak_runs],
         "order": order_log,
-        "systems": {
-            s: {
-                "metg_seconds": results[s].value,
-                "status": results[s].status,
-                "ci_seconds": cis[s],
-                "points": [asdict(p) for p in curves[s]],
-                "runs": [asdict(r) for r in runs[s]],
-            }
-            for s in systems
-        },
+        "systems": {s: {"runs": [asdict(r) for r in runs[s]]} for s in systems},
     }
+    return analyze(record, args, out)
+
+
+def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
+    """METG of every system in ``record`` (pooled by ``args.pool``); write JSON and figure, print."""
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = record["config"]
+    systems = list(record["systems"])
+    peak, pes = record["peak_flops"], cfg["pes"]
+    runs = {s: [Run(**r) for r in record["systems"][s]["runs"]] for s in systems}
+    curves = {s: curve(runs[s], peak, pes, args.pool) for s in systems}
+    results = {s: metg(curves[s], args.threshold) for s in systems}
+    cis = {s: metg_ci(runs[s], peak, pes, args.threshold, n_resamples=args.resamples, seed=args.seed, pool=args.pool)
+           for s in systems}
+    for s in systems:
+        record["systems"][s].update({
+            "metg_seconds": results[s].value,
+            "status": results[s].status,
+            "ci_seconds": cis[s],
+            "points": [asdict(p) for p in curves[s]],
+        })
+    record["analysis"] = {"pool": args.pool, "threshold": args.threshold, "resamples": args.resamples}
     (out / "metg.json").write_text(json.dumps(record, indent=1))
+    tpc = record["width"] / pes
+    title = (f"{cfg['type']}, {cfg['kernel']}, {pes} cores, {tpc:g} task(s)/core, {cfg['steps']} steps, "
+             f"{cfg['repeats']} repeat(s), {args.pool}")
     try:
         _figure(curves, results, args.threshold, title, out / "metg.png")
         figure = str(out / "metg.png")
     except ImportError:
         figure = "(no figure: pip install matplotlib)"
 
-    print(f"# METG({args.threshold:.0%}) — {title}; peak {peak:.4g} FLOP/s")
+    print(f"# METG({args.threshold:.0%}) — {title} of repeats; peak {peak:.4g} FLOP/s")
     print(f"# {'system':<14} {'METG (µs)':>10} {'95% CI (µs)':>20}  status")
     for s in systems:
         ci = cis[s]
@@ -230,6 +243,13 @@ def main(argv: Sequence[str]) -> int:
     """Entry point of ``shoal bench metg``; returns the exit code."""
     args = build_parser().parse_args(list(argv))
     try:
+        if args.reanalyze:
+            path = Path(args.reanalyze)
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise MetgError(f"--reanalyze: cannot read {path}: {exc}") from None
+            return analyze(record, args, Path(args.out) if args.out else path.parent)
         return run(args)
     except MetgError as exc:
         print(f"{_PROG}: {exc}", file=sys.stderr)

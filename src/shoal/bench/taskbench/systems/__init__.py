@@ -39,5 +39,7 @@ SYSTEMS: dict[str, System] = {
                "the reference's MPI non-blocking pattern: block-distributed points, Isend/Irecv/Waitall per step"),
         System("charm4py", "shoal.bench.taskbench.systems.charm4py_system", "charm4py",
                "pip install charm4py", "local", "points as elements of a Charm4py Array; data by entry methods"),
+        System("dask", "shoal.bench.taskbench.systems.dask_system", "distributed",
+               "pip install 'dask[distributed]'", "local", "one Dask future per task on a LocalCluster of -n workers"),
     ]
 }
