@@ -44,20 +44,24 @@ class Pair(Chare):
         self.t0 = 0.0
 
     def prepare(self, test: str, size: int) -> None:
+        """Build this element's payload for ``test`` at ``size`` bytes (untimed)."""
         self.test, self.size = TESTS[test], size
         self.out = self.kind.from_host(data.payload(self.test, size, self.me, self.n))
         self.last = None
 
     def pingpong(self, iters: int, warm: int, done: Any) -> None:
+        """Leader: start the rally; ``done`` receives the seconds of the timed trips."""
         self.trips, self.total, self.warm, self.done = 0, iters + warm, warm, done
         self.t0 = perf_counter()
         self.peer.ping(self.out)
 
     def ping(self, buf: Any) -> None:
+        """Follower: keep the buffer, answer with our own."""
         self.last = buf
         self.peer.pong(self.out)
 
     def pong(self, buf: Any) -> None:
+        """Leader: one round trip done; start the next or report the time."""
         self.last = buf
         self.trips += 1
         if self.trips == self.warm:
@@ -69,6 +73,7 @@ class Pair(Chare):
 
     @coro
     def bw(self, iters: int, warm: int, window: int) -> float:
+        """Leader: seconds for ``iters`` windows of calls, each acked through a Future."""
         peer, out = self.peer, self.out
         t0 = perf_counter()
         for i in range(iters + warm):
@@ -82,13 +87,16 @@ class Pair(Chare):
         return perf_counter() - t0
 
     def take(self, buf: Any) -> None:
+        """Receiver of bw: one message of the window."""
         self.last = buf
 
     def take_last(self, buf: Any, ack: Any) -> None:
+        """Receiver of bw: the window's last message; resolving ``ack`` is the ack."""
         self.last = buf
         ack()
 
     def check(self, validate: bool, corrupt: bool) -> list:
+        """Validation failures of what this element received last."""
         want = data.expected(self.test, self.size, self.me, self.n)
         if not validate or want is None:
             return []
@@ -97,6 +105,7 @@ class Pair(Chare):
         return [problem] if problem else []
 
 def main(args: list) -> None:
+    """The Charm4py main program: every test in turn, results into the files."""
     cfg_file, out_file, err_file, code_file = args[-4:]
     raw = json.loads(Path(cfg_file).read_text())
     cfg = Config(**{**raw, "tests": tuple(raw["tests"])})

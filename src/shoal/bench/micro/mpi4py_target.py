@@ -45,9 +45,11 @@ class _Ctx:
             self.failures.append(problem)
 
     def send_buf(self, test: Test, size: int) -> Any:
+        """This PE's payload for ``test`` at ``size`` bytes, in the chosen buffer kind."""
         return self.kind.from_host(data.payload(test, size, self.rank, self.n))
 
     def recv_buf(self, nbytes: int, test: Test) -> Any:
+        """A poisoned receive buffer of ``nbytes``."""
         return self.kind.alloc(nbytes, test.dtype)
 
     def spec(self, buf: Any, test: Test) -> Any:

@@ -104,10 +104,12 @@ class EntryP2P(_Element):
         return await self.done
 
     def ping(self, buf: Any) -> None:
+        """Follower: keep the buffer, answer with our own."""
         self.last = buf
         self.peer.pong(self.out)
 
     def pong(self, buf: Any) -> None:
+        """Leader: one round trip done; start the next or report the time."""
         self.last = buf
         self.trips += 1
         if self.trips == self.warm:
@@ -136,9 +138,11 @@ class EntryP2P(_Element):
         return perf_counter() - t0
 
     def take(self, buf: Any) -> None:
+        """Receiver of bw: one message of the window."""
         self.last = buf
 
     def take_last(self, buf: Any, ack: shoal.Future) -> None:
+        """Receiver of bw: the window's last message; resolving ``ack`` is the ack."""
         self.last = buf
         ack.send(None)
 
@@ -159,6 +163,7 @@ class EntryP2P(_Element):
         return perf_counter() - t0
 
     def arrive(self, buf: Any) -> None:
+        """bibw: one message from the partner; wake the loop when its window is in."""
         self.last = buf
         self.received += 1
         wake = self.wake
@@ -182,6 +187,7 @@ class ChannelP2P(_Element):
         self.into = self.kind.alloc(self.size) if isinstance(self.out, np.ndarray) else None
 
     async def pingpong(self, iters: int, warm: int) -> float | None:
+        """Both partners: send then receive (leader) or receive then send; leader's seconds."""
         ch, out, into = self.ch, self.out, self.into
         t0 = perf_counter()
         for i in range(iters + warm):
@@ -197,6 +203,7 @@ class ChannelP2P(_Element):
         return elapsed if self.leads else None
 
     async def bw(self, iters: int, warm: int, window: int) -> float | None:
+        """Leader sends windows and awaits an ack message per window; leader's seconds."""
         ch, out, into = self.ch, self.out, self.into
         t0 = perf_counter()
         for i in range(iters + warm):
@@ -214,6 +221,7 @@ class ChannelP2P(_Element):
         return elapsed if self.leads else None
 
     async def bibw(self, iters: int, warm: int, window: int) -> float:
+        """Both partners send a window, then receive the other's; seconds."""
         ch, out, into = self.ch, self.out, self.into
         t0 = perf_counter()
         for i in range(iters + warm):
@@ -373,6 +381,7 @@ def run(cfg: Config) -> int:
     """Run ``cfg.tests`` as a shoal program on this PE; PE 0 prints; returns the exit code."""
 
     def main(args: list) -> None:
+        """The shoal main program (PE 0): every test in turn, results as they finish."""
         if shoal.num_pes() != cfg.pes:
             raise SystemExit(f"shoal bench micro: the job has {shoal.num_pes()} PEs, not -n {cfg.pes}")
         reporter = Reporter(cfg)
