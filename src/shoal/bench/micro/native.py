@@ -59,7 +59,10 @@ def build(source: Path = SOURCE, mpicc: str | None = None) -> Path:
     file and renames it into place atomically.
     """
     compiler = mpicc or find_mpicc()
-    text = source.read_bytes()
+    try:
+        text = source.read_bytes()
+    except OSError as exc:
+        raise BuildError(f"the C baseline's source is missing ({exc}); reinstall shoal with its package data") from None
     key = hashlib.sha256(text + b"\0" + os.path.realpath(compiler).encode()).hexdigest()[:16]
     target = cache_dir() / key / PROGRAM
     if target.exists():
