@@ -25,6 +25,9 @@ class Settings:
     idle_spin: float = 0.002
     #: Longest sleep of an idle PE, seconds.
     idle_sleep_max: float = 0.001
+    #: Yield the core while busy-polling: 1 always, 0 never, -1 when this node has more
+    #: PEs than cores (so polling PEs do not starve the ones with work).
+    idle_yield: int = -1
     #: Seconds the main program may wait idle before shoal checks for a deadlock.
     deadlock_timeout: float = 1.0
     #: Fan-out of the spanning trees used by broadcasts and reductions.

@@ -79,6 +79,16 @@ class _Watch:
         )
 
 
+def _precise_sleeps() -> None:
+    """Ask Linux for 1 us timer slack, so a PE's short naps end when asked (default: 50 us)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK, nanoseconds
+    except (OSError, AttributeError):
+        pass
+
+
 class Engine:
     """Drives the runtimes of this process."""
 
@@ -86,6 +96,11 @@ class Engine:
         self.settings = settings
         self.runtimes = [Runtime(self, t, settings) for t in transports]
         self.idle_since: float | None = None
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        local = transports[0].local_size
+        self.yield_when_idle = settings.idle_yield == 1 or (settings.idle_yield == -1 and local > cores)
+        if self.yield_when_idle:
+            _precise_sleeps()
 
     # -- the loop ----------------------------------------------------------------
     def run_until(self, done: Callable[[], bool], watch: Callable[[float], None] | None = None) -> None:
@@ -116,7 +131,11 @@ class Engine:
                 idle = now - self.idle_since
                 if watch is not None:
                     watch(idle)
-                if idle > spin:
+                if self.yield_when_idle:
+                    # more PEs than cores here: never spin, nap from 5 us so a PE with work runs
+                    nap = min(max(nap * 2, 2e-5), max_sleep)
+                    time.sleep(nap)
+                elif idle > spin:
                     nap = min(max(nap * 2, 2e-5), max_sleep)
                     time.sleep(nap)
         finally:

@@ -41,6 +41,8 @@ class Transport(ABC):
     name: str = "abstract"
     rank: int
     size: int
+    #: PEs of this job on this node (they share its cores).
+    local_size: int = 1
     #: Segments at least this large travel by rendezvous instead of in the frame.
     rendezvous_threshold: int
     allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]

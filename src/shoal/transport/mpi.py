@@ -50,6 +50,9 @@ class MPITransport(Transport):
         self._user = world.Dup()
         self.rank = world.Get_rank()
         self.size = world.Get_size()
+        node = world.Split_type(MPI.COMM_TYPE_SHARED)
+        self.local_size = node.Get_size()
+        node.Free()
         self.rendezvous_threshold = rendezvous_threshold
         self.frame_capacity = max(frame_capacity, rendezvous_threshold + 4096)
         # The compiled eager path (shoal/_native/frames.c) when it builds; this
