@@ -117,8 +117,10 @@ _NUMPY_ONLY = {("exp", "float64"), ("exp", "float32"), ("sin", "float32"), ("cos
 EXACT_POWERS = (2.0, 0.5, -1.0, 1.0, 0.0)
 
 
-def numpy_only_reason(node: Node, field_dtypes: Sequence[str]) -> str | None:
-    """Why ``node`` cannot be compiled bit-exactly, or None."""
+def numpy_only_reason(node: Node, field_dtypes: Sequence[str], point: bool = False) -> str | None:
+    """Why ``node`` cannot be compiled bit-exactly, or None. ``point``: every axis is
+    indexed by an integer, so NumPy computes on scalars, and its scalar ``**`` is the C
+    library's pow (not the array fast paths: ``(-0.0) ** 0.5`` is +0.0 there)."""
     for n in walk(node):
         if isinstance(n, Unary):
             dt = dtype_of(n, field_dtypes)
@@ -126,7 +128,7 @@ def numpy_only_reason(node: Node, field_dtypes: Sequence[str]) -> str | None:
                 return f"{n.op} on {dt}"
         elif isinstance(n, Binary) and n.op == "pow":
             r = n.right
-            if not (isinstance(r, Const) and float(r.value) in EXACT_POWERS):
+            if point or not (isinstance(r, Const) and float(r.value) in EXACT_POWERS):
                 return f"** with exponent {dumps_short(r)} on {dtype_of(n, field_dtypes)}"
     return None
 

@@ -107,8 +107,8 @@ class _Lowerer:
             return ("load", dt, self.slot(node.field), off), dt
         if isinstance(node, Const):
             dt = node.dtype or context
-            if dt in (WEAK, BOOL):
-                dt = "float64"
+            if dt not in ("float64", "float32"):  # Python numbers, NumPy integer scalars
+                dt = context if context in ("float64", "float32") else "float64"
             return ("const", dt, _exact(node.value, dt)), dt
         if isinstance(node, Unary):
             dt = self._dtype(node)

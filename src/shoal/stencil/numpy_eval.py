@@ -60,16 +60,19 @@ def views(tb: Sequence[tuple[int, int]], steps: Sequence[int], offsets: Sequence
 
 
 def _loader(arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]], steps: Sequence[int],
-            offsets: Sequence[tuple[int, ...]]) -> Callable[[Read], np.ndarray]:
+            offsets: Sequence[tuple[int, ...]], point: bool = False) -> Callable[[Read], Any]:
     it = iter(offsets)
+    if point:  # every axis indexed by an integer: NumPy computes on scalars (its scalar math)
+        return lambda r: arrays[r.field][tuple(b + o for (b, _), o in zip(tb, next(it)))]
     return lambda r: arrays[r.field][views(tb, steps, next(it))]
 
 
 def run_statement(stmt: Assign, offsets: Sequence[tuple[int, ...]], steps: Sequence[int],
                   arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]]) -> None:
     """``stmt`` on one tile: ``arrays[f]`` is field f's local array, ``tb`` the tile's box."""
+    point = all(a.squeezed for a in stmt.target.axes)
     with np.errstate(all="ignore"):  # the compiled kernels do not warn either
-        value = evaluate(stmt.value, _loader(arrays, tb, steps, offsets))
+        value = evaluate(stmt.value, _loader(arrays, tb, steps, offsets, point))
     arrays[stmt.target.field][views(tb, steps, (0,) * len(tb))] = value
 
 

@@ -123,7 +123,8 @@ class Recorder:
 
     def _entry(self, stmt: Assign, info: StatementInfo, where: str) -> StatementEntry:
         lowered = lower_statement(stmt, info, self.dtypes, self.fast_math)
-        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes)
+        point = all(a.squeezed for a in stmt.target.axes)
+        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes, point)
         source = None
         if self.backend == "c" and reason is None:
             source = print_kernel(lowered.kernel, where.replace("*/", "* /"))
