@@ -70,9 +70,10 @@ def shifted(sl: slice | int, n: int, offset: int) -> slice | int | None:
 
 
 @st.composite
-def statement(draw, shape, ghost):
+def statement(draw, shape, ghost, target=None):
     d = len(shape)
-    target = tuple(draw(target_axis(n)) for n in shape)
+    if target is None:
+        target = tuple(draw(target_axis(n)) for n in shape)
     name = draw(st.sampled_from(FIELDS))
 
     def read():
@@ -157,7 +158,11 @@ def test_random_statements_equal_numpy_bit_for_bit(data):
     ghost = data.draw(st.integers(1, 2), label="ghost")
     pes = data.draw(st.integers(1, 3), label="pes")
     odf = data.draw(st.integers(1, 3), label="odf")
-    stmts = data.draw(st.lists(statement(shape, ghost), min_size=1, max_size=3), label="statements")
+    if data.draw(st.booleans(), label="one box"):  # statements over one box: fused into groups
+        box = tuple(data.draw(target_axis(n)) for n in shape)
+        stmts = data.draw(st.lists(statement(shape, ghost, box), min_size=2, max_size=4), label="statements")
+    else:
+        stmts = data.draw(st.lists(statement(shape, ghost), min_size=1, max_size=3), label="statements")
     seed = data.draw(st.integers(0, 2**16), label="seed")
     rng = np.random.default_rng(seed)
     init = {

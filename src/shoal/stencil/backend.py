@@ -339,10 +339,8 @@ class Tile(shoal.Chare):
         d = len(self.size)
         need_lo, need_hi = [0] * d, [0] * d
         exchanged = {f for f, _, _ in op[1]}
-        from .nodes import reads
-
-        for r, off in zip(reads(entry.stmt.value), entry.offsets):
-            if r.field in exchanged:
+        for field, off in entry.accesses:
+            if field in exchanged:
                 for a, o in enumerate(off):
                     if o < 0 and (a, -1) in self.chan:
                         need_lo[a] = max(need_lo[a], -o)

@@ -24,7 +24,7 @@ import numpy as np
 from .analysis import BOOL, WEAK, StatementInfo, dtype_of, promote
 from .nodes import COMPARE_OPS, Assign, Axis, Binary, Const, Node, Read, Unary, Where, digest
 
-__all__ = ["Kernel", "Lowered", "lower_statement", "lower_reduction", "tile_box", "normalize_axes"]
+__all__ = ["Kernel", "Lowered", "lower_statement", "lower_group", "lower_reduction", "tile_box", "normalize_axes"]
 
 REDUCTIONS = ("max", "min", "sum", "sumsq", "maxabs")
 
@@ -40,6 +40,7 @@ class Kernel(NamedTuple):
     scratch: bool  # compute into a scratch box first (the target is read at offsets)
     reduce: str | None  # one of REDUCTIONS for a reduction kernel
     fast_math: bool
+    more: tuple = ()  # a statement group: further stores (slot, dtype, expr) at each point, in order
 
     def text(self) -> str:
         return repr(self)
@@ -165,6 +166,26 @@ def lower_statement(stmt: Assign, info: StatementInfo, field_dtypes: Sequence[st
         fast_math=fast_math,
     )
     return Lowered(kernel, tuple(lw.binding), box)
+
+
+def lower_group(stmts: Sequence[Assign], infos: Sequence[StatementInfo], field_dtypes: Sequence[str],
+                fast_math: bool = False) -> Lowered:
+    """One loop nest for consecutive statements over the same box (a statement group).
+
+    The caller checked that fusing keeps NumPy's meaning: no statement reads, at an
+    offset, a field an earlier one of the group writes, or writes a field an earlier one
+    reads at an offset. At each point the statements then run in order."""
+    first = lower_statement(stmts[0], infos[0], field_dtypes, fast_math)
+    lw = _Lowerer(field_dtypes, fast_math)
+    lw.binding = list(first.binding)
+    more = []
+    for stmt, info in zip(stmts[1:], infos[1:]):
+        lw.offsets, lw.read_index = list(info.offsets), 0
+        dt = field_dtypes[stmt.target.field]
+        slot = lw.slot(stmt.target.field)
+        more.append((slot, dt, lw.expr(stmt.value, dt)))
+    kernel = first.kernel._replace(slots=tuple(field_dtypes[f] for f in lw.binding), more=tuple(more))
+    return Lowered(kernel, tuple(lw.binding), first.box)
 
 
 def lower_reduction(kind: str, expr: Node, box_axes: Sequence[Axis], offsets: Sequence[tuple[int, ...]],

@@ -97,8 +97,11 @@ def print_kernel(k: Kernel, comment: str = "") -> str:
     d = k.ndim
     value = pr.expr(k.body)
     params = []
+    written = {0} if k.reduce is None else set()
+    written.update(slot for slot, _, _ in k.more)
+    stores = [(slot, pr.expr(e)) for slot, _, e in k.more]
     for i, dt in enumerate(k.slots):
-        const = "" if (i == 0 and k.reduce is None) else "const "
+        const = "" if i in written else "const "
         params.append(f"{const}{_CTYPE[dt]} *restrict f{i}")
     if k.scratch:
         params.append(f"{_CTYPE[k.target_dtype or 'float64']} *restrict scratch")
@@ -135,6 +138,8 @@ def print_kernel(k: Kernel, comment: str = "") -> str:
     if k.reduce is None:
         dest = f"scratch[q + i{last}]" if k.scratch else "f0[p]"
         lines.append(f"{inner}{dest} = {value};")
+        for slot, text in stores:
+            lines.append(f"{inner}f{slot}[p] = {text};")
     else:
         lines.append(f"{inner}const double v = (double){value};")
         update = {

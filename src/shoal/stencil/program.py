@@ -6,7 +6,8 @@ unique statement: checked, lowered, printed, compiled) and the step's operations
 * ``("x", ((field, lo_depths, hi_depths), ...), corners)`` — exchange ghosts,
   inferred from the offsets the next statement reads (an explicit
   ``exchange_ghosts`` asks for one too, merged with the next inferred one);
-* ``("s", sid)`` — run statement ``sid`` on every tile.
+* ``("s", sid)`` — run statement ``sid`` on every tile; consecutive statements over
+  the same box that can share a loop nest become one *group* statement.
 
 A :class:`Batch` carries the entries the backend has not seen and a list of items:
 ``Steps`` (recorded steps, each with an optional convergence check) or a ``Loop``
@@ -19,7 +20,7 @@ from typing import Any, NamedTuple, Sequence
 
 from .analysis import StatementInfo, analyze, numpy_only_reason
 from .build import find_compiler, load_kernel
-from .lowering import Lowered, lower_reduction, lower_statement
+from .lowering import Lowered, lower_group, lower_reduction, lower_statement
 from .nodes import Assign, Node, Read, dumps, reads
 from .printer_c import print_kernel
 
@@ -34,6 +35,9 @@ class StatementEntry(NamedTuple):
     source: str | None  # C source, or None: run with NumPy
     where: str  # the user's file:line and text, for messages
     numpy_reason: str | None
+    accesses: tuple = ()  # (field, offsets) of every read
+    members: tuple = ()  # a statement group: the ids of its statements
+    info: Any = None
 
 
 class ReductionEntry(NamedTuple):
@@ -73,6 +77,25 @@ class Batch(NamedTuple):
     items: tuple  # Step and Loop items, in order
 
 
+def _fusable(e: StatementEntry) -> bool:
+    """A compiled statement that needs no scratch copy can join a group."""
+    return e.source is not None and not e.lowered.kernel.scratch and not e.members
+
+
+def _fits(run: list[StatementEntry], e: StatementEntry) -> bool:
+    """Whether ``e`` may share the loop nest of ``run`` and keep NumPy's meaning."""
+    if e.lowered.box != run[0].lowered.box:
+        return False
+    target = e.stmt.target.field
+    for prev in run:
+        written = prev.stmt.target.field
+        if any(f == written and any(off) for f, off in e.accesses):
+            return False  # e reads, at another point, what prev writes
+        if any(f == target and any(off) for f, off in prev.accesses):
+            return False  # e writes what prev reads at another point
+    return True
+
+
 class _Valid(NamedTuple):
     lo: tuple[int, ...]
     hi: tuple[int, ...]
@@ -104,6 +127,7 @@ class Recorder:
         self.valid: dict[int, _Valid] = {}
         self.explicit: set[int] = set()
         self.ops: list = []
+        self._sids: dict[int, StatementEntry] = {}
 
     # -- statements ----------------------------------------------------------------
     def statement(self, stmt: Assign, where: str) -> None:
@@ -129,7 +153,9 @@ class Recorder:
         if self.backend == "c" and reason is None:
             source = print_kernel(lowered.kernel, where.replace("*/", "* /"))
             load_kernel(source, False, self.fast_math, self.cflags, where=f"{where}: ")  # errors surface here
-        return StatementEntry(len(self.statements), stmt, info.offsets, lowered, source, where, reason)
+        accesses = tuple((r.field, off) for r, off in zip(reads(stmt.value), info.offsets))
+        return StatementEntry(len(self.statements), stmt, info.offsets, lowered, source, where, reason,
+                              accesses, (), info)
 
     def _exchanges_for(self, expr: Node, offsets: Sequence[tuple[int, ...]]) -> None:
         need: dict[int, list] = {}
@@ -159,7 +185,27 @@ class Recorder:
             self.valid[f] = _Valid(tuple(lo), tuple(hi), c)
             corners = corners or c
         if todo:
-            self.ops.append(("x", tuple(todo), corners))
+            self._add_exchange(todo, corners)
+
+    def _add_exchange(self, todo: list, corners: bool) -> None:
+        """Append an exchange, or merge it into the step's last one when no statement
+        since then wrote these fields (fewer rounds of messages, longer statement runs)."""
+        last = max((i for i, op in enumerate(self.ops) if op[0] == "x"), default=None)
+        if last is not None:
+            by_sid = self._by_sid()
+            fields = {f for f, _, _ in todo}
+            written = {by_sid[op[1]].stmt.target.field for op in self.ops[last + 1:] if op[0] == "s"}
+            if not fields & written:
+                merged = {f: (lo, hi) for f, lo, hi in self.ops[last][1]}
+                for f, lo, hi in todo:
+                    if f in merged:
+                        lo0, hi0 = merged[f]
+                        lo, hi = tuple(map(max, lo, lo0)), tuple(map(max, hi, hi0))
+                    merged[f] = (lo, hi)
+                items = tuple((f, lo, hi) for f, (lo, hi) in sorted(merged.items()))
+                self.ops[last] = ("x", items, self.ops[last][2] or corners)
+                return
+        self.ops.append(("x", tuple(todo), corners))
 
     def exchange(self, fields: Sequence[int]) -> None:
         """An explicit ``exchange_ghosts``: merged into the next statement's exchange."""
@@ -173,7 +219,58 @@ class Recorder:
         if self.explicit:
             self._exchanges_for(Read(0, ()), [])  # pending explicit exchanges at the end of a step
         ops, self.ops = tuple(self.ops), []
-        return ops
+        return self._fuse(ops)
+
+    # -- statement groups ------------------------------------------------------------------
+    def _fuse(self, ops: tuple) -> tuple:
+        """Merge runs of consecutive statements into groups (one loop nest each)."""
+        out: list = []
+        run: list[StatementEntry] = []
+
+        def close() -> None:
+            if len(run) == 1:
+                out.append(("s", run[0].sid))
+            elif run:
+                out.append(("s", self._group(run).sid))
+            run.clear()
+
+        by_sid = self._by_sid()
+        for op in ops:
+            if op[0] != "s":
+                close()
+                out.append(op)
+                continue
+            e = by_sid[op[1]]
+            if not _fusable(e):
+                close()
+                out.append(op)
+            elif run and not _fits(run, e):
+                close()
+                run.append(e)
+            else:
+                run.append(e)
+        close()
+        return tuple(out)
+
+    def _by_sid(self) -> dict[int, StatementEntry]:
+        if len(self._sids) != len(self.statements):
+            self._sids = {e.sid: e for e in self.statements.values()}
+        return self._sids
+
+    def _group(self, run: list[StatementEntry]) -> StatementEntry:
+        key = "group " + " ".join(str(e.sid) for e in run)
+        entry = self.statements.get(key)
+        if entry is None:
+            lowered = lower_group([e.stmt for e in run], [e.info for e in run], self.dtypes, self.fast_math)
+            where = " | ".join(e.where for e in run)
+            source = print_kernel(lowered.kernel, where.replace("*/", "* /"))
+            load_kernel(source, False, self.fast_math, self.cflags, where=f"{where}: ")
+            accesses = tuple(a for e in run for a in e.accesses)
+            entry = StatementEntry(len(self.statements), run[0].stmt, (), lowered, source, where, None,
+                                   accesses, tuple(e.sid for e in run), None)
+            self.statements[key] = entry
+            self.unsent.append(entry)
+        return entry
 
     # -- reductions ------------------------------------------------------------------
     def reduction(self, kind: str, expr: Node, finish: str, where: str) -> ReductionEntry:
