@@ -10,7 +10,7 @@ reference prints, so its analysis scripts (``chart_metg.py``) read shoal's logs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence, TextIO
 
 from .graph import NEEDS_PERIOD, DependenceType, GraphError, Kernel, KernelType, TaskGraph
@@ -40,7 +40,6 @@ class App:
     validate_graph: bool = True
     iter_sweep: tuple[int, ...] = ()
     runs: int = 2  # timed runs per configuration; the last one is reported (the reference's warm-up)
-    extra: dict = field(default_factory=dict)
 
     def sweep(self) -> list["App"]:
         """One App per ``--iter-sweep`` value (every graph's -iter replaced), or [self]."""
