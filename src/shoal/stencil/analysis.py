@@ -35,13 +35,19 @@ class Meta(NamedTuple):
     dtype: str
 
 
+_PROMOTED: dict[tuple[str, str], str] = {}
+
+
 def promote(a: str, b: str) -> str:
     """The result type of an arithmetic operation on types ``a`` and ``b`` (NEP 50)."""
-    if a == WEAK:
+    if a == WEAK or a == b:
         return b
     if b == WEAK:
         return a
-    return np.result_type(np.dtype(a), np.dtype(b)).name
+    r = _PROMOTED.get((a, b))
+    if r is None:
+        r = _PROMOTED[(a, b)] = np.result_type(np.dtype(a), np.dtype(b)).name
+    return r
 
 
 def _shape_text(m: Meta) -> str:

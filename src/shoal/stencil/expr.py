@@ -243,9 +243,37 @@ def _axis(idx: Any, n: int, k: int, name: str) -> Axis:
     )
 
 
+_INDEX_CACHE: dict[tuple, tuple[Axis, ...]] = {}
+
+
+def _index_key(items: tuple) -> tuple | None:
+    key = []
+    for i in items:
+        t = type(i)
+        if t is slice:
+            key.append((i.start, i.stop, i.step))
+        elif t is int or i is Ellipsis:
+            key.append(i)
+        else:
+            return None
+    return tuple(key)
+
+
 def index_axes(idx: Any, shape: tuple[int, ...], name: str) -> tuple[Axis, ...]:
     """Per-axis positions selected by a NumPy basic index (ints, slices, one ``...``)."""
     items = idx if isinstance(idx, tuple) else (idx,)
+    key = _index_key(items)
+    if key is not None:
+        hit = _INDEX_CACHE.get((key, shape))
+        if hit is not None:
+            return hit
+    axes = _index_axes(items, shape, name)
+    if key is not None and len(_INDEX_CACHE) < 4096:
+        _INDEX_CACHE[(key, shape)] = axes
+    return axes
+
+
+def _index_axes(items: tuple, shape: tuple[int, ...], name: str) -> tuple[Axis, ...]:
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise at_user(GridBoundsError, f"{name}: an index can only have a single ellipsis ('...')")
     if any(i is None for i in items):
@@ -270,13 +298,14 @@ class Field(_Ops):
     names refer to (no data moves).
     """
 
-    __slots__ = ("_st", "id", "name", "dtype")
+    __slots__ = ("_st", "id", "name", "dtype", "_dname")
 
     def __init__(self, st: "Stencil", id: int, name: str, dtype: str):
         self._st = st
         self.id = id
         self.name = name
         self.dtype = np.dtype(dtype)
+        self._dname = self.dtype.name
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -289,7 +318,7 @@ class Field(_Ops):
     def __getitem__(self, idx: Any) -> Expr:
         axes = index_axes(idx, self._st.shape, self.name)
         read = Read(self.id, axes)
-        meta = Meta(read.shape, tuple(k for k, a in enumerate(axes) if not a.squeezed), self.dtype.name)
+        meta = Meta(read.shape, tuple(k for k, a in enumerate(axes) if not a.squeezed), self._dname)
         return Expr(self._st, read, meta)
 
     def __setitem__(self, idx: Any, value: Any) -> None:

@@ -141,7 +141,7 @@ class Recorder:
             self.unsent.append(entry)
         if entry.lowered.box and any(n == 0 for _, _, n in entry.lowered.box):
             return
-        self._exchanges_for(stmt.value, entry.offsets)
+        self._exchanges_for(entry.accesses)
         self.ops.append(("s", entry.sid))
         self.valid.pop(stmt.target.field, None)
 
@@ -157,17 +157,20 @@ class Recorder:
         return StatementEntry(len(self.statements), stmt, info.offsets, lowered, source, where, reason,
                               accesses, (), info)
 
-    def _exchanges_for(self, expr: Node, offsets: Sequence[tuple[int, ...]]) -> None:
+    def _exchanges_for(self, accesses: Sequence[tuple[int, tuple[int, ...]]]) -> None:
+        """Insert the exchanges that reads ``(field, offsets)`` need before them."""
         need: dict[int, list] = {}
-        for r, off in zip(reads(expr), offsets):
-            if not any(off) and r.field not in self.explicit:
+        for field, off in accesses:
+            if not any(off) and field not in self.explicit:
                 continue
-            lo, hi, corners = need.setdefault(r.field, [[0] * self.ndim, [0] * self.ndim, False])
+            lo, hi, corners = need.setdefault(field, [[0] * self.ndim, [0] * self.ndim, False])
             for k, d in enumerate(off):
                 lo[k] = max(lo[k], -d)
                 hi[k] = max(hi[k], d)
             if sum(1 for d in off if d) > 1:
-                need[r.field][2] = True
+                need[field][2] = True
+        if not need and not self.explicit:
+            return
         for f in self.explicit:
             need.setdefault(f, [[0] * self.ndim, [0] * self.ndim, False])
             need[f][0] = [self.ghost] * self.ndim
@@ -217,7 +220,7 @@ class Recorder:
 
     def take_step_ops(self) -> tuple:
         if self.explicit:
-            self._exchanges_for(Read(0, ()), [])  # pending explicit exchanges at the end of a step
+            self._exchanges_for(())  # pending explicit exchanges at the end of a step
         ops, self.ops = tuple(self.ops), []
         return self._fuse(ops)
 
@@ -294,7 +297,7 @@ class Recorder:
             entry = ReductionEntry(len(self.reductions), kind, expr, info.offsets, lowered, source, finish)
             self.reductions[key] = entry
             self.unsent_reductions.append(entry)
-        self._exchanges_for(expr, offsets)
+        self._exchanges_for(tuple(zip((r.field for r in rs), offsets)))
         return entry
 
     def take_unsent(self) -> tuple[tuple, tuple]:
