@@ -458,3 +458,68 @@ def test_bench_stencil_pipeline_runs():
     )
     assert proc.returncode == 0, proc.stderr
     assert "one backend loop" in proc.stdout and "backend_freq=5" in proc.stdout and "failed" not in proc.stdout
+
+
+# -- code generation ------------------------------------------------------------------------
+def test_jacobi_kernel_inner_loop_is_vectorized(tmp_path):
+    """GCC must vectorize the contiguous inner loop (without care it stays scalar)."""
+    from shoal.stencil.analysis import analyze
+    from shoal.stencil.build import BASE_FLAGS, find_compiler
+    from shoal.stencil.expr import index_axes
+    from shoal.stencil.lowering import lower_statement
+    from shoal.stencil.printer_c import print_kernel
+
+    cc = find_compiler()
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout if cc else ""
+    if not cc or "gcc" not in version.lower() and "free software foundation" not in version.lower():
+        pytest.skip("needs GCC for -fopt-info-vec")
+    shape = (64, 64)
+    x = lambda *i: Read(0, index_axes(i, shape, "x"))  # noqa: E731
+    value = Binary("mul", Const(0.25), Binary("add", Binary("add", Binary("add",
+                   x(slice(None, -2), slice(1, -1)), x(slice(2, None), slice(1, -1))),
+                   x(slice(1, -1), slice(None, -2))), x(slice(1, -1), slice(2, None))))
+    stmt = Assign(Read(1, index_axes((slice(1, -1), slice(1, -1)), shape, "y")), value)
+    info = analyze(stmt, ["float64", "float64"], ["x", "y"], 1)
+    source = print_kernel(lower_statement(stmt, info, ["float64", "float64"]).kernel)
+    src = tmp_path / "k.c"
+    src.write_text(source)
+    proc = subprocess.run([cc, *BASE_FLAGS, "-fopt-info-vec-optimized", str(src), "-o", str(tmp_path / "k.so")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "loop vectorized" in proc.stderr, proc.stderr
+    assert "-ffp-contract=off" in BASE_FLAGS and "-ffast-math" not in BASE_FLAGS
+    assert "restrict" in source and "0x1.0000000000000p-2" in source
+
+
+def test_exchange_ghosts_accepts_only_fields_of_the_stencil():
+    def body():
+        g, h = Grid((8,)), Grid((8,))
+        g.exchange_ghosts(g.u, g.v)  # accepted
+        g.v[1:-1] = g.u[:-2]
+        with pytest.raises(TypeError, match="fields of this stencil"):
+            g.exchange_ghosts(h.u)
+        with pytest.raises(TypeError, match="fields of this stencil"):
+            g.exchange_ghosts(g.u[1:])
+        return g.v.to_numpy()
+
+    assert same(run_on(2, body), np.zeros(8))
+
+
+@pytest.mark.mpi
+def test_an_error_in_a_script_ends_the_mpi_job(tmp_path):
+    prog = tmp_path / "bad.py"
+    prog.write_text(
+        "from shoal.stencil import Stencil\n"
+        "class G(Stencil):\n"
+        "    fields = ('a', 'b')\n"
+        "g = G((8, 8))\n"
+        "g.a[1:-1, 1:-1] = g.b[:-2, 1:-1] + 1\n"
+        "print('first', g.a.to_numpy().sum())\n"
+        "g.a[1:-1, 1:-1] = g.b[:-3, 1:-1]\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", str(prog)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode != 0
+    assert "first 36.0" in proc.stdout
+    assert f"{prog}:7: shape mismatch" in proc.stderr
