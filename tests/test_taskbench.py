@@ -440,7 +440,8 @@ def test_metg_end_to_end_small(tmp_path):
     record = __import__("json").loads((tmp_path / "metg.json").read_text())
     assert set(record["systems"]) == {"shoal", "mpi4py"} and record["iterations"] == [512, 256, 128, 64]
     assert all(len(s["runs"]) == 8 for s in record["systems"].values())
-    assert sorted(map(sorted, record["order"])) == [["mpi4py", "shoal"]] * 2
+    assert sorted(map(sorted, record["order"])) == [["mpi4py", "peak", "shoal"]] * 2
+    assert len(record["peak_runs"]) == 2 and record["peak_flops"] > 0
     assert (tmp_path / "metg.png").stat().st_size > 0 and "METG(50%)" in proc.stdout
     again = subprocess.run(
         [sys.executable, "-m", "shoal", "bench", "metg", "--reanalyze", str(tmp_path / "metg.json"), "--pool", "median",

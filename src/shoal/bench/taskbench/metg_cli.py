@@ -1,13 +1,13 @@
 """``shoal bench metg``: sweep task granularity on several systems and report METG.
 
 1. **Peak.** The same kernel runs on every core with no dependencies
-   (``-type trivial``, mpi4py, the largest ``-iter`` of the sweep), ``--repeats``
-   times; the best FLOP/s is the peak (or give ``--peak``).
+   (``-type trivial``, mpi4py, the largest ``-iter`` of the sweep), once per round;
+   the best FLOP/s is the peak (or give ``--peak``).
 2. **Sweep.** Each job runs the graph once per ``-iter`` value, from ``--iter-max``
    halving down to ``--iter-min`` (``--iter-sweep`` of ``shoal bench taskbench``),
    each value run twice and the second run reported, as the reference does.
-   ``--repeats`` rounds; every round runs each system once, in a fresh random order,
-   so drift of a shared machine spreads over the systems.
+   ``--repeats`` rounds; every round runs each system (and the peak job) once, in a
+   fresh random order, so drift of a shared machine spreads over the systems.
 3. **METG.** Per system the repeats are pooled (mean elapsed per ``-iter``),
    efficiency is FLOP/s over the peak, and METG(50%) follows the reference's rule
    (:mod:`.metg`), with a bootstrap confidence interval over the repeats.
@@ -137,8 +137,9 @@ def _figure(curves: dict[str, list[Point]], results: dict[str, Metg], threshold:
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
     ax.set_xlabel("task granularity (µs)")
     ax.set_ylabel("efficiency (% of peak FLOP/s)")
-    ax.set_ylim(0, 110)
-    ax.set_title(title)
+    high = max((p.efficiency for c in curves.values() for p in c), default=1.0)
+    ax.set_ylim(0, max(110, high * 100 + 10))
+    ax.set_title(title, fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize="small")
     fig.savefig(path, dpi=120)
@@ -157,27 +158,28 @@ def run(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
 
-    peak = args.peak
+    # the peak job (same kernel, every core, no dependencies) runs once per round too,
+    # in the shuffled order, so a busy spell of the machine cannot set it alone
+    peak_graph = ["-steps", str(max(1, min(args.steps, 100))), "-type", "trivial", "-kernel", args.kernel]
     peak_runs: list[Run] = []
-    if peak is None:
-        peak_steps = max(1, min(args.steps, 100))
-        peak_graph = ["-steps", str(peak_steps), "-type", "trivial", "-kernel", args.kernel]
-        for _ in range(args.repeats):
-            peak_runs += _job("mpi4py", args, args.pes, peak_graph, [iters[0]])
-        peak = max(r.flops / r.elapsed for r in peak_runs)
-        say(f"{_PROG}: peak {peak:.4g} FLOP/s ({args.kernel}, -iter {iters[0]}, {args.pes} cores, best of {len(peak_runs)})")
-
     runs: dict[str, list[Run]] = {s: [] for s in systems}
     logs: dict[str, list[str]] = {s: [] for s in systems}
     order_log = []
     for rnd in range(args.repeats):
-        order = systems[:]
+        order = systems[:] + ([] if args.peak else ["peak"])
         rng.shuffle(order)
         order_log.append(order)
         for system in order:
+            if system == "peak":
+                say(f"{_PROG}: round {rnd + 1}/{args.repeats}: peak (mpi4py, -type trivial, -iter {iters[0]})")
+                peak_runs += _job("mpi4py", args, args.pes, peak_graph, [iters[0]])
+                continue
             say(f"{_PROG}: round {rnd + 1}/{args.repeats}: {system} (-iter {iters[0]} .. {iters[-1]})")
             runs[system] += _job(system, args, width, graph, iters)
             logs[system].append(_job.last_stdout)  # type: ignore[attr-defined]
+    peak = args.peak or max(r.flops / r.elapsed for r in peak_runs)
+    say(f"{_PROG}: peak {peak:.4g} FLOP/s ({args.kernel}, {args.pes} cores"
+        + (", given)" if args.peak else f", best of {len(peak_runs)} runs)"))
 
     for s in systems:
         (out / f"{s.replace(':', '-')}.log").write_text("".join(logs[s]))
@@ -202,6 +204,8 @@ def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cfg = record["config"]
     systems = list(record["systems"])
+    if args.peak:
+        record["peak_flops"] = args.peak
     peak, pes = record["peak_flops"], cfg["pes"]
     runs = {s: [Run(**r) for r in record["systems"][s]["runs"]] for s in systems}
     curves = {s: curve(runs[s], peak, pes, args.pool) for s in systems}
@@ -218,15 +222,19 @@ def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
     record["analysis"] = {"pool": args.pool, "threshold": args.threshold, "resamples": args.resamples}
     (out / "metg.json").write_text(json.dumps(record, indent=1))
     tpc = record["width"] / pes
-    title = (f"{cfg['type']}, {cfg['kernel']}, {pes} cores, {tpc:g} task(s)/core, {cfg['steps']} steps, "
-             f"{cfg['repeats']} repeat(s), {args.pool}")
+    title = (f"{cfg['type']}, {cfg['kernel']}, {pes} cores, {tpc:g} task(s)/core\n{cfg['steps']} steps, "
+             f"{cfg['repeats']} repeat(s), {args.pool} of repeats")
+    high = max((p.efficiency for c in curves.values() for p in c), default=0.0)
+    if high > 1.05:
+        print(f"{_PROG}: warning: a system reached {high:.0%} of the peak: the peak was measured low "
+              "(a busy machine?); pass --peak to fix it", file=sys.stderr)
     try:
         _figure(curves, results, args.threshold, title, out / "metg.png")
         figure = str(out / "metg.png")
     except ImportError:
         figure = "(no figure: pip install matplotlib)"
 
-    print(f"# METG({args.threshold:.0%}) — {title} of repeats; peak {peak:.4g} FLOP/s")
+    print(f"# METG({args.threshold:.0%}) — {title.replace(chr(10), ', ')}; peak {peak:.4g} FLOP/s")
     print(f"# {'system':<14} {'METG (µs)':>10} {'95% CI (µs)':>20}  status")
     for s in systems:
         ci = cis[s]
