@@ -14,7 +14,6 @@ the next statement that reads no ghost, then receives and computes the rim.
 from __future__ import annotations
 
 import ctypes
-import itertools
 from typing import Any, Callable
 
 import numpy as np
@@ -34,13 +33,12 @@ _EMPTY = {"max": -np.inf, "maxabs": -np.inf, "min": np.inf, "sum": 0.0, "sumsq":
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
 }
-_LongP = ctypes.POINTER(ctypes.c_long)
 
 
 class _Prepared:
     """A statement or reduction ready to run on one tile: its box here, and a call."""
 
-    __slots__ = ("box", "run", "steps", "aliased", "reads_lo", "reads_hi")
+    __slots__ = ("box", "run", "steps", "aliased")
 
     def __init__(self, box: Any, run: Callable[[Any], Any], steps: tuple, aliased: bool):
         self.box, self.run, self.steps, self.aliased = box, run, steps, aliased
@@ -376,5 +374,3 @@ class Tile(shoal.Chare):
                 rim.append(tuple(part))
         return interior, rim
 
-
-_ = itertools  # kept for future multi-box plans

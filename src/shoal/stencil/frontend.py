@@ -16,12 +16,10 @@ recording. Values come back with ``field.to_numpy()`` and reductions' ``.get()``
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from .analysis import Meta
 from .errors import ShapeError, StencilError, UnsupportedOperationError, at_user, user_location
 from .expr import Condition, Expr, Field, Reduction, _operand, index_axes
 from .interface import GridSpec, Interface, connect
@@ -414,5 +412,3 @@ def _dtypes(dtype: Any, count: int) -> list[str]:
         return [np.dtype(d).name for d in dtype]
     return [np.dtype(dtype).name] * count
 
-
-_ = (Meta, inspect, Callable)  # re-exported names used in annotations only

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Sequence
 from .analysis import StatementInfo, analyze, numpy_only_reason
 from .build import find_compiler, load_kernel
 from .lowering import Lowered, lower_group, lower_reduction, lower_statement
-from .nodes import Assign, Node, Read, dumps, reads
+from .nodes import Assign, Node, dumps, reads
 from .printer_c import print_kernel
 
 __all__ = ["StatementEntry", "ReductionEntry", "Check", "Step", "Loop", "Batch", "Recorder"]
