@@ -102,6 +102,8 @@ class Future:
         if isinstance(o, str):
             return o
         if isinstance(o, tuple):
+            if isinstance(o[0], str):  # (what, object): e.g. ("an allreduce of", element)
+                return f"{o[0]} {o[1]!r}"
             code, line = o
             return f"{code.co_filename}:{line} in {code.co_name}"
         return f"a receive on {o!r}"

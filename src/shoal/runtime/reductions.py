@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..errors import ReductionError
-from .futures import Failure, Future
+from .futures import Failure, Future, future_handle
 from .message import Kind
 
 if TYPE_CHECKING:
@@ -138,8 +138,13 @@ class ReductionManager:
         """``el`` adds ``value`` to its next reduction in its collection or ``section``."""
         self._contribute(el, value, as_reducer(reducer), _check_target(target), section)
 
+    def receive(self, domain: tuple, seq: int, payload: tuple) -> None:
+        """A child's partial result (a REDUCE message's payload)."""
+        reducer, target, value, section = payload
+        self.add(domain, seq, value, _unpack_reducer(reducer), _unpack_target(target), 1, section)
+
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
-        fut = Future(_depth=4)
+        fut = Future.local(self.rt, ("an allreduce of", el))
         self._contribute(el, value, as_reducer(reducer), ALLREDUCE, section, fut)
         return fut
 
@@ -201,7 +206,8 @@ class ReductionManager:
         except ReductionError as exc:
             raise ReductionError(f"PE {self.rt.pe}, reduction #{key[1]} of {self._name(domain)}: {exc}") from None
         if span.parent >= 0:
-            self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), (domain, p.reducer, p.target, value, section))
+            payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target), value, section)
+            self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
             return
         if p.reducer.ordered:
             pairs = sorted(value, key=operator.itemgetter(0))
@@ -233,6 +239,32 @@ class ReductionManager:
         info = self.rt.infos.get(domain[0])
         what = info.cls.__qualname__ if info else f"collection {domain[0]:#x}"
         return f"{what}" + (" section" if len(domain) > 1 else "")
+
+
+# Reducers and targets travel up the tree in every REDUCE message: pickling them by
+# global reference costs microseconds, so built-ins go by name and futures by number.
+def _pack_reducer(r: Reducer) -> Any:
+    return r.name if r.name in _BUILTIN_NAMES else r
+
+
+def _unpack_reducer(r: Any) -> Reducer:
+    return getattr(reducers, r) if type(r) is str else r
+
+
+def _pack_target(t: Any) -> Any:
+    if t is ALLREDUCE:
+        return None
+    if isinstance(t, Future):
+        return (t.owner, t.fid)
+    return t
+
+
+def _unpack_target(t: Any) -> Any:
+    if t is None:
+        return ALLREDUCE
+    if type(t) is tuple:
+        return future_handle(*t)
+    return t
 
 
 def _check_target(target: Any) -> Any:

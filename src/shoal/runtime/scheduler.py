@@ -411,8 +411,8 @@ class Runtime:
         fut._resolve(decode(segments))
 
     def _on_reduce(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        domain, reducer, target, value, section = decode(segments)
-        self.reductions.add(domain, aux, value, reducer, target, 1, section)
+        payload = decode(segments)
+        self.reductions.receive(payload[0], aux, payload[1:])
 
     def _on_result(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         domain, value, section = decode(segments)
