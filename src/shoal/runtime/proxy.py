@@ -207,7 +207,7 @@ class _BoundElementEntry(_BoundEntry):
         rt = context._current
         if rt is None:
             rt = current("calling an entry method")
-        return rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret)
+        return rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret)  # type: ignore[arg-type]
 
 class _EntryDescriptor:
     """Class attribute of a generated proxy class: binds an entry method to a proxy."""
