@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .nodes import Assign, Binary, Const, Node, Read, Unary, Where
+from .nodes import Assign, Axis, Binary, Const, Node, Read, Unary, Where, walk
 
 __all__ = ["evaluate", "run_statement", "run_reduction", "views"]
 
@@ -54,33 +54,60 @@ def evaluate(node: Node, load: Callable[[Read], np.ndarray]) -> Any:
     raise TypeError(f"cannot evaluate {node!r}")
 
 
-def views(tb: Sequence[tuple[int, int]], steps: Sequence[int], offsets: Sequence[int]) -> tuple[slice, ...]:
-    """Slices of a tile's local array: the tile's box ``tb`` shifted by ``offsets``."""
-    return tuple(slice(b + o, b + o + st * (n - 1) + 1, st) for (b, n), st, o in zip(tb, steps, offsets))
+def views(tb: Sequence[tuple[int, int]], steps: Sequence[int], offsets: Sequence[int],
+          reverse: Sequence[bool] = ()) -> tuple[slice, ...]:
+    """Slices of a tile's local array: the tile's box ``tb`` shifted by ``offsets``;
+    axes in ``reverse`` run backwards, as the user's slice did."""
+    out = []
+    for k, ((b, n), st, o) in enumerate(zip(tb, steps, offsets)):
+        first, last = b + o, b + o + st * (n - 1)
+        if reverse and reverse[k]:
+            out.append(slice(last, first - 1 if first > 0 else None, -st))
+        else:
+            out.append(slice(first, last + 1, st))
+    return tuple(out)
+
+
+def reversed_axes(axes: Sequence[Axis]) -> tuple[bool, ...]:
+    """Which axes the user sliced with a negative step. NumPy takes another code path on
+    negative strides for some functions (``**``, ``exp``), even for one element: the
+    views must have the user's strides too."""
+    return tuple(a.step < 0 and not a.squeezed for a in axes)
+
+
+def user_steps(axes: Sequence[Axis]) -> tuple[int, ...]:
+    """The magnitude of the user's step per axis (the stride of a one-element view too)."""
+    return tuple(abs(a.step) or 1 for a in axes)
 
 
 def _loader(arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]], steps: Sequence[int],
-            offsets: Sequence[tuple[int, ...]], point: bool = False) -> Callable[[Read], Any]:
+            offsets: Sequence[tuple[int, ...]], point: bool = False,
+            reverse: Sequence[bool] = ()) -> Callable[[Read], Any]:
     it = iter(offsets)
     if point:  # every axis indexed by an integer: NumPy computes on scalars (its scalar math)
         return lambda r: arrays[r.field][tuple(b + o for (b, _), o in zip(tb, next(it)))]
-    return lambda r: arrays[r.field][views(tb, steps, next(it))]
+    return lambda r: arrays[r.field][views(tb, steps, next(it), reverse)]
 
 
 def run_statement(stmt: Assign, offsets: Sequence[tuple[int, ...]], steps: Sequence[int],
                   arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]]) -> None:
     """``stmt`` on one tile: ``arrays[f]`` is field f's local array, ``tb`` the tile's box."""
     point = all(a.squeezed for a in stmt.target.axes)
+    reverse = reversed_axes(stmt.target.axes)
+    steps = user_steps(stmt.target.axes)
     with np.errstate(all="ignore"):  # the compiled kernels do not warn either
-        value = evaluate(stmt.value, _loader(arrays, tb, steps, offsets, point))
-    arrays[stmt.target.field][views(tb, steps, (0,) * len(tb))] = value
+        value = evaluate(stmt.value, _loader(arrays, tb, steps, offsets, point, reverse))
+    arrays[stmt.target.field][views(tb, steps, (0,) * len(tb), reverse)] = value
 
 
 def run_reduction(kind: str, expr: Node, offsets: Sequence[tuple[int, ...]], steps: Sequence[int],
                   arrays: Sequence[np.ndarray], tb: Sequence[tuple[int, int]]) -> float:
     """This tile's partial of a reduction (combined across tiles by the backend)."""
+    rs = [n for n in walk(expr) if isinstance(n, Read)]
+    reverse = reversed_axes(rs[0].axes) if rs else ()
+    steps = user_steps(rs[0].axes) if rs else steps
     with np.errstate(all="ignore"):
-        v = np.asarray(evaluate(expr, _loader(arrays, tb, steps, offsets)))
+        v = np.asarray(evaluate(expr, _loader(arrays, tb, steps, offsets, False, reverse)))
     if kind == "max":
         return float(np.max(v))
     if kind == "min":
