@@ -96,21 +96,34 @@ def main(argv: Sequence[str]) -> int:
     py = sys.executable
     results: dict[str, Any] = {}
     configs = [("loop", 1)] + [("steps", int(f)) for f in ns.freqs.split(",")]
-    print(f"{ns.problem}: {n}^{3 if ns.problem == 'laplace3d' else 2} points, {steps} steps, {ns.pes} PE(s), odf {ns.odf}")
+    print(f"{ns.problem}: {n}^{3 if ns.problem == 'laplace3d' else 2} points, {steps} steps, {ns.pes} PE(s), "
+          f"odf {ns.odf}; {ns.trials} rounds, configurations interleaved in each")
+    times: dict[str, list[float]] = {}
+    errors: dict[str, str] = {}
+    names = {c: "one backend loop" if c[0] == "loop" else f"backend_freq={c[1]}" for c in configs}
+    for _ in range(ns.trials):  # interleave: load that drifts hits every configuration alike
+        for mode, freq in configs:
+            name = names[(mode, freq)]
+            if name in errors:
+                continue
+            args = ["--worker", ns.problem, str(n), str(steps), mode, str(freq), str(ns.odf), "1"]
+            cmd = [py, me, *args] if ns.pes == 1 else [py, "-m", "shoal", "run", "-n", str(ns.pes), me, *args]
+            out = _run_worker(cmd, ns.timeout)
+            if isinstance(out, str):
+                errors[name] = out
+            else:
+                times.setdefault(name, []).extend(out)
+    base = statistics.median(times["one backend loop"]) if "one backend loop" in times else None
     for mode, freq in configs:
-        args = ["--worker", ns.problem, str(n), str(steps), mode, str(freq), str(ns.odf), str(ns.trials)]
-        cmd = [py, me, *args] if ns.pes == 1 else [py, "-m", "shoal", "run", "-n", str(ns.pes), me, *args]
-        name = "one backend loop" if mode == "loop" else f"backend_freq={freq}"
-        print(f"  {name:18s} ...", end="", flush=True)
-        out = _run_worker(cmd, ns.timeout)
-        if isinstance(out, str):
-            print(f" {out}")
-            results[name] = {"error": out}
+        name = names[(mode, freq)]
+        if name in errors:
+            print(f"  {name:18s} {errors[name]}")
+            results[name] = {"error": errors[name]}
             continue
-        med = statistics.median(out)
-        results[name] = {"mode": mode, "backend_freq": freq, "median_s": med, "times_s": out}
-        base = results.get("one backend loop", {}).get("median_s")
-        print(f" {med:8.3f} s" + (f"  ({med / base:.2f}x the loop)" if base else ""))
+        med = statistics.median(times[name])
+        results[name] = {"mode": mode, "backend_freq": freq, "median_s": med, "times_s": times[name]}
+        spread = f"[{min(times[name]):.3f}-{max(times[name]):.3f}]"
+        print(f"  {name:18s} {med:8.3f} s {spread:>15s}" + (f"  {med / base:.2f}x the loop" if base else ""))
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump({"problem": ns.problem, "n": n, "steps": steps, "pes": ns.pes, "results": results}, f, indent=2)
