@@ -362,6 +362,36 @@ def test_missing_peer_says_how_to_install_it(monkeypatch):
                                          "pip install 'dask[distributed]'")
 
 
+CORRUPTED = ("Task Bench validation failed: graph 0 task (timestep 3, point 2): input 0 (from point 1 at timestep 2) "
+             "is corrupted: at pair 0 expected (timestep 2, point 1) but got (timestep 2, point 1001)")
+
+
+def test_corrupted_output_fails_the_shoal_job_in_process():
+    from shoal.bench.taskbench.systems import shoal_system
+
+    app = parse("-type stencil_1d -width 4 -steps 5 --corrupt 2,1 --transport inproc -n 2".split())
+    for api in ("entry", "channel"):
+        app.api = api
+        with pytest.raises(ValidationError) as info:  # in-process jobs re-raise a PE's fatal error
+            shoal_system.main(app, io.StringIO())
+        assert "task (timestep 3, point" in str(info.value) and "but got (timestep 2, point 1001)" in str(info.value)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("system", [["--system", "mpi4py"], ["--system", "shoal", "--api", "entry"],
+                                    ["--system", "shoal", "--api", "channel"], ["--system", "charm4py"],
+                                    ["--system", "dask"]],
+                         ids=["mpi4py", "shoal-entry", "shoal-channel", "charm4py", "dask"])
+def test_a_wrong_dependency_fails_loudly_on_every_system(system):
+    package = {"charm4py": "charm4py", "dask": "distributed"}.get(system[1])
+    if package and importlib.util.find_spec(package) is None:
+        pytest.skip(f"{system[1]} is not installed")
+    # the output of task (2, 1) is damaged after it is written; its consumer (3, 2) must say so
+    proc = _taskbench("-n", "2", *system, "-type", "stencil_1d", "-width", "4", "-steps", "5", "--corrupt", "2,1")
+    assert proc.returncode != 0
+    assert CORRUPTED in proc.stderr, proc.stderr[-3000:]
+
+
 def test_usage_errors_are_one_line():
     proc = _taskbench("--system", "nope")
     assert proc.returncode == 2 and "systems: shoal, mpi4py, charm4py, dask" in proc.stderr

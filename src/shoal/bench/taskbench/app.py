@@ -40,6 +40,7 @@ class App:
     validate_graph: bool = True
     iter_sweep: tuple[int, ...] = ()
     runs: int = 2  # timed runs per configuration; the last one is reported (the reference's warm-up)
+    corrupt: tuple[int, int] | None = None  # (timestep, point) whose output is damaged, to test validation
 
     def sweep(self) -> list["App"]:
         """One App per ``--iter-sweep`` value (every graph's -iter replaced), or [self]."""
@@ -178,6 +179,8 @@ Job:
   --mpiexec PATH       launcher to use (default: $SHOAL_MPIEXEC, then PATH)
   --iter-sweep LIST    run once per -iter value in LIST (comma-separated), a report each
   --runs N             timed runs per configuration, the last one reported (default 2)
+  --corrupt T,P        damage the output of task (T, P) of every graph: its consumers
+                       must fail validation, naming the task and input (a self-test)
 
 Task graph (as the reference; -and starts the next graph):
   -steps INT           height of the task graph (default 4)
@@ -218,7 +221,8 @@ def _number(flag: str, text: str, kind: type, low: float | None = None, high: fl
 
 _GRAPH_FLAGS = ("-steps", "-width", "-type", "-radix", "-period", "-fraction", "-kernel", "-iter", "-output",
                 "-scratch", "-sample", "-imbalance", "-field")
-_JOB_FLAGS = ("-n", "--pes", "--system", "--api", "--transport", "--mpiexec", "--iter-sweep", "--runs", "-nodes")
+_JOB_FLAGS = ("-n", "--pes", "--system", "--api", "--transport", "--mpiexec", "--iter-sweep", "--runs", "-nodes",
+              "--corrupt")
 _SWITCHES = ("-and", "-v", "-vv", "-skip-graph-validation")
 
 
@@ -308,6 +312,11 @@ def parse(argv: Sequence[str]) -> App:
             job["nodes"] = int(_number(flag, value, int, 0, strict=True))
         elif flag == "--runs":
             job["runs"] = int(_number(flag, value, int, 0, strict=True))
+        elif flag == "--corrupt":
+            parts = value.split(",")
+            if len(parts) != 2 or not all(x.strip().isdigit() for x in parts):
+                raise UsageError(f"--corrupt needs TIMESTEP,POINT, got {value!r}")
+            job["corrupt"] = (int(parts[0]), int(parts[1]))
         elif flag == "--iter-sweep":
             try:
                 sweep = tuple(int(v) for v in value.split(",") if v.strip())

@@ -47,15 +47,18 @@ class PointRunner:
     """The buffers and tasks of one point of one graph."""
 
     __slots__ = ("graph", "point", "message", "header", "output", "inputs", "rows", "input_bytes", "scratch",
-                 "_struct", "_ref", "_plan", "_call", "_keep")
+                 "corrupt_step", "_struct", "_ref", "_plan", "_call", "_keep")
 
-    def __init__(self, graph: TaskGraph, point: int, header_words: int = 0):
+    def __init__(self, graph: TaskGraph, point: int, header_words: int = 0, corrupt: tuple[int, int] | None = None):
         """``header_words`` > 0 puts that many int64s before the output in ``message``
-        (``header``), for systems that send routing data and output as one array."""
+        (``header``), for systems that send routing data and output as one array.
+        ``corrupt=(t, p)`` damages the output of task ``(t, p)`` once written, to show
+        that its consumers catch it (``--corrupt``)."""
         lib = library()
         ob, sb = graph.output_bytes_per_task, graph.scratch_bytes_per_task
         n = max(graph.max_inputs(), 1)
         self.graph, self.point = graph, point
+        self.corrupt_step = corrupt[0] if corrupt is not None and corrupt[1] == point else -1
         self.message = np.zeros(8 * header_words + ob, dtype=np.uint8)
         self.header = self.message[: 8 * header_words].view(np.int64)
         self.output = self.message[8 * header_words :]
@@ -91,6 +94,8 @@ class PointRunner:
         code = self._call(self._ref, timestep, self.point, ptr, len(deps))
         if code:
             raise self._error(code, timestep, deps)
+        if timestep == self.corrupt_step:
+            self.output[8:16] = np.array([self.point + 1000], dtype=np.int64).view(np.uint8)
 
     def reset(self) -> None:
         """Fresh buffers for another run of the same graph."""

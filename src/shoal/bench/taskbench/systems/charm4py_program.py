@@ -34,10 +34,10 @@ _GRAPHS: dict[TaskGraph, TaskGraph] = {}
 class Point(Chare):
     """One point of one graph."""
 
-    def __init__(self, graph: TaskGraph) -> None:
+    def __init__(self, graph: TaskGraph, corrupt: Any = None) -> None:
         g = self.g = _GRAPHS.setdefault(graph, graph)
         p = self.p = self.thisIndex[0]
-        self.runner = PointRunner(g, p, header_words=2)
+        self.runner = PointRunner(g, p, header_words=2, corrupt=corrupt)
         self.runner.header[1] = p
         self.steps = g.timesteps
         self.t = self.steps
@@ -108,7 +108,7 @@ class Point(Chare):
 
 
 def _run(app: Any) -> float:
-    arrays = [Array(Point, g.max_width, args=[g]) for g in app.graphs]
+    arrays = [Array(Point, g.max_width, args=[g, app.corrupt]) for g in app.graphs]
     for arr in arrays:
         arr.ready(awaitable=True).get()
     elapsed = 0.0

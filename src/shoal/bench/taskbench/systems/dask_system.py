@@ -24,15 +24,15 @@ from ..graph import TaskGraph
 
 __all__ = ["main", "run", "task"]
 
-#: per worker process: the runner of each (graph, point) that ran here
-_RUNNERS: dict[tuple[TaskGraph, int], PointRunner] = {}
+#: per worker process: the runner of each (graph, point, --corrupt) that ran here
+_RUNNERS: dict[tuple[TaskGraph, int, Any], PointRunner] = {}
 
 
-def task(g: TaskGraph, t: int, p: int, *inputs: np.ndarray) -> np.ndarray:
+def task(g: TaskGraph, corrupt: Any, t: int, p: int, *inputs: np.ndarray) -> np.ndarray:
     """Task ``(t, p)`` of graph ``g`` on the outputs of its producers; its output."""
-    runner = _RUNNERS.get((g, p))
+    runner = _RUNNERS.get((g, p, corrupt))
     if runner is None:
-        runner = _RUNNERS[(g, p)] = PointRunner(g, p)
+        runner = _RUNNERS[(g, p, corrupt)] = PointRunner(g, p, corrupt=corrupt)
     rows, sizes = runner.rows, runner.input_bytes
     for k, data in enumerate(inputs):
         sizes[k] = data.nbytes
@@ -56,7 +56,7 @@ def run(app: App, client: Any) -> float:
             for t in range(g.timesteps):
                 off = g.offset_at_timestep(t)
                 row = {
-                    p: client.submit(task, gf, t, p, *(last[q] for q in g.inputs(t, p)), pure=False,
+                    p: client.submit(task, gf, app.corrupt, t, p, *(last[q] for q in g.inputs(t, p)), pure=False,
                                      key=f"taskbench-{r}-{g.graph_index}-{t}-{p}")
                     for p in range(off, off + g.width_at_timestep(t))
                 }

@@ -45,7 +45,7 @@ class _Step:
 class _GraphRun:
     """One graph on one rank: its points' runners and a plan per timestep."""
 
-    def __init__(self, g: TaskGraph, comm: Any, mpi: Any):
+    def __init__(self, g: TaskGraph, comm: Any, mpi: Any, corrupt: tuple[int, int] | None = None):
         self.g, self.comm = g, comm
         rank, size = comm.Get_rank(), comm.Get_size()
         owner = [0] * g.max_width
@@ -62,7 +62,7 @@ class _GraphRun:
             return local_index[src] * per_rank + local_index[dst]
 
         mine = _block(rank, size, g.max_width)
-        self.runners = {p: PointRunner(g, p) for p in mine}
+        self.runners = {p: PointRunner(g, p, corrupt=corrupt) for p in mine}
         cache: dict[tuple, _Step] = {}
         self.steps: list[_Step] = []
         for t in range(g.timesteps):
@@ -121,7 +121,7 @@ def run(app: App) -> float | None:
 
     comm = MPI.COMM_WORLD.Dup()
     try:
-        graphs = [_GraphRun(g, comm, MPI) for g in app.graphs]
+        graphs = [_GraphRun(g, comm, MPI, app.corrupt) for g in app.graphs]
         timer = Timer(comm.Barrier)
         elapsed = 0.0
         for _ in range(app.runs):

@@ -48,10 +48,10 @@ def _canonical(g: TaskGraph) -> TaskGraph:
 class EntryPoint(shoal.Chare):
     """One point; inputs arrive as calls of ``take`` and the next task runs on the last."""
 
-    def __init__(self, graph: TaskGraph):
+    def __init__(self, graph: TaskGraph, corrupt: tuple[int, int] | None = None):
         g = self.g = _canonical(graph)
         p = self.p = self.index[0]
-        self.runner = PointRunner(g, p, header_words=2)
+        self.runner = PointRunner(g, p, header_words=2, corrupt=corrupt)
         self.runner.header[1] = p
         self.steps = g.timesteps
         self.t = self.steps  # not running
@@ -127,10 +127,10 @@ class EntryPoint(shoal.Chare):
 class ChannelPoint(shoal.Chare):
     """One point as a coroutine: await each input on its channel, run, send the output."""
 
-    def __init__(self, graph: TaskGraph):
+    def __init__(self, graph: TaskGraph, corrupt: tuple[int, int] | None = None):
         g = self.g = _canonical(graph)
         p = self.p = self.index[0]
-        self.runner = PointRunner(g, p)
+        self.runner = PointRunner(g, p, corrupt=corrupt)
         peers: set[int] = set()
         for dset in range(g.max_dependence_sets()):
             peers.update(expand(g.dependencies(dset, p)))
@@ -148,8 +148,12 @@ class ChannelPoint(shoal.Chare):
     def ready(self) -> None:
         """A no-op, to know that every element has been built."""
 
-    async def run(self) -> None:
-        """Run this point's tasks of one run."""
+    async def run(self, done: Any) -> None:
+        """Run this point's tasks of one run; contribute to ``done`` when they are over.
+
+        Not called with ``ret=True``: an exception here (a failed check) then has no
+        waiter and ends the job at once, instead of leaving the broadcast's future to
+        wait for the elements downstream, which never get their inputs."""
         runner = self.runner
         rows, output = runner.rows, runner.output
         for t, (inputs, active, sends) in enumerate(self.plan):
@@ -162,6 +166,7 @@ class ChannelPoint(shoal.Chare):
                 runner.execute(t)
                 for channel in sends:
                     channel.send(output)
+        self.contribute(None, shoal.reducers.nop, done)
 
 
 APIS = {"entry": EntryPoint, "channel": ChannelPoint}
@@ -170,19 +175,19 @@ APIS = {"entry": EntryPoint, "channel": ChannelPoint}
 def run(app: App, api: str = "entry") -> float:
     """In ``main`` on PE 0: run every graph ``app.runs`` times; the last run's seconds."""
     cls = APIS[api]
-    arrays = [shoal.Array(cls, g.max_width, args=(g,)) for g in app.graphs]
+    arrays = [shoal.Array(cls, g.max_width, args=(g, app.corrupt)) for g in app.graphs]
     for arr in arrays:
         arr.ready(ret=True).get()
     elapsed = 0.0
     for _ in range(app.runs):
         started = time.perf_counter()
         for arr in arrays:
+            done = shoal.Future()
             if api == "entry":
-                done = shoal.Future()
                 arr.start(done)
-                done.get()
             else:
-                arr.run(ret=True).get()
+                arr.run(done)
+            done.get()
         elapsed = time.perf_counter() - started
     return elapsed
 
