@@ -66,6 +66,9 @@ def main(argv: Sequence[str]) -> int:
     in_process = app.system == "shoal" and app.transport == "inproc"
     if system.launcher == "mpi" and not inside and not in_process:
         return _relaunch(app, argv)
+    if system.launcher == "local" and inside:
+        print(f"{_PROG}: --system {app.system} starts its own processes; run it without mpiexec/srun", file=sys.stderr)
+        return 2
     if inside:
         size = launcher_size()
         if size is not None:
