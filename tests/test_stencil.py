@@ -523,3 +523,38 @@ def test_an_error_in_a_script_ends_the_mpi_job(tmp_path):
     assert proc.returncode != 0
     assert "first 36.0" in proc.stdout
     assert f"{prog}:7: shape mismatch" in proc.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("pes", [2, 3])
+def test_every_operation_under_mpiexec(tmp_path, pes):
+    """The all-operations program of the in-process tests, as a script on real MPI ranks."""
+    import inspect
+
+    prog = tmp_path / "ops.py"
+    prog.write_text(
+        "import sys\nimport numpy as np\n"
+        "from shoal.stencil import Stencil, where, minimum, maximum, sqrt\n"
+        + inspect.getsource(program)
+        + "class Grid(Stencil):\n    fields = {'u': 'float64', 'v': 'float64', 'w': 'float32'}\n"
+        "ok = True\n"
+        "for shape in [(23,), (17, 13), (9, 7, 11)]:\n"
+        "    rng = np.random.default_rng(sum(shape))\n"
+        "    ref = {'u': rng.standard_normal(shape), 'v': rng.standard_normal(shape),\n"
+        "           'w': rng.standard_normal(shape).astype(np.float32)}\n"
+        "    g = Grid(shape, ghost_depth=2, odf=2)\n"
+        "    for k, a in ref.items():\n"
+        "        getattr(g, k).from_numpy(a)\n"
+        "    with np.errstate(all='ignore'):\n"
+        "        for _ in range(2):\n"
+        "            program(g.u, g.v, g.w, len(shape))\n"
+        "            program(ref['u'], ref['v'], ref['w'], len(shape))\n"
+        "    for k in ref:\n"
+        "        ok = ok and np.array_equal(getattr(g, k).to_numpy(), ref[k], equal_nan=True)\n"
+        "print('ops: OK' if ok else 'ops: FAIL')\n"
+        "sys.exit(0 if ok else 1)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", str(pes), str(prog)],
+                          capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0 and "ops: OK" in proc.stdout, proc.stdout + proc.stderr
