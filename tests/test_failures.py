@@ -304,3 +304,19 @@ def test_deadlock_in_async_main_is_thrown_at_its_await():
 
     with pytest.raises(shoal.DeadlockError, match=r"PE 0: the main program \(.*main\) awaits"):
         run_inproc(main, pes=2)
+
+
+class HalfFails(shoal.Chare):
+    async def run(self):
+        if self.index[0] == 1:
+            raise ValueError("element 1 failed")
+        await shoal.Future()  # the others wait for something that never comes
+
+
+def test_failing_element_of_ret_broadcast_reaches_the_waiter_at_once():
+    def main(args):
+        fut = shoal.Array(HalfFails, 3).run(ret=True)
+        with pytest.raises(ValueError, match="element 1 failed"):
+            fut.get()
+
+    assert run_inproc(main, pes=2) == 0

@@ -212,9 +212,8 @@ class ReductionManager:
         if p.reducer.ordered:
             pairs = sorted(value, key=operator.itemgetter(0))
             value = [v for _, v in pairs]
-            failed = next((v for v in value if isinstance(v, Failure)), None)
-            if failed is not None:
-                value = failed
+            if any(isinstance(v, Failure) for v in value):
+                return  # the failing element already sent its error to the target
         self.deliver(key, value, p.target, section)
 
     def deliver(self, key: tuple, value: Any, target: Any, section: Any) -> None:

@@ -398,7 +398,14 @@ class Runtime:
             self.run_entry(el, entry, args, kwargs, self.contributor(domain, el, target, None))
 
     def contributor(self, domain: tuple, el: Chare, target: Future, section: Any) -> Callable[[Any], None]:
-        return lambda value: self.reductions.contribute_result(domain, el, value, target, section)
+        """The reply of one element of a ``ret=True`` broadcast or multicast."""
+
+        def reply(value: Any) -> None:
+            if isinstance(value, Failure):
+                target.send(value)  # the waiter hears of an error at once, not when all elements finish
+            self.reductions.contribute_result(domain, el, value, target, section)
+
+        return reply
 
     def _on_future(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         fut = self.futures.get(aux)
