@@ -374,3 +374,32 @@ def test_blocking_pool_calls_in_async_code_raise_at_once():
 
     assert run_inproc(main) == 0
     assert out == [[4]]
+
+
+class Keeper(shoal.Chare):
+    def __init__(self):
+        self.got = []
+
+    def keep(self, a, b):
+        self.got.append((a.copy(), b.copy(), a.flags.writeable))
+
+    def result(self):
+        return self.got
+
+
+def test_same_pe_array_calls_have_value_semantics():
+    """Same-PE calls with array arguments skip encoding but still copy the arrays."""
+
+    def main():
+        k = shoal.Array(Keeper, 2)  # on 1 PE: every call is local, some before construction
+        a, b = np.arange(3.0), np.ones((2, 2), np.float32)
+        k[1].keep(a, b)
+        a[:] = -1  # the receiver must not see this
+        b[:] = 7
+        k[1].keep(a, b)
+        return k[1].result(ret=True).get()
+
+    got = job(1)(main)
+    assert np.array_equal(got[0][0], np.arange(3.0)) and np.array_equal(got[0][1], np.ones((2, 2)))
+    assert np.array_equal(got[1][0], -np.ones(3)) and got[1][1].dtype == np.float32
+    assert got[0][2] is True

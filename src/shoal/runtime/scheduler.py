@@ -165,6 +165,15 @@ class Runtime:
 
     def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to one element."""
+        if not ret and not kwargs and args and type(args[0]) is np.ndarray:
+            loc = self.locations
+            if (proxy._dest if proxy._epoch == loc.epoch else loc.route(proxy)) == self.pe:
+                copies = _copy_plain_arrays(args)
+                if copies is not None:  # same PE, only arrays: no encoding, just copies
+                    if proxy._info.id != SYSTEM_ID:
+                        self.sent += 1
+                    self.local.append((None, (proxy._info.id, proxy._index, entry, copies)))
+                    return None
         try:
             flag, segments = encode_call(args, kwargs)
         except Exception as exc:
@@ -280,6 +289,18 @@ class Runtime:
                 ch.arrive(kind, segments)
                 return
         self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
+
+    def _deliver_direct(self, coll: int, index: tuple, entry: int, args: tuple) -> None:
+        """A same-PE call whose arguments are array copies (see :meth:`invoke`)."""
+        if coll != SYSTEM_ID:
+            self.received += 1
+        cs = self.colls.get(coll)
+        el = cs.elements.get(index) if cs is not None else None
+        if el is not None:
+            self.run_entry(el, entry, args, None, None)
+            return
+        flag, segments = encode_call(args, None)  # not here (yet): take the general path
+        self.dispatch(pack_header(Kind.INVOKE | flag, entry, self.pe, 0, coll, index), segments)
 
     def dispatch(self, header: bytes, segments: list) -> None:
         """Handle a message held back earlier (already counted)."""
@@ -475,7 +496,10 @@ class Runtime:
         local = self.local
         for _ in range(len(local)):
             header, segments = local.popleft()
-            self._deliver(header, segments)
+            if header is None:
+                self._deliver_direct(*segments)
+            else:
+                self._deliver(header, segments)
             n += 1
         ready = self.ready
         for _ in range(len(ready)):
@@ -487,6 +511,14 @@ class Runtime:
             fn()
             n += 1
         return n > 0
+
+
+def _copy_plain_arrays(args: tuple) -> tuple | None:
+    """Copies of ``args`` if they are all numeric NumPy arrays (whose copy is a full copy)."""
+    for a in args:
+        if type(a) is not np.ndarray or a.dtype.kind not in "biufc":
+            return None
+    return tuple([a.copy() for a in args])
 
 
 def _exit_code(exc: SystemExit) -> int:
