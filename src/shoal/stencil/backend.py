@@ -74,6 +74,7 @@ class Tile(shoal.Chare):
         self.solve_id = -1
         self.solve_steps = 0
         self.stopped = -1
+        self.piece_bytes = 0
 
     # -- requests, run in sequence order ------------------------------------------------
     def batch(self, batch: Batch, fut: shoal.Future) -> None:
@@ -280,10 +281,10 @@ class Tile(shoal.Chare):
                     low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
                     if low is not None and hi[a]:
                         face = self._face(f, a, g, g + hi[a])
-                        low.send(face if a == 0 else np.ascontiguousarray(face))
+                        self._send(low, face if a == 0 else np.ascontiguousarray(face))
                     if high is not None and lo[a]:
                         face = self._face(f, a, g + self.size[a] - lo[a], g + self.size[a])
-                        high.send(face if a == 0 else np.ascontiguousarray(face))
+                        self._send(high, face if a == 0 else np.ascontiguousarray(face))
             rim = None
             if overlap:
                 assert then is not None
@@ -300,17 +301,39 @@ class Tile(shoal.Chare):
         if then is not None and not overlap:
             self._run(then, None)
 
+    def _send(self, ch: shoal.Channel, face: np.ndarray) -> None:
+        """Send a (contiguous) face in pieces below the rendezvous threshold. A rendezvous
+        send returns only once the receiver has taken the data, and a neighbour busy in a
+        kernel takes it only when the kernel ends: neighbours would compute in turn."""
+        flat = face.reshape(-1)
+        step = self._piece(flat.itemsize)
+        for i in range(0, flat.size, step):
+            ch.send(flat[i:i + step])
+
     async def _recv(self, ch: shoal.Channel, f: int, a: int, start: int, stop: int) -> None:
         view = self._face(f, a, start, stop)
         if a == 0:
-            await ch.recv(into=view)
-            return
-        key = (f, a, start, stop)
-        buf = self.bufs.get(key)
-        if buf is None:
-            buf = self.bufs[key] = np.empty(view.shape, view.dtype)
-        await ch.recv(into=buf)
-        view[...] = buf
+            buf = view  # a face along the outer axis is contiguous: receive in place
+        else:
+            key = (f, a, start, stop)
+            if key not in self.bufs:
+                self.bufs[key] = np.empty(view.shape, view.dtype)
+            buf = self.bufs[key]
+        flat = buf.reshape(-1)
+        step = self._piece(flat.itemsize)
+        for i in range(0, flat.size, step):
+            await ch.recv(into=flat[i:i + step])
+        if buf is not view:
+            view[...] = buf
+
+    def _piece(self, itemsize: int) -> int:
+        """Elements per halo message: half the eager limit of the runtime's transport."""
+        if self.piece_bytes == 0:
+            from ..runtime.context import current
+
+            s = current("a stencil tile").settings
+            self.piece_bytes = max(1024, min(s.rendezvous_threshold, s.frame_capacity) // 2)
+        return max(1, self.piece_bytes // itemsize)
 
     def _interior_first(self, op: tuple, sid: int) -> list:
         """Run the part of statement ``sid`` that reads no ghost this exchange fills;
