@@ -16,10 +16,11 @@ A :class:`Batch` carries the entries the backend has not seen and a list of item
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple, Sequence
 
 from .analysis import StatementInfo, analyze, numpy_only_reason
-from .build import find_compiler, load_kernel
+from .build import compiler_status, find_compiler, load_kernel
 from .lowering import Lowered, lower_group, lower_reduction, lower_statement
 from .nodes import Assign, Node, dumps, reads
 from .printer_c import print_kernel
@@ -119,6 +120,8 @@ class Recorder:
         self.cflags = tuple(cflags)
         if backend == "auto":
             backend = "c" if find_compiler() else "numpy"
+            if backend == "numpy":
+                warnings.warn(compiler_status() + " (same results, slower)", RuntimeWarning, stacklevel=4)
         self.backend = backend
         self.statements: dict[str, StatementEntry] = {}
         self.reductions: dict[str, ReductionEntry] = {}
