@@ -559,3 +559,34 @@ def test_every_operation_under_mpiexec(tmp_path, pes):
     proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", str(pes), str(prog)],
                           capture_output=True, text=True, timeout=180, env=env)
     assert proc.returncode == 0 and "ops: OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_frontend_pe_can_be_kept_free_of_tiles():
+    def body():
+        g = Grid((29, 6), odf=2, frontend_tiles=False)
+        where = g._handle.tiles.location(ret=True).get()
+        rng = np.random.default_rng(5)
+        a = rng.standard_normal((29, 6))
+        g.u.from_numpy(a)
+        g.v[1:-1, 1:-1] = 0.25 * (g.u[:-2, 1:-1] + g.u[2:, 1:-1] + g.u[1:-1, :-2] + g.u[1:-1, 2:])
+        return where, g.describe(), g.v.to_numpy(), a
+
+    where, text, v, a = run_on(3, body)
+    assert sorted({pe for _, pe, _, _ in where}) == [1, 2] and len(where) == 4
+    assert "PE 0 runs the frontend only" in text
+    want = np.zeros_like(a)
+    want[1:-1, 1:-1] = 0.25 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
+    assert same(v, want)
+
+
+def test_fast_math_is_opt_in_and_compiles_libm_calls():
+    def body():
+        g = Grid((40,), fast_math=True)
+        g.u.from_numpy(np.linspace(-1, 1, 40))
+        g.v[...] = np.exp(g.u) * 2.0
+        entry = next(e for e in g._rec.statements.values() if e.stmt.target.field == 1)
+        return entry.source, g.v.to_numpy()
+
+    source, v = run_on(2, body)
+    assert source is not None and "exp(" in source  # compiled (not the NumPy evaluator)
+    assert np.allclose(v, np.exp(np.linspace(-1, 1, 40)) * 2.0, rtol=1e-14)

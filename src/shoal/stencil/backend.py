@@ -89,6 +89,10 @@ class Tile(shoal.Chare):
     def reduce(self, seq: int, rid: int, fut: shoal.Future) -> None:
         self._queue(seq, ("reduce", rid, fut))
 
+    def location(self) -> tuple:
+        """This tile's index, PE and global box (for tests and reports)."""
+        return self.index, shoal.my_pe(), tuple(self.lo), tuple(self.hi)
+
     def free(self) -> None:
         self.arrays = []
         self.stmts.clear()

@@ -63,6 +63,7 @@ class Stencil:
         fast_math: bool = False,
         cflags: Sequence[str] = (),
         max_inflight: int = 2,
+        frontend_tiles: bool = True,
     ) -> Any:
         """Create the grid's fields on the backend; returns the field handles.
 
@@ -72,7 +73,8 @@ class Stencil:
         ``backend``: "auto" (C where a compiler exists), "c" or "numpy";
         ``fast_math``: let the compiler reorder floating-point math (results may then
         differ from NumPy in the last bits); ``interface``: the backend to use (None:
-        the PEs of this job).
+        the PEs of this job); ``frontend_tiles=False``: with several PEs, keep PE 0 for
+        the frontend and put the tiles on the other PEs only.
         """
         shape = (int(n), int(n)) if isinstance(n, (int, np.integer)) else tuple(int(s) for s in n)
         if not 1 <= len(shape) <= 3 or any(s < 1 for s in shape):
@@ -92,7 +94,8 @@ class Stencil:
         self._fields = [Field(self, i, nm, dt) for i, (nm, dt) in enumerate(zip(names, dtypes))]
         self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags)
         self._iface = connect(interface)
-        self._handle = self._iface.create(GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf))
+        spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles)
+        self._handle = self._iface.create(spec)
         self._steps: list[Step] = []
         self._items: list = []
         self._inflight: list = []

@@ -26,6 +26,7 @@ class GridSpec(NamedTuple):
     odf: int
     fast_math: bool = False
     cflags: tuple[str, ...] = ()
+    frontend_tiles: bool = True  # PE 0 (the frontend's PE) hosts tiles too
 
 
 class BatchResult(NamedTuple):
@@ -110,6 +111,20 @@ class _Handle:
         self.tiles, self.spec, self.dims, self.npes = tiles, spec, dims, npes
 
 
+class _NotOnFirst:
+    """Placement of tiles in contiguous blocks over PEs 1..N-1 (PE 0 runs the frontend)."""
+
+    def __init__(self, dims: tuple[int, ...]):
+        self.dims = dims
+
+    def __call__(self, index: Any, npes: int) -> int:
+        idx = index if isinstance(index, tuple) else (index,)
+        lin = 0
+        for i, n in zip(idx, self.dims):
+            lin = lin * n + i
+        return 1 + lin * (npes - 1) // int(np.prod(self.dims))
+
+
 class LocalInterface(Interface):
     """Tiles as a chare Array on the PEs of the running job (PE 0 runs the frontend
     and serves its share of tiles whenever the frontend waits)."""
@@ -120,8 +135,10 @@ class LocalInterface(Interface):
         from .backend import Tile
 
         npes = shoal.num_pes()
-        dims = decompose(spec.shape, spec.odf * npes, spec.ghost)
-        tiles = shoal.Array(Tile, dims, args=(spec, dims))
+        skip = not spec.frontend_tiles and npes > 1
+        dims = decompose(spec.shape, spec.odf * (npes - 1 if skip else npes), spec.ghost)
+        placement = _NotOnFirst(dims) if skip else None
+        tiles = shoal.Array(Tile, dims, args=(spec, dims), placement=placement)
         return _Handle(tiles, spec, dims, npes)
 
     def submit(self, handle: _Handle, batch: Any) -> Pending:
@@ -164,7 +181,10 @@ class LocalInterface(Interface):
 
     def describe(self, handle: _Handle) -> str:
         n = int(np.prod(handle.dims))
-        return f"{n} tiles ({' x '.join(map(str, handle.dims))}) on {handle.npes} PE{'s' if handle.npes > 1 else ''}"
+        where = f"{handle.npes} PE{'s' if handle.npes > 1 else ''}"
+        if not handle.spec.frontend_tiles and handle.npes > 1:
+            where = f"PEs 1-{handle.npes - 1} (PE 0 runs the frontend only)"
+        return f"{n} tiles ({' x '.join(map(str, handle.dims))}) on {where}"
 
 
 def connect(interface: Interface | None) -> Interface:
