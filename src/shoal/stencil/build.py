@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -50,16 +51,37 @@ def compiler_status() -> str:
     return f"C kernels compiled with {cc}" if cc else "no C compiler found (set CC): statements run with NumPy"
 
 
+_versions: dict[str, str] = {}
+
+
 def _version(cc: str) -> str:
+    if cc in _versions:
+        return _versions[cc]
     try:
-        return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return ""
+        out = ""
+    _versions[cc] = out
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu() -> str:
+    """What -march=native compiles for: the CPU model and its flags (a cache directory
+    shared by nodes of different CPUs must not hand one node another's objects)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [ln for ln in f if ln.startswith(("model name", "flags", "Features", "CPU part"))]
+        return "".join(sorted(set(lines)))
+    except OSError:
+        import platform
+
+        return platform.machine() + platform.processor()
 
 
 def _object_key(source: str, cc: str, flags: Sequence[str]) -> str:
     h = hashlib.sha256(source.encode())
-    h.update("\0".join([cc, _version(cc), *flags]).encode())
+    h.update("\0".join([cc, _version(cc), _cpu(), *flags]).encode())
     return h.hexdigest()[:20]
 
 
