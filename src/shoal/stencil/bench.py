@@ -346,8 +346,12 @@ def _figure(results: dict, path: str, n: int) -> None:
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
     for ax, (problem, rows) in zip(axes[0], results.items()):
         names = [k for k, r in rows.items() if "median_s" in r]
-        ax.bar(names, [rows[k]["median_s"] * 1e3 for k in names])
+        values = [rows[k]["median_s"] * 1e3 for k in names]
+        bars = ax.bar(names, values)
+        ax.bar_label(bars, labels=[f"{v:.3g}" for v in values], fontsize=8)
         ax.set_yscale("log")
+        if values:
+            ax.set_ylim(bottom=min(values) / 3)
         ax.set_ylabel("ms per step (log)")
         ax.set_title(f"{problem}, {n}x{n}")
         ax.tick_params(axis="x", rotation=45)
