@@ -25,6 +25,10 @@ CASES = [
     ("pool.py", (), "pool: OK"),
     ("pool.py", ("--async",), "pool: OK"),
     ("demo.py", (), "demo: OK"),
+    ("stencil_jacobi2d.py", (), "stencil_jacobi2d: OK"),
+    ("stencil_heat.py", (), "stencil_heat: OK"),
+    ("stencil_laplace3d.py", (), "stencil_laplace3d: OK"),
+    ("stencil_burgers.py", (), "stencil_burgers: OK"),
 ]
 IDS = [f"{name[:-3]}{'-' + '-'.join(a.lstrip('-') for a in args) if args else ''}" for name, args, _ in CASES]
 

@@ -31,7 +31,7 @@ def main(argv: Sequence[str]) -> int:
             print(f"shoal bench: unknown benchmark {argv[0]!r}", file=out)
         print("usage: shoal bench {" + ",".join(BENCHMARKS) + "} [options]", file=out)
         for name, (_, text) in BENCHMARKS.items():
-            print(f"  {name:<10} {text}", file=out)
+            print(f"  {name:<17} {text}", file=out)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     module = importlib.import_module(BENCHMARKS[argv[0]][0])
     return int(module.main(argv[1:]) or 0)
