@@ -17,12 +17,12 @@ from typing import Sequence
 
 from .transport import TRANSPORTS
 
-__all__ = ["main", "find_mpiexec"]
+__all__ = ["main", "find_mpiexec", "launch_mpi", "OptionParser"]
 
 _COMMANDS = ("run", "info", "bench")
 
 
-class _Parser(argparse.ArgumentParser):
+class OptionParser(argparse.ArgumentParser):
     """argparse that lists the valid options when it rejects one."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -32,8 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="shoal", description="Run shoal programs and inspect the installation.")
-    sub = p.add_subparsers(dest="command", metavar="{run,info,bench} | PROGRAM.py", parser_class=_Parser)
+    p = OptionParser(prog="shoal", description="Run shoal programs and inspect the installation.")
+    sub = p.add_subparsers(dest="command", metavar="{run,info,bench} | PROGRAM.py", parser_class=OptionParser)
     run = sub.add_parser("run", help="start a job of N PEs running a program")
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
     run.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
@@ -87,8 +87,14 @@ def _run(ns: argparse.Namespace) -> int:
         os.environ["SHOAL_TRANSPORT"] = "inproc"
         os.environ["SHOAL_PES"] = str(ns.pes)
         return run_program(ns.program, ns.args)
-    env = dict(os.environ, SHOAL_TRANSPORT="mpi")
-    cmd = [find_mpiexec(ns.mpiexec), "-n", str(ns.pes), sys.executable, "-m", "shoal", ns.program, *ns.args]
+    return launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
+
+
+def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int:
+    """Run ``python -m shoal *args`` as an MPI job of ``pes`` processes; its exit code."""
+    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
+    env["SHOAL_TRANSPORT"] = "mpi"
+    cmd = [find_mpiexec(mpiexec), "-n", str(pes), sys.executable, "-m", "shoal", *args]
     return subprocess.call(cmd, env=env)
 
 

@@ -501,17 +501,10 @@ def _now() -> str:
 # --------------------------------------------------------------------------- command line
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that lists the valid options when it rejects one."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        options = sorted({o for a in self._actions for o in a.option_strings})
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\nvalid options: {', '.join(options)}\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    from ..cli import OptionParser
+
+    p = OptionParser(
         prog="shoal bench compare",
         description="Run micro-benchmark targets interleaved for N rounds (a fresh random order each "
         "round); report medians, bootstrap 95%% CIs, ratios to a baseline and Mann–Whitney p-values.",

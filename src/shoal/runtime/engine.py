@@ -21,7 +21,7 @@ from .context import current, set_current
 from .futures import Future, Task
 from .scheduler import Runtime
 
-__all__ = ["Engine", "run", "start", "exit", "quiescence", "mpi_comm", "under_mpi_launcher"]
+__all__ = ["Engine", "run", "start", "exit", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size"]
 
 _LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -31,6 +31,15 @@ def under_mpi_launcher() -> bool:
     if any(v in os.environ for v in _LAUNCHER_VARS):
         return True
     return int(os.environ.get("SLURM_NTASKS", "1")) > 1 and "SLURM_PROCID" in os.environ
+
+
+def launcher_size() -> int | None:
+    """The number of processes of the MPI job this process belongs to, from its launcher."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"):
+        value = os.environ.get(var)
+        if value and value.isdigit():
+            return int(value)
+    return None
 
 
 class _Watch:

@@ -10,26 +10,16 @@ launcher, and ``--target c`` compiles the C baseline and runs it.
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
 
+from ...runtime.engine import launcher_size
 from .options import Config, UsageError, parse
 from .targets import TARGETS
 
-__all__ = ["main", "launcher_size"]
+__all__ = ["main"]
 
 _PROG = "shoal bench micro"
-
-
-def launcher_size() -> int | None:
-    """The number of processes of the MPI job this process belongs to, from its launcher."""
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"):
-        value = os.environ.get(var)
-        if value and value.isdigit():
-            return int(value)
-    return None
 
 
 def _config(argv: Sequence[str], inside: bool) -> Config:
@@ -52,17 +42,9 @@ def _check_available(cfg: Config) -> str | None:
     return None
 
 
-def _relaunch(cfg: Config, argv: Sequence[str]) -> int:
-    from ...cli import find_mpiexec
-
-    cmd = [find_mpiexec(cfg.mpiexec), "-n", str(cfg.pes), sys.executable, "-m", "shoal", "bench", "micro", *argv]
-    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
-    env["SHOAL_TRANSPORT"] = "mpi"
-    return subprocess.call(cmd, env=env)
-
-
 def main(argv: Sequence[str]) -> int:
     """Entry point of ``shoal bench micro``; returns the exit code."""
+    from ...cli import launch_mpi
     from ...runtime.engine import under_mpi_launcher
 
     argv = list(argv)
@@ -83,7 +65,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     target = TARGETS[cfg.target]
     if target.launcher == "mpi" and not inside:
-        return _relaunch(cfg, argv)
+        return launch_mpi(["bench", "micro", *argv], cfg.pes, cfg.mpiexec)
     module = importlib.import_module(target.module)
     if target.launcher == "mpi":
         return int(module.run(cfg))

@@ -10,39 +10,21 @@ process, without MPI.
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
 import sys
 from typing import Sequence
 
-from .app import HELP, App, UsageError, parse
+from ...runtime.engine import launcher_size
+from .app import HELP, UsageError, parse
 from .systems import SYSTEMS
 
-__all__ = ["main", "launcher_size"]
+__all__ = ["main"]
 
 _PROG = "shoal bench taskbench"
 
 
-def launcher_size() -> int | None:
-    """The number of processes of the MPI job this process belongs to, from its launcher."""
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS"):
-        value = os.environ.get(var)
-        if value and value.isdigit():
-            return int(value)
-    return None
-
-
-def _relaunch(app: App, argv: Sequence[str]) -> int:
-    from ...cli import find_mpiexec
-
-    cmd = [find_mpiexec(app.mpiexec), "-n", str(app.pes), sys.executable, "-m", "shoal", "bench", "taskbench", *argv]
-    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
-    env["SHOAL_TRANSPORT"] = "mpi"
-    return subprocess.call(cmd, env=env)
-
-
 def main(argv: Sequence[str]) -> int:
     """Entry point of ``shoal bench taskbench``; returns the exit code."""
+    from ...cli import launch_mpi
     from ...runtime.engine import under_mpi_launcher
 
     argv = list(argv)
@@ -65,7 +47,7 @@ def main(argv: Sequence[str]) -> int:
     inside = under_mpi_launcher()
     in_process = app.system == "shoal" and app.transport == "inproc"
     if system.launcher == "mpi" and not inside and not in_process:
-        return _relaunch(app, argv)
+        return launch_mpi(["bench", "taskbench", *argv], app.pes, app.mpiexec)
     if system.launcher == "local" and inside:
         print(f"{_PROG}: --system {app.system} starts its own processes; run it without mpiexec/srun", file=sys.stderr)
         return 2
