@@ -7,7 +7,6 @@ the per-message path is ``cls._shoal_funcs[entry_id](obj, *args)``.
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from .context import current
@@ -22,7 +21,7 @@ __all__ = ["Chare", "entry_table", "EntryTable"]
 class EntryTable:
     """Entry-method names, functions and ids of one chare class."""
 
-    __slots__ = ("cls", "names", "funcs", "ids", "is_async")
+    __slots__ = ("cls", "names", "funcs", "ids")
 
     def __init__(self, cls: type):
         reserved = set(dir(Chare))
@@ -37,7 +36,6 @@ class EntryTable:
         self.names = tuple(names)
         self.funcs = tuple(getattr(cls, n) for n in names)
         self.ids = {n: i for i, n in enumerate(names)}
-        self.is_async = tuple(inspect.iscoroutinefunction(f) for f in self.funcs)
 
     def id_of(self, name: str) -> int:
         """The id of entry method ``name``; a clear error naming the valid ones."""

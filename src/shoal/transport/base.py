@@ -68,7 +68,3 @@ class Transport(ABC):
 
     def close(self) -> None:
         """Release resources; called once at normal shut-down."""
-
-    def describe(self) -> dict[str, Any]:
-        """Settings and library facts for ``shoal info``."""
-        return {"transport": self.name, "rendezvous_threshold": self.rendezvous_threshold}

@@ -215,13 +215,6 @@ class MPITransport(Transport):
         """A private duplicate of ``COMM_WORLD`` for the program's own MPI calls."""
         return self._user
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "transport": self.name,
-            **describe_library(),
-            "rendezvous_threshold": self.rendezvous_threshold,
-            "frame_capacity": self.frame_capacity,
-        }
 
 
 def describe_library() -> dict[str, Any]:
