@@ -9,6 +9,7 @@ is the engine's business.
 from __future__ import annotations
 
 import heapq
+import struct
 import time
 from collections import deque
 from types import CoroutineType
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["Runtime"]
 
 _NO_COLL = 1  # collection field of messages that belong to no collection (futures)
+_WHOLE = [struct.Struct(HEADER.format + "q" * n) for n in range(9)]  # header with an n-d index
 _pack = HEADER.pack
 _unpack = HEADER.unpack_from
 _HSIZE = HEADER.size
@@ -268,17 +270,28 @@ class Runtime:
         The common case (an entry method of an element that is here, no reply) is
         handled inline; everything else goes to the handler of its kind.
         """
-        kind, n, entry, src, aux, coll = _unpack(header)
+        fields = _WHOLE[header[1]].unpack(header)  # fixed part and index in one call
+        kind, _, entry, src, aux, coll = fields[:6]
+        index = fields[6:]
         if coll != SYSTEM_ID:
             self.received += 1
-        index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
         k = kind & KIND_MASK
         if k == 0 and not aux:
             cs = self.colls.get(coll)
             el = cs.elements.get(index) if cs is not None else None
             if el is not None:
                 args, kwargs = decode_call(kind, segments)
-                self.run_entry(el, entry, args, kwargs, None)
+                fn = el._shoal_funcs[entry]  # run_entry, inlined: this is the per-message path
+                self.entry_depth += 1
+                try:
+                    r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
+                except BaseException as exc:  # noqa: BLE001
+                    self.entry_depth -= 1
+                    self._entry_failed(el, fn, exc, None)
+                    return
+                self.entry_depth -= 1
+                if type(r) is CoroutineType:
+                    self._start_task(el, fn, r, None)
                 return
         elif k == 8:  # Kind.CHANNEL
             cs = self.colls.get(coll)
@@ -365,17 +378,20 @@ class Runtime:
             return
         self.entry_depth -= 1
         if type(r) is CoroutineType:
-            where = _where(el, fn)
-
-            def done(value: Any, exc: BaseException | None) -> None:
-                if exc is not None:
-                    self._entry_failed(el, fn, exc, reply)
-                elif reply is not None:
-                    reply(value)
-
-            Task(self, r, done, where).step()
+            self._start_task(el, fn, r, reply)
         elif reply is not None:
             reply(r)
+
+    def _start_task(self, el: Chare, fn: Any, coro: Any, reply: Callable[[Any], None] | None) -> None:
+        """Drive the coroutine of an async entry method; its result goes to ``reply``."""
+
+        def done(value: Any, exc: BaseException | None) -> None:
+            if exc is not None:
+                self._entry_failed(el, fn, exc, reply)
+            elif reply is not None:
+                reply(value)
+
+        Task(self, coro, done, _where(el, fn)).step()
 
     def _entry_failed(self, el: Chare, fn: Any, exc: BaseException, reply: Callable[[Any], None] | None) -> None:
         if isinstance(exc, SystemExit):
