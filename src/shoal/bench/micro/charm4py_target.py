@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from ..charmrun import run_charm4py
 from .options import Config
 
 __all__ = ["launch"]
@@ -36,10 +36,8 @@ def launch(cfg: Config, inside: bool) -> int:
         files = [Path(tmp) / n for n in ("config.json", "out.txt", "err.txt", "code.txt")]
         files[0].write_text(json.dumps(dataclasses.asdict(cfg)))
         program = __name__.rpartition(".")[0] + ".charm4py_program"
-        cmd = [sys.executable, "-m", "charmrun.start", f"+p{cfg.pes}", "-m", program, *map(str, files)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT)
-        except subprocess.TimeoutExpired:
+        proc = run_charm4py(program, cfg.pes, files, _TIMEOUT)
+        if proc is None:
             print(f"shoal bench micro: the charm4py job did not finish in {_TIMEOUT:.0f} s", file=sys.stderr)
             return 1
         out = files[1].read_text() if files[1].exists() else ""

@@ -9,12 +9,12 @@ file). This module never imports charm4py itself.
 from __future__ import annotations
 
 import pickle
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from ...charmrun import run_charm4py
 from ..app import App
 
 __all__ = ["main"]
@@ -28,10 +28,8 @@ def main(app: App, out: TextIO = sys.stdout) -> int:
         files = [Path(tmp) / n for n in ("app.pickle", "out.txt", "code.txt")]
         files[0].write_bytes(pickle.dumps(app))
         program = __name__.rpartition(".")[0] + ".charm4py_program"
-        cmd = [sys.executable, "-m", "charmrun.start", f"+p{app.pes}", "-m", program, *map(str, files)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT)
-        except subprocess.TimeoutExpired:
+        proc = run_charm4py(program, app.pes, files, _TIMEOUT)
+        if proc is None:
             print(f"shoal bench taskbench: the charm4py job did not finish in {_TIMEOUT:.0f} s", file=sys.stderr)
             return 1
         if files[1].exists():
