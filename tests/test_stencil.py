@@ -146,7 +146,14 @@ def test_program_is_bit_for_bit_numpy(pes, shape):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "c"])
-def test_both_backends_and_multi_axis_tiles(backend):
+def test_both_backends_and_multi_axis_tiles(backend, monkeypatch):
+    """Faces of the inner axis are packed and unpacked by generated C with compiled
+    kernels, by NumPy without: both give NumPy's bits."""
+    import shoal.stencil.backend as tiles
+
+    loaded = []
+    real = tiles.load_copy
+    monkeypatch.setattr(tiles, "load_copy", lambda *a: loaded.append(a) or real(*a))
     shape = (6, 30)  # 2 PEs x odf 3 = 6 tiles: 3 along axis 0, 2 along axis 1
 
     def body():
@@ -163,6 +170,50 @@ def test_both_backends_and_multi_axis_tiles(backend):
     got, ref = run_on(2, body)
     for name in ref:
         assert same(got[name], ref[name]), name
+    assert bool(loaded) == (backend == "c")
+    assert {dt for _, dt, _ in loaded} <= {"float64", "float32"}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
+def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
+    from shoal.stencil.backend import _aligned
+    from shoal.stencil.build import find_compiler, load_copy
+
+    if find_compiler() is None:
+        pytest.skip("no C compiler")
+    import ctypes
+
+    raw, a = _aligned(shape, dtype, 2)
+    a[...] = np.random.default_rng(3).standard_normal(shape)
+    strides = (ctypes.c_long * len(shape))(*(s // a.itemsize for s in a.strides))
+    pack, unpack = load_copy(len(shape), dtype)
+    ax = len(shape) - 1
+    b, n = [0] * len(shape), list(shape)
+    b[ax], n[ax] = 1, 2
+    idx = tuple(slice(x, x + k) for x, k in zip(b, n))
+    buf = np.empty(n, dtype)
+    L = ctypes.c_long * len(shape)
+    pack(a.ctypes.data, buf.ctypes.data, L(*b), L(*n), strides)
+    assert same(buf, a[idx].copy())
+    before = a.copy()
+    unpack(a.ctypes.data, (buf * 2).ctypes.data, L(*b), L(*n), strides)
+    before[idx] *= 2
+    assert same(a, before)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
+def test_tile_rows_start_owned_points_on_a_cache_line(dtype, shape):
+    from shoal.stencil.backend import _aligned
+
+    for ghost in (0, 1, 2):
+        raw, a = _aligned(shape, dtype, ghost)
+        assert a.shape == shape and a.dtype == dtype and not a.any()
+        assert raw.flags.c_contiguous and a.base is not None
+        assert a.ctypes.data % 64 == (-ghost * a.itemsize) % 64
+        if len(shape) > 1:
+            assert a.strides[-2] % 64 == 0 and a.strides[-2] // a.itemsize == raw.shape[-1]
 
 
 def test_fields_start_as_zeros_and_values_come_back():

@@ -22,8 +22,9 @@ from typing import Callable, Sequence
 
 from ..native import cache_dir
 from .errors import CompilerError
+from .printer_c import print_copy
 
-__all__ = ["find_compiler", "compile_kernel", "load_kernel", "BASE_FLAGS", "compiler_status"]
+__all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
@@ -131,3 +132,21 @@ def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags:
         fn.restype = ctypes.c_double if reduce else None
         _loaded[memo] = fn
     return fn
+
+
+_copies: dict[tuple, tuple[Callable, Callable]] = {}
+
+
+def load_copy(ndim: int, dtype: str, extra_flags: Sequence[str] = ()) -> tuple[Callable, Callable]:
+    """The generated halo ``(pack, unpack)`` functions for ``ndim``-axis ``dtype`` arrays
+    (built, cached and loaded like kernels): ``f(array_ptr, buffer_ptr, b, n, s)``."""
+    key = (ndim, dtype, tuple(extra_flags))
+    pair = _copies.get(key)
+    if pair is None:
+        lib = ctypes.CDLL(str(compile_kernel(print_copy(ndim, dtype), False, extra_flags)))
+        long_p = ctypes.POINTER(ctypes.c_long)
+        for fn in (lib.shoal_pack, lib.shoal_unpack):
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, long_p, long_p, long_p]
+            fn.restype = None
+        pair = _copies[key] = (lib.shoal_pack, lib.shoal_unpack)
+    return pair

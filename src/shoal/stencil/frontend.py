@@ -94,7 +94,8 @@ class Stencil:
         self._fields = [Field(self, i, nm, dt) for i, (nm, dt) in enumerate(zip(names, dtypes))]
         self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags)
         self._iface = connect(interface)
-        spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles)
+        spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles,
+                        self._rec.backend)
         self._handle = self._iface.create(spec)
         self._steps: list[Step] = []
         self._items: list = []

@@ -27,6 +27,7 @@ class GridSpec(NamedTuple):
     fast_math: bool = False
     cflags: tuple[str, ...] = ()
     frontend_tiles: bool = True  # PE 0 (the frontend's PE) hosts tiles too
+    backend: str = "c"  # "c": halos are packed by generated C too; "numpy": NumPy only
 
 
 class BatchResult(NamedTuple):

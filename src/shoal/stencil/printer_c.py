@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .lowering import Kernel
 
-__all__ = ["print_kernel"]
+__all__ = ["print_kernel", "print_copy"]
 
 _CTYPE = {"float64": "double", "float32": "float"}
 _SUFFIX = {"float64": "", "float32": "f"}
@@ -191,3 +191,36 @@ def _copy_back(k: Kernel) -> str:
         indent = indent[:-4]
         out.append(f"{indent}}}")
     return "\n".join(out)
+
+
+def print_copy(ndim: int, dtype: str) -> str:
+    """The C source of the halo copies for ``ndim``-axis arrays of ``dtype``.
+
+    ``void shoal_pack(const T *a, T *buf, const long *b, const long *n, const long *s)``
+    copies the box (first index ``b``, count ``n`` per axis, element strides ``s``) of
+    ``a`` into the contiguous ``buf``, in C order; ``shoal_unpack`` copies ``buf`` back
+    into the box. Faces of inner axes are not contiguous: these replace NumPy's strided
+    copies on both sides of a halo exchange."""
+    t = _CTYPE[dtype]
+    d = ndim
+    out = ["/* halo pack/unpack: %d axes, %s */" % (d, t)]
+    for name, const_a, const_buf, assign in (
+        ("shoal_pack", "const ", "", "buf[q++] = a[r + i{last}];"),
+        ("shoal_unpack", "", "const ", "a[r + i{last}] = buf[q++];"),
+    ):
+        out.append(f"void {name}({const_a}{t} *restrict a, {const_buf}{t} *restrict buf, "
+                   "const long *b, const long *n, const long *s)\n{")
+        out.append("    long q = 0;")
+        indent = "    "
+        for a in range(d - 1):
+            out.append(f"{indent}for (long i{a} = 0; i{a} < n[{a}]; ++i{a}) {{")
+            indent += "    "
+        row = " + ".join(f"(b[{a}] + i{a}) * s[{a}]" for a in range(d - 1))
+        out.append(f"{indent}const long r = {row + ' + ' if row else ''}b[{d - 1}];")
+        out.append(f"{indent}for (long i{d - 1} = 0; i{d - 1} < n[{d - 1}]; ++i{d - 1})")
+        out.append(f"{indent}    {assign.format(last=d - 1)}")
+        for a in range(d - 2, -1, -1):
+            indent = indent[:-4]
+            out.append(f"{indent}}}")
+        out.append("}")
+    return "\n".join(out) + "\n"
