@@ -360,6 +360,7 @@ def test_missing_peer_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     assert SYSTEMS["dask"].missing() == ("--system dask needs the distributed package, which is not installed: "
                                          "pip install 'dask[distributed]'")
+    assert SYSTEMS["ray"].missing() == "--system ray needs the ray package, which is not installed: pip install ray"
 
 
 CORRUPTED = ("Task Bench validation failed: graph 0 task (timestep 3, point 2): input 0 (from point 1 at timestep 2) "
@@ -392,9 +393,33 @@ def test_a_wrong_dependency_fails_loudly_on_every_system(system):
     assert CORRUPTED in proc.stderr, proc.stderr[-3000:]
 
 
+@pytest.fixture(scope="module")
+def ray_system():
+    """The Ray system, with one local Ray instance shared by this module's Ray tests (startup takes seconds)."""
+    pytest.importorskip("ray", reason="--system ray needs ray: pip install ray")
+    from shoal.bench.taskbench.systems import ray_system
+
+    with ray_system.instance(2):
+        yield ray_system
+
+
+def test_ray_runs_every_pattern_on_a_local_instance(ray_system):
+    out = io.StringIO()
+    assert ray_system.main(parse([*ALL_PATTERNS, "--system", "ray", "-n", "2"]), out) == 0
+    _check_run(out.getvalue())
+
+
+def test_a_wrong_dependency_fails_loudly_on_ray(ray_system):
+    app = parse("--system ray -n 2 -type stencil_1d -width 4 -steps 5 --corrupt 2,1".split())
+    with pytest.raises(ValidationError) as info:  # every consumer of the damaged output is named
+        ray_system.main(app, io.StringIO())
+    assert CORRUPTED in str(info.value)
+    assert str(info.value).count("but got (timestep 2, point 1001)") == 3
+
+
 def test_usage_errors_are_one_line():
     proc = _taskbench("--system", "nope")
-    assert proc.returncode == 2 and "systems: shoal, mpi4py, charm4py, dask" in proc.stderr
+    assert proc.returncode == 2 and "systems: shoal, mpi4py, charm4py, dask, ray" in proc.stderr
     proc = _taskbench("-type", "random_spread")
     assert proc.returncode == 2 and "never implemented" in proc.stderr
 

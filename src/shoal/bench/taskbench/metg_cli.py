@@ -36,7 +36,7 @@ from .metg import POOLS, Metg, Point, Run, curve, metg, metg_ci, parse_reports
 __all__ = ["main", "sweep_values", "build_parser"]
 
 _PROG = "shoal bench metg"
-_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask")
+_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask", "ray")
 
 
 class MetgError(Exception):

@@ -41,5 +41,7 @@ SYSTEMS: dict[str, System] = {
                "pip install charm4py", "local", "points as elements of a Charm4py Array; data by entry methods"),
         System("dask", "shoal.bench.taskbench.systems.dask_system", "distributed",
                "pip install 'dask[distributed]'", "local", "one Dask future per task on a LocalCluster of -n workers"),
+        System("ray", "shoal.bench.taskbench.systems.ray_system", "ray", "pip install ray", "local",
+               "one Ray task per task, producers' ObjectRefs as arguments, on a local Ray instance of -n CPUs"),
     ]
 }

@@ -3,11 +3,10 @@
 The natural Dask program: a ``distributed.LocalCluster`` of ``-n`` single-threaded
 worker processes, and one ``client.submit`` per task whose arguments are the futures
 of its producers, so Dask's scheduler tracks the dependencies and moves the outputs.
-Each task runs on a worker through the shared core (a :class:`PointRunner` per point,
-kept per worker process, that copies in the inputs, checks them and runs the kernel).
-A run is timed from the first submit to the completion of every task, so building
-the graph counts, as in the reference's Dask implementation. ``pip install
-'dask[distributed]'`` provides it.
+Each task runs on a worker through the core it shares with the Ray system
+(:mod:`.task_futures`). A run is timed from the first submit to the completion of
+every task, so building the graph counts, as in the reference's Dask
+implementation. ``pip install 'dask[distributed]'`` provides it.
 """
 
 from __future__ import annotations
@@ -16,30 +15,10 @@ import sys
 import time
 from typing import Any, TextIO
 
-import numpy as np
-
 from ..app import App
-from ..execute import PointRunner
-from ..graph import TaskGraph
+from .task_futures import run_task, submit_graph
 
-__all__ = ["main", "run", "task"]
-
-#: per worker process: the runner of each (graph, point, --corrupt) that ran here
-_RUNNERS: dict[tuple[TaskGraph, int, Any], PointRunner] = {}
-
-
-def task(g: TaskGraph, corrupt: Any, t: int, p: int, *inputs: np.ndarray) -> np.ndarray:
-    """Task ``(t, p)`` of graph ``g`` on the outputs of its producers; its output."""
-    runner = _RUNNERS.get((g, p, corrupt))
-    if runner is None:
-        runner = _RUNNERS[(g, p, corrupt)] = PointRunner(g, p, corrupt=corrupt)
-    rows, sizes = runner.rows, runner.input_bytes
-    for k, data in enumerate(inputs):
-        sizes[k] = data.nbytes
-        if data.nbytes == runner.output.nbytes:
-            rows[k][:] = data
-    runner.execute(t)
-    return runner.output.copy()
+__all__ = ["main", "run"]
 
 
 def run(app: App, client: Any) -> float:
@@ -52,16 +31,8 @@ def run(app: App, client: Any) -> float:
         started = time.perf_counter()
         futures: list[Any] = []
         for g, gf in zip(app.graphs, graphs):
-            last: dict[int, Any] = {}
-            for t in range(g.timesteps):
-                off = g.offset_at_timestep(t)
-                row = {
-                    p: client.submit(task, gf, app.corrupt, t, p, *(last[q] for q in g.inputs(t, p)), pure=False,
-                                     key=f"taskbench-{r}-{g.graph_index}-{t}-{p}")
-                    for p in range(off, off + g.width_at_timestep(t))
-                }
-                futures.extend(row.values())
-                last = row
+            futures += submit_graph(g, lambda t, p, inputs: client.submit(
+                run_task, gf, app.corrupt, t, p, *inputs, pure=False, key=f"taskbench-{r}-{g.graph_index}-{t}-{p}"))
         wait(futures)
         for f in futures:
             if f.status == "error":
