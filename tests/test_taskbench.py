@@ -484,6 +484,18 @@ def test_parse_reports_reads_our_report():
     assert runs[1].flops == 12 * (2 * 64 * 5 + 64)
 
 
+def test_metg_plan_gives_a_system_its_own_steps_and_iterations():
+    from shoal.bench.taskbench.metg_cli import MetgError, build_parser, plan
+
+    flags = "-steps 100 --iter-max 64 --iter-min 16 --steps-for ray=5 --iters-for ray=1024:256".split()
+    assert plan(build_parser().parse_args(flags), ["shoal", "ray"]) == {"shoal": (100, [64, 32, 16]),
+                                                                        "ray": (5, [1024, 512, 256])}
+    for bad, says in (("--steps-for dask=5", "one of --systems (shoal, ray)"), ("--steps-for ray=0", "positive"),
+                      ("--iters-for ray=5", "MAX:MIN")):
+        with pytest.raises(MetgError, match=re.escape(says)):
+            plan(build_parser().parse_args(bad.split()), ["shoal", "ray"])
+
+
 @pytest.mark.mpi
 def test_metg_end_to_end_small(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}

@@ -6,6 +6,9 @@
 2. **Sweep.** Each job runs the graph once per ``-iter`` value, from ``--iter-max``
    halving down to ``--iter-min`` (``--iter-sweep`` of ``shoal bench taskbench``),
    each value run twice and the second run reported, as the reference does.
+   ``--steps-for SYSTEM=N`` and ``--iters-for SYSTEM=MAX:MIN`` give one system its
+   own steps and ``-iter`` range, so systems whose overheads differ by orders of
+   magnitude (Dask, Ray: milliseconds) still run in the same interleaved rounds.
    ``--repeats`` rounds; every round runs each system (and the peak job) once, in a
    fresh random order, so drift of a shared machine spreads over the systems.
 3. **METG.** Per system the repeats are pooled (mean elapsed per ``-iter``),
@@ -33,7 +36,7 @@ from typing import Sequence
 
 from .metg import POOLS, Metg, Point, Run, curve, metg, metg_ci, parse_reports
 
-__all__ = ["main", "sweep_values", "build_parser"]
+__all__ = ["main", "sweep_values", "plan", "build_parser"]
 
 _PROG = "shoal bench metg"
 _SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask", "ray")
@@ -67,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-kernel", default="compute_bound", help="kernel (default compute_bound)")
     p.add_argument("--iter-max", type=int, default=1 << 16, help="largest -iter (default 65536)")
     p.add_argument("--iter-min", type=int, default=1, help="smallest -iter (default 1)")
+    p.add_argument("--steps-for", action="append", default=[], metavar="SYSTEM=N",
+                   help="-steps for one system (repeatable), e.g. dask=20")
+    p.add_argument("--iters-for", action="append", default=[], metavar="SYSTEM=MAX:MIN",
+                   help="-iter range for one system (repeatable), e.g. ray=4194304:16384")
     p.add_argument("--repeats", type=int, default=3, help="rounds of the sweep (default 3)")
     p.add_argument("--peak", type=float, default=None, help="peak FLOP/s of the job (default: measured)")
     p.add_argument("--threshold", type=float, default=0.5, help="efficiency of METG (default 0.5)")
@@ -104,8 +111,31 @@ def _job(system: str, args: argparse.Namespace, width: int, graph: list[str], it
     return runs
 
 
-def _graph_flags(args: argparse.Namespace) -> list[str]:
-    flags = ["-steps", str(args.steps), "-type", args.type, "-kernel", args.kernel]
+def plan(args: argparse.Namespace, systems: Sequence[str]) -> dict[str, tuple[int, list[int]]]:
+    """Each system's ``(-steps, -iter values)``: the common ones unless ``--steps-for``/``--iters-for`` say otherwise."""
+    steps = {s: args.steps for s in systems}
+    iters = {s: sweep_values(args.iter_max, args.iter_min) for s in systems}
+    for flag, items in (("--steps-for", args.steps_for), ("--iters-for", args.iters_for)):
+        for item in items:
+            system, sep, value = item.partition("=")
+            if not sep or system not in steps:
+                raise MetgError(f"{flag} {item!r}: expected SYSTEM=VALUE with SYSTEM one of --systems ({', '.join(systems)})")
+            try:
+                if flag == "--steps-for":
+                    steps[system] = int(value)
+                    if steps[system] < 1:
+                        raise ValueError
+                else:
+                    high, _, low = value.partition(":")
+                    iters[system] = sweep_values(int(high), int(low))
+            except ValueError:
+                form = "a positive integer" if flag == "--steps-for" else "MAX:MIN, two integers"
+                raise MetgError(f"{flag} {item!r}: the value must be {form}") from None
+    return {s: (steps[s], iters[s]) for s in systems}
+
+
+def _graph_flags(args: argparse.Namespace, steps: int) -> list[str]:
+    flags = ["-steps", str(steps), "-type", args.type, "-kernel", args.kernel]
     if args.radix is not None:
         flags += ["-radix", str(args.radix)]
     return flags
@@ -152,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         raise MetgError(f"unknown system(s) {bad or systems}; systems: {', '.join(_SYSTEMS)}")
     width = args.width or args.pes * args.tasks_per_core
     iters = sweep_values(args.iter_max, args.iter_min)
-    graph = _graph_flags(args)
+    plans = plan(args, systems)
     out = Path(args.out or f"results/metg-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
@@ -174,8 +204,9 @@ def run(args: argparse.Namespace) -> int:
                 say(f"{_PROG}: round {rnd + 1}/{args.repeats}: peak (mpi4py, -type trivial, -iter {iters[0]})")
                 peak_runs += _job("mpi4py", args, args.pes, peak_graph, [iters[0]])
                 continue
-            say(f"{_PROG}: round {rnd + 1}/{args.repeats}: {system} (-iter {iters[0]} .. {iters[-1]})")
-            runs[system] += _job(system, args, width, graph, iters)
+            steps, its = plans[system]
+            say(f"{_PROG}: round {rnd + 1}/{args.repeats}: {system} (-steps {steps}, -iter {its[0]} .. {its[-1]})")
+            runs[system] += _job(system, args, width, _graph_flags(args, steps), its)
             logs[system].append(_job.last_stdout)  # type: ignore[attr-defined]
     peak = args.peak or max(r.flops / r.elapsed for r in peak_runs)
     say(f"{_PROG}: peak {peak:.4g} FLOP/s ({args.kernel}, {args.pes} cores"
@@ -194,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
         "peak_flops": peak,
         "peak_runs": [asdict(r) for r in peak_runs],
         "order": order_log,
-        "systems": {s: {"runs": [asdict(r) for r in runs[s]]} for s in systems},
+        "systems": {s: {"steps": plans[s][0], "iterations": plans[s][1], "runs": [asdict(r) for r in runs[s]]}
+                    for s in systems},
     }
     return analyze(record, args, out)
 
@@ -222,7 +254,10 @@ def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
     record["analysis"] = {"pool": args.pool, "threshold": args.threshold, "resamples": args.resamples}
     (out / "metg.json").write_text(json.dumps(record, indent=1))
     tpc = record["width"] / pes
-    title = (f"{cfg['type']}, {cfg['kernel']}, {pes} cores, {tpc:g} task(s)/core\n{cfg['steps']} steps, "
+    own = [f"{s} {record['systems'][s]['steps']}" for s in systems
+           if record["systems"][s].get("steps", cfg["steps"]) != cfg["steps"]]
+    steps = f"{cfg['steps']} steps" + (f" ({', '.join(own)})" if own else "")
+    title = (f"{cfg['type']}, {cfg['kernel']}, {pes} cores, {tpc:g} task(s)/core\n{steps}, "
              f"{cfg['repeats']} repeat(s), {args.pool} of repeats")
     high = max((p.efficiency for c in curves.values() for p in c), default=0.0)
     if high > 1.05:
