@@ -340,7 +340,7 @@ def test_location_forwarding_and_cache_update():
         cached = rts[1].locations.cache.get(key)
         a[1].relay(a[2], "direct")
         shoal.quiescence().get()
-        return a[2].result(ret=True).get(), cached, rts[1].sent
+        return a[2].result(ret=True).get(), cached, rts[1].counts.sent
 
     got, cached, _ = job(3)(main)
     assert got == [("via home", 0), ("direct", 0)]

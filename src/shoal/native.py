@@ -19,10 +19,13 @@ import sysconfig
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["load_frames", "frames_status", "cache_dir", "find_mpicc"]
+__all__ = ["load_native", "native_status", "cache_dir", "find_mpicc"]
 
-_SOURCE = Path(__file__).parent / "_native" / "frames.c"
+_FOLDER = Path(__file__).parent / "_native"
+_SOURCES = [_FOLDER / name for name in ("frames.c", "dispatch.c", "proxies.c")]
+_HEADERS = [_FOLDER / "native.h"]
 _status = "not loaded"
+_module: ModuleType | None = None
 
 
 def cache_dir() -> Path:
@@ -45,14 +48,19 @@ def _key() -> str:
     import mpi4py
     from mpi4py import MPI
 
-    h = hashlib.sha256(_SOURCE.read_bytes())
-    for part in (sys.version, mpi4py.__version__, MPI.Get_library_version(), MPI.__file__):
+    import numpy
+
+    h = hashlib.sha256()
+    for path in _SOURCES + _HEADERS:
+        h.update(path.read_bytes())
+    for part in (sys.version, mpi4py.__version__, MPI.Get_library_version(), MPI.__file__, numpy.__version__):
         h.update(part.encode())
     return h.hexdigest()[:16]
 
 
 def _build(target: Path) -> None:
     import mpi4py
+    import numpy
 
     mpicc = find_mpicc()
     if mpicc is None:
@@ -60,8 +68,8 @@ def _build(target: Path) -> None:
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     cmd = [
         mpicc, "-O2", "-shared", "-fPIC", "-Wall",
-        f"-I{sysconfig.get_paths()['include']}", f"-I{mpi4py.get_include()}",
-        str(_SOURCE), "-o", str(tmp),
+        f"-I{sysconfig.get_paths()['include']}", f"-I{mpi4py.get_include()}", f"-I{numpy.get_include()}",
+        *map(str, _SOURCES), "-o", str(tmp),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -69,19 +77,21 @@ def _build(target: Path) -> None:
     os.replace(tmp, target)
 
 
-def load_frames() -> ModuleType | None:
-    """The compiled eager-frame module, or None (the reason is in :func:`frames_status`)."""
-    global _status
+def load_native() -> ModuleType | None:
+    """The compiled module, or None (the reason is in :func:`native_status`)."""
+    global _status, _module
+    if _module is not None:
+        return _module
     try:
         folder = cache_dir() / _key()
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / ("_native_frames" + sysconfig.get_config_var("EXT_SUFFIX"))
+        target = folder / ("_shoal_native" + sysconfig.get_config_var("EXT_SUFFIX"))
         if not target.exists():
             with open(folder / "build.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if not target.exists():
                     _build(target)
-        spec = importlib.util.spec_from_file_location("shoal._native_frames", target)
+        spec = importlib.util.spec_from_file_location("_shoal_native", target)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -89,9 +99,10 @@ def load_frames() -> ModuleType | None:
         _status = f"unavailable, using the Python path ({exc})"
         return None
     _status = f"compiled ({target})"
+    _module = module
     return module
 
 
-def frames_status() -> str:
-    """What :func:`load_frames` did, for ``shoal info``."""
+def native_status() -> str:
+    """What :func:`load_native` did, for ``shoal info``."""
     return _status

@@ -126,7 +126,7 @@ def _drive(fut: Future) -> None:
 
 
 def _no_blocking(what: str, instead: str) -> None:
-    if current(what).entry_depth:
+    if current(what).counts.depth:
         raise BlockingCallError(
             f"{what} blocks, which only a synchronous main program may do; in async code "
             f"(an async main or entry method) use {instead}"

@@ -1,37 +1,19 @@
-/* The compiled eager path of the MPI transport: frame send and frame receive.
+/* The compiled eager path of the MPI transport: frame send, frame receive, idle wait.
  *
  * Same wire format as shoal/transport/mpi.py (its Python code is the reference):
  * a frame is <HH header length, segment count>, one <Q per segment
- * (nbytes << 1 | is_bulk), the header, then the inline segments. This module only
+ * (nbytes << 1 | is_bulk), the header, then the inline segments. This file only
  * handles frames whose segments are all inline; anything else (bulk segments, or a
  * source with earlier messages still waiting for bulk data) goes back to Python,
- * which keeps per-source order.
+ * which keeps per-source order. Entry-method calls in received frames go to the
+ * compiled dispatch (dispatch.c) when a runtime core is attached.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <mpi.h>
+#include "native.h"
 #include <mpi4py/mpi4py.h>
-#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define FRAME_TAG 1
-
-typedef struct {
-    MPI_Request req;
-    char *buf;
-} PendingSend;
-
-typedef struct {
-    PyObject_HEAD
-    MPI_Comm comm;
-    MPI_Request recv;
-    char *rbuf;
-    Py_ssize_t capacity;
-    Py_ssize_t threshold;
-    PendingSend *sends;
-    Py_ssize_t nsends, maxsends;
-    int active;
-} Frames;
 
 static int check(int err, const char *what) {
     if (err == MPI_SUCCESS) return 0;
@@ -78,6 +60,39 @@ static int complete_sends(Frames *self) {
     return 0;
 }
 
+int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
+                       const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
+    Py_ssize_t total = 4 + 8 * nseg + hlen;
+    for (Py_ssize_t i = 0; i < nseg; i++) {
+        if (lens[i] >= self->threshold) return 0;
+        total += lens[i];
+    }
+    if (total > self->capacity || nseg > 0xFFFF) return 0;
+    char *frame = PyMem_Malloc(total ? total : 1);
+    if (!frame) { PyErr_NoMemory(); return -1; }
+    uint16_t pre[2] = {(uint16_t)hlen, (uint16_t)nseg};
+    memcpy(frame, pre, 4);
+    char *p = frame + 4;
+    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)lens[i] << 1; memcpy(p, &w, 8); p += 8; }
+    memcpy(p, header, hlen); p += hlen;
+    for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, segs[i], lens[i]); p += lens[i]; }
+    MPI_Request req;
+    if (check(MPI_Isend(frame, (int)total, MPI_BYTE, dest, FRAME_TAG, self->comm, &req), "MPI_Isend")) { PyMem_Free(frame); return -1; }
+    int flag = 0;
+    if (check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test")) return -1;
+    if (flag) { PyMem_Free(frame); return 1; }
+    if (self->nsends == self->maxsends) {
+        PendingSend *more = PyMem_Realloc(self->sends, sizeof(PendingSend) * self->maxsends * 2);
+        if (!more) { PyErr_NoMemory(); return -1; }
+        self->sends = more;
+        self->maxsends *= 2;
+    }
+    self->sends[self->nsends].req = req;
+    self->sends[self->nsends].buf = frame;
+    self->nsends++;
+    return 1;
+}
+
 /* send(dest, header, segments) -> bool: False means "not eager-only: use Python". */
 static PyObject *Frames_send(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "send(dest, header, segments)"); return NULL; }
@@ -85,46 +100,23 @@ static PyObject *Frames_send(Frames *self, PyObject *const *args, Py_ssize_t nar
     if (dest == -1 && PyErr_Occurred()) return NULL;
     PyObject *header = args[1], *segs = args[2];
     if (!PyBytes_Check(header) || !PyList_Check(segs)) { PyErr_SetString(PyExc_TypeError, "header must be bytes, segments a list"); return NULL; }
-    Py_ssize_t nseg = PyList_GET_SIZE(segs), hlen = PyBytes_GET_SIZE(header);
+    Py_ssize_t nseg = PyList_GET_SIZE(segs);
     if (nseg > 16) Py_RETURN_FALSE;
     Py_buffer views[16];
-    Py_ssize_t total = 4 + 8 * nseg + hlen, got = 0;
-    PyObject *result = Py_False;
+    const char *ptrs[16];
+    Py_ssize_t lens[16], got = 0;
+    int sent = 0;
     for (; got < nseg; got++) {
-        if (PyObject_GetBuffer(PyList_GET_ITEM(segs, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { result = NULL; goto done; }
-        if (views[got].len >= self->threshold) { got++; goto done; }
-        total += views[got].len;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(segs, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; goto done; }
+        ptrs[got] = views[got].buf;
+        lens[got] = views[got].len;
+        if (lens[got] >= self->threshold) { got++; goto done; }
     }
-    if (total > self->capacity) goto done;
-    char *frame = PyMem_Malloc(total ? total : 1);
-    if (!frame) { PyErr_NoMemory(); result = NULL; goto done; }
-    uint16_t pre[2] = {(uint16_t)hlen, (uint16_t)nseg};
-    memcpy(frame, pre, 4);
-    char *p = frame + 4;
-    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)views[i].len << 1; memcpy(p, &w, 8); p += 8; }
-    memcpy(p, PyBytes_AS_STRING(header), hlen); p += hlen;
-    for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, views[i].buf, views[i].len); p += views[i].len; }
-    MPI_Request req;
-    if (check(MPI_Isend(frame, (int)total, MPI_BYTE, dest, FRAME_TAG, self->comm, &req), "MPI_Isend")) { PyMem_Free(frame); result = NULL; goto done; }
-    int flag = 0;
-    if (check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test")) { result = NULL; goto done; }
-    if (flag) PyMem_Free(frame);
-    else {
-        if (self->nsends == self->maxsends) {
-            PendingSend *more = PyMem_Realloc(self->sends, sizeof(PendingSend) * self->maxsends * 2);
-            if (!more) { PyErr_NoMemory(); result = NULL; goto done; }
-            self->sends = more;
-            self->maxsends *= 2;
-        }
-        self->sends[self->nsends].req = req;
-        self->sends[self->nsends].buf = frame;
-        self->nsends++;
-    }
-    result = Py_True;
+    sent = frames_send_inline(self, dest, PyBytes_AS_STRING(header), PyBytes_GET_SIZE(header), ptrs, lens, nseg);
 done:
     for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
-    Py_XINCREF(result);
-    return result;
+    if (sent < 0) return NULL;
+    return PyBool_FromLong(sent);
 }
 
 /* Split an eager-only frame (a bytearray) into (header, [segment views]) and deliver. */
@@ -161,19 +153,34 @@ fail:
     return -1;
 }
 
-/* poll(deliver, slow, stalled, arrived) -> number of frames received.
- * Eager-only frames from sources with nothing queued in Python are delivered at
- * once; every other frame goes to slow(source, bytearray) in arrival order. */
-static PyObject *Frames_poll(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "poll(deliver, slow, stalled, arrived)"); return NULL; }
-    PyObject *deliver = args[0], *slow = args[1], *stalled = args[2], *arrived = args[3];
+int frames_restart(Frames *self) {
+    return check(MPI_Start(&self->recv), "MPI_Start");
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Receive frames until none is waiting, or until the first one if `spin` seconds
+ * of waiting are allowed. Eager-only frames from sources with nothing queued in
+ * Python are delivered at once (entry-method calls through the compiled dispatch
+ * when it takes them); every other frame goes to slow(source, bytearray) in
+ * arrival order. Returns the number of frames received, or -1 with an error set. */
+static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *stalled, PyObject *arrived, double spin) {
     long count = 0;
-    if (self->nsends && complete_sends(self)) return NULL;
+    double deadline = spin > 0 ? now() + spin : 0;
+    unsigned tries = 0;
+    if (self->nsends && complete_sends(self)) return -1;
     while (self->active) {
         int flag = 0;
         MPI_Status st;
-        if (check(MPI_Test(&self->recv, &flag, &st), "MPI_Test")) return NULL;
-        if (!flag) break;
+        if (check(MPI_Test(&self->recv, &flag, &st), "MPI_Test")) return -1;
+        if (!flag) {
+            if (count || spin <= 0 || (++tries % 16 == 0 && now() > deadline)) break;
+            continue;
+        }
         int n = 0;
         MPI_Get_count(&st, MPI_BYTE, &n);
         int src = st.MPI_SOURCE;
@@ -185,27 +192,54 @@ static PyObject *Frames_poll(Frames *self, PyObject *const *args, Py_ssize_t nar
             memcpy(&w, self->rbuf + 4 + 8 * i, 8);
             if (w & 1) { eager = 0; break; }
         }
-        PyObject *key = PyLong_FromLong(src);
-        if (!key) return NULL;
-        int queued = (deliver == Py_None) || PyDict_Contains(stalled, key) || PyObject_Length(arrived) > 0;
-        if (queued < 0) { Py_DECREF(key); return NULL; }
+        int queued = deliver == Py_None;
+        PyObject *key = NULL;
+        if (!queued && (PyDict_GET_SIZE(stalled) || PyObject_Length(arrived) > 0)) {
+            key = PyLong_FromLong(src);
+            if (!key) return -1;
+            queued = PyDict_Contains(stalled, key) || PyObject_Length(arrived) > 0;
+            if (queued < 0) { Py_DECREF(key); return -1; }
+        }
+        count++;
+        if (eager && !queued && self->core) {
+            int done = core_deliver(self->core, self->rbuf, n, self);  /* restarts the receive itself */
+            if (done < 0) { Py_XDECREF(key); return -1; }
+            if (done) { Py_XDECREF(key); continue; }
+        }
         /* one copy out of the receive buffer, then restart the receive */
         PyObject *copy = PyByteArray_FromStringAndSize(self->rbuf, n);
-        if (!copy) { Py_DECREF(key); return NULL; }
-        if (check(MPI_Start(&self->recv), "MPI_Start")) { Py_DECREF(copy); Py_DECREF(key); return NULL; }
+        if (!copy) { Py_XDECREF(key); return -1; }
+        if (frames_restart(self)) { Py_DECREF(copy); Py_XDECREF(key); return -1; }
         int err = 0;
         if (eager && !queued) {
             err = deliver_frame(deliver, copy);
         } else {
-            PyObject *r = PyObject_CallFunctionObjArgs(slow, key, copy, NULL);
+            if (!key) key = PyLong_FromLong(src);
+            PyObject *r = key ? PyObject_CallFunctionObjArgs(slow, key, copy, NULL) : NULL;
             if (r) Py_DECREF(r); else err = -1;
         }
         Py_DECREF(copy);
-        Py_DECREF(key);
-        if (err) return NULL;
-        count++;
+        Py_XDECREF(key);
+        if (err) return -1;
     }
-    return PyLong_FromLong(count);
+    return count;
+}
+
+/* poll(deliver, slow, stalled, arrived) -> number of frames received. */
+static PyObject *Frames_poll(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "poll(deliver, slow, stalled, arrived)"); return NULL; }
+    long n = receive(self, args[0], args[1], args[2], args[3], 0.0);
+    return n < 0 ? NULL : PyLong_FromLong(n);
+}
+
+/* wait(deliver, slow, stalled, arrived, seconds): poll, spinning on MPI_Test for up to
+ * `seconds` until a frame comes (the idle loop of a PE that has its core to itself). */
+static PyObject *Frames_wait(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) { PyErr_SetString(PyExc_TypeError, "wait(deliver, slow, stalled, arrived, seconds)"); return NULL; }
+    double spin = PyFloat_AsDouble(args[4]);
+    if (spin == -1.0 && PyErr_Occurred()) return NULL;
+    long n = receive(self, args[0], args[1], args[2], args[3], spin);
+    return n < 0 ? NULL : PyLong_FromLong(n);
 }
 
 static PyObject *Frames_pending(Frames *self, PyObject *unused) {
@@ -226,14 +260,15 @@ static PyObject *Frames_close(Frames *self, PyObject *unused) {
 static PyMethodDef Frames_methods[] = {
     {"send", (PyCFunction)(void (*)(void))Frames_send, METH_FASTCALL, "send(dest, header, segments) -> bool (False: not eager-only)"},
     {"poll", (PyCFunction)(void (*)(void))Frames_poll, METH_FASTCALL, "poll(deliver, slow, stalled, arrived) -> frames received"},
+    {"wait", (PyCFunction)(void (*)(void))Frames_wait, METH_FASTCALL, "wait(deliver, slow, stalled, arrived, seconds) -> frames received"},
     {"pending", (PyCFunction)Frames_pending, METH_NOARGS, "number of eager sends still in flight"},
     {"close", (PyCFunction)Frames_close, METH_NOARGS, "cancel the standing receive"},
     {NULL}
 };
 
-static PyTypeObject FramesType = {
+PyTypeObject FramesType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shoal._native_frames.Frames",
+    .tp_name = "shoal._native.Frames",
     .tp_basicsize = sizeof(Frames),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Eager frames over one MPI communicator.",
@@ -243,14 +278,15 @@ static PyTypeObject FramesType = {
     .tp_methods = Frames_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native_frames", "shoal's compiled eager frame path", -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_shoal_native", "shoal's compiled per-message paths", -1, NULL};
 
-PyMODINIT_FUNC PyInit__native_frames(void) {
+PyMODINIT_FUNC PyInit__shoal_native(void) {
     if (import_mpi4py() < 0) return NULL;
     if (PyType_Ready(&FramesType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&FramesType);
     if (PyModule_AddObject(m, "Frames", (PyObject *)&FramesType) < 0) { Py_DECREF(&FramesType); Py_DECREF(m); return NULL; }
+    if (dispatch_init(m) < 0 || proxies_init(m) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

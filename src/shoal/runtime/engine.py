@@ -147,6 +147,14 @@ class Engine:
                 elif idle > spin:
                     nap = min(max(nap * 2, 2e-5), max_sleep)
                     time.sleep(nap)
+                elif len(rts) == 1:
+                    # spin inside the transport (on MPI_Test, if compiled), not round this loop
+                    rt = rts[0]
+                    budget = min(spin - idle, 1e-4)
+                    if rt.timers:
+                        budget = min(budget, rt.timers[0][0] - now)
+                    if budget > 0 and rt.wait(budget):
+                        self.idle_since = None
         finally:
             set_current(previous)
 

@@ -151,7 +151,7 @@ class Future:
     def get(self) -> Any:
         """Block the main program until the value arrives, and return it."""
         rt = current("Future.get()")
-        if rt.entry_depth:
+        if rt.counts.depth:
             raise BlockingCallError(
                 f"Future.get() called inside an entry method or async main (future created at "
                 f"{self.origin}); blocking would stop this PE. Make the method `async def` and use `await fut`."
@@ -258,18 +258,18 @@ class Task:
 
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:
         rt = self.rt
-        rt.entry_depth += 1
+        rt.counts.depth += 1
         try:
             awaited = self.coro.send(None) if throw is None else self.coro.throw(throw)
         except StopIteration as stop:
-            rt.entry_depth -= 1
+            rt.counts.depth -= 1
             self.on_done(stop.value, None)
             return
         except BaseException as exc:  # noqa: BLE001 - every error is reported by on_done
-            rt.entry_depth -= 1
+            rt.counts.depth -= 1
             self.on_done(None, exc)
             return
-        rt.entry_depth -= 1
+        rt.counts.depth -= 1
         if not isinstance(awaited, Future):
             self.coro.close()
             self.on_done(

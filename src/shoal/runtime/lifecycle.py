@@ -103,14 +103,14 @@ class Lifecycle:
         el.proxy = elem_cls(info, index)
         el.collection = coll_cls(info)
         cs.elements[index] = el
-        rt.entry_depth += 1
+        rt.counts.depth += 1
         try:
             el.__init__(*args)
         except BaseException as exc:  # noqa: BLE001
-            rt.entry_depth -= 1
+            rt.counts.depth -= 1
             rt.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
             return
-        rt.entry_depth -= 1
+        rt.counts.depth -= 1
         early = cs.early.pop(index, None)
         if early:
             for header, segments in early:

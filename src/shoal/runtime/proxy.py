@@ -16,7 +16,11 @@ from .collections import CollectionInfo
 from . import context
 from .context import current
 
-__all__ = ["Proxy", "ElementProxy", "CollectionProxy", "SectionProxy", "EntryRef", "proxy_classes"]
+__all__ = [
+    "Proxy", "ElementProxy", "CollectionProxy", "SectionProxy", "EntryRef", "proxy_classes", "use_native_entries",
+]
+
+_element_descriptor: Any = None  # the compiled entry descriptor, once a compiled core runs here
 
 
 class Proxy:
@@ -159,6 +163,8 @@ class EntryRef:
         return EntryRef(self.proxy, self.name, self.args + args)
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, BOUND_ENTRIES):
+            other = EntryRef(other.proxy, other.name)  # type: ignore[attr-defined]
         return isinstance(other, EntryRef) and (self.proxy, self.name, self.args) == (other.proxy, other.name, other.args)
 
     def __hash__(self) -> int:
@@ -209,6 +215,10 @@ class _BoundElementEntry(_BoundEntry):
             rt = current("calling an entry method")
         return rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret)  # type: ignore[arg-type]
 
+#: the types of ``proxy.method`` values (the compiled one too, once it is in use)
+BOUND_ENTRIES: tuple[type, ...] = (_BoundEntry,)
+
+
 class _EntryDescriptor:
     """Class attribute of a generated proxy class: binds an entry method to a proxy."""
 
@@ -225,17 +235,29 @@ class _EntryDescriptor:
         return self.bound(proxy, self.entry, self.name)
 
 
+def use_native_entries(descriptor: type, bound: type) -> None:
+    """Element proxy classes built from now on take their entry methods from ``descriptor``
+    (``EntryDescriptor(entry, name)`` of shoal's compiled module, which makes ``bound``)."""
+    global _element_descriptor, BOUND_ENTRIES
+    _element_descriptor = descriptor
+    if bound not in BOUND_ENTRIES:
+        BOUND_ENTRIES = (*BOUND_ENTRIES, bound)
+
+
 def proxy_classes(cls: type) -> tuple[type, type, type]:
     """The (element, collection, section) proxy classes of chare class ``cls``, built once."""
     made = cls.__dict__.get("_shoal_proxies")
     if made is None:
-        table = entry_table(cls)
+        names = entry_table(cls).names
+        native = _element_descriptor
+
+        def methods(bound: type) -> dict:
+            if bound is _BoundElementEntry and native is not None:
+                return {n: native(i, n) for i, n in enumerate(names)}
+            return {n: _EntryDescriptor(i, n, bound) for i, n in enumerate(names)}
+
         made = tuple(
-            type(
-                f"{base.__name__}[{cls.__qualname__}]",
-                (base,),
-                {"__slots__": (), **{n: _EntryDescriptor(i, n, bound) for i, n in enumerate(table.names)}},
-            )
+            type(f"{base.__name__}[{cls.__qualname__}]", (base,), {"__slots__": (), **methods(bound)})
             for base, bound in (
                 (ElementProxy, _BoundElementEntry),
                 (CollectionProxy, _BoundEntry),

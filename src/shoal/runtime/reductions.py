@@ -267,10 +267,11 @@ def _unpack_target(t: Any) -> Any:
 
 
 def _check_target(target: Any) -> Any:
-    from .proxy import EntryRef, _BoundEntry
+    from . import proxy
+    from .proxy import EntryRef
 
-    if isinstance(target, _BoundEntry):
-        return EntryRef(target.proxy, target.name)
+    if isinstance(target, proxy.BOUND_ENTRIES):
+        return EntryRef(target.proxy, target.name)  # type: ignore[attr-defined]
     if isinstance(target, (Future, EntryRef)):
         return target
     raise TypeError(

@@ -66,6 +66,21 @@ def _own(segments: list) -> list:
     return [segments[0], *[np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
 
 
+class Counts:
+    """A PE's message counters (for quiescence detection) and entry-call depth.
+
+    The compiled core (``transport.make_core``) has the same three fields and takes
+    this object's place, so its paths and the Python ones count together.
+    """
+
+    __slots__ = ("sent", "received", "depth")
+
+    def __init__(self) -> None:
+        self.sent = 0  # program messages sent
+        self.received = 0  # program messages received
+        self.depth = 0  # entry methods running now (nested): blocking calls are refused in them
+
+
 class Runtime:
     """Everything one PE knows, and the handlers that change it."""
 
@@ -89,11 +104,8 @@ class Runtime:
         self._next_fid = 1
         self._next_id = 16
         self._trees: dict[int, tree.Tree] = {}
-        self.entry_depth = 0
         self.pool_workers: Any = None  # the task pool's Group, made on first use
         self.suspended: set[Task] = set()
-        self.sent = 0  # program messages, for quiescence detection
-        self.received = 0
         self.stopped = False
         self.exit_requested = False
         self.exit_code = 0
@@ -117,6 +129,11 @@ class Runtime:
         self._poll = transport.poll  # bound once: step() runs millions of times
         self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver
+        core = transport.make_core(self)
+        self.counts: Counts = core or Counts()
+        #: ``core_send(proxy, kind, entry, aux, *args) -> bool``: the compiled send of one
+        #: message to an element (False: take the Python path); None without a compiled core
+        self.core_send = core.send if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -149,7 +166,7 @@ class Runtime:
     # -- sending -----------------------------------------------------------------
     def send_raw(self, dest: int, header: bytes, segments: list, coll: int) -> None:
         if coll != SYSTEM_ID:
-            self.sent += 1
+            self.counts.sent += 1
         if dest == self.pe:
             self.local.append((header, _own(segments)))
         elif self._send_eager is None or not self._send_eager(dest, header, segments):
@@ -173,7 +190,7 @@ class Runtime:
                 copies = _copy_plain_arrays(args)
                 if copies is not None:  # same PE, only arrays: no encoding, just copies
                     if proxy._info.id != SYSTEM_ID:
-                        self.sent += 1
+                        self.counts.sent += 1
                     self.local.append((None, (proxy._info.id, proxy._index, entry, copies)))
                     return None
         try:
@@ -200,10 +217,10 @@ class Runtime:
         else:
             dest = loc.route(proxy)
         if coll != SYSTEM_ID:
-            self.sent += 1
+            self.counts.sent += 1
         if dest == self.pe:
             self.local.append((header, _own(segments)))
-        else:
+        elif self._send_eager is None or not self._send_eager(dest, header, segments):
             self.transport.send(dest, header, segments)
 
     def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
@@ -274,7 +291,7 @@ class Runtime:
         kind, _, entry, src, aux, coll = fields[:6]
         index = fields[6:]
         if coll != SYSTEM_ID:
-            self.received += 1
+            self.counts.received += 1
         k = kind & KIND_MASK
         if k == 0 and not aux:
             cs = self.colls.get(coll)
@@ -282,14 +299,14 @@ class Runtime:
             if el is not None:
                 args, kwargs = decode_call(kind, segments)
                 fn = el._shoal_funcs[entry]  # run_entry, inlined: this is the per-message path
-                self.entry_depth += 1
+                self.counts.depth += 1
                 try:
                     r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
                 except BaseException as exc:  # noqa: BLE001
-                    self.entry_depth -= 1
+                    self.counts.depth -= 1
                     self._entry_failed(el, fn, exc, None)
                     return
-                self.entry_depth -= 1
+                self.counts.depth -= 1
                 if type(r) is CoroutineType:
                     self._start_task(el, fn, r, None)
                 return
@@ -306,7 +323,7 @@ class Runtime:
     def _deliver_direct(self, coll: int, index: tuple, entry: int, args: tuple) -> None:
         """A same-PE call whose arguments are array copies (see :meth:`invoke`)."""
         if coll != SYSTEM_ID:
-            self.received += 1
+            self.counts.received += 1
         cs = self.colls.get(coll)
         el = cs.elements.get(index) if cs is not None else None
         if el is not None:
@@ -369,14 +386,14 @@ class Runtime:
 
     def run_entry(self, el: Chare, entry: int, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
         fn = el._shoal_funcs[entry]
-        self.entry_depth += 1
+        self.counts.depth += 1
         try:
             r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
         except BaseException as exc:  # noqa: BLE001
-            self.entry_depth -= 1
+            self.counts.depth -= 1
             self._entry_failed(el, fn, exc, reply)
             return
-        self.entry_depth -= 1
+        self.counts.depth -= 1
         if type(r) is CoroutineType:
             self._start_task(el, fn, r, reply)
         elif reply is not None:
@@ -506,6 +523,11 @@ class Runtime:
         return lines
 
     # -- the scheduler step ------------------------------------------------------
+    def wait(self, seconds: float) -> bool:
+        """Nothing is ready here: receive, letting the transport wait up to ``seconds``
+        for the first message; True if anything arrived."""
+        return self.transport.wait(self._deliver_cb, seconds) > 0
+
     def step(self) -> bool:
         """Deliver what arrived, run what is ready; True if anything happened."""
         n = self._poll(self._deliver_cb)

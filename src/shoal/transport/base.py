@@ -58,6 +58,19 @@ class Transport(ABC):
     def poll(self, deliver: Deliver) -> int:
         """Deliver every message that has fully arrived; return how many."""
 
+    def wait(self, deliver: Deliver, seconds: float) -> int:
+        """:meth:`poll`, but a transport that can may wait up to ``seconds`` for a message
+        (an idle PE that has its core to itself); the default does not wait."""
+        return self.poll(deliver)
+
+    def make_core(self, runtime: Any) -> Any:
+        """Compiled per-message paths for ``runtime``, if this transport has them, else None.
+
+        The object has the counters ``sent``, ``received`` and ``depth`` that the
+        runtime otherwise keeps in a :class:`shoal.runtime.scheduler.Counts`.
+        """
+        return None
+
     @abstractmethod
     def barrier(self) -> None:
         """Block until every PE reached the barrier (start-up and shut-down only)."""

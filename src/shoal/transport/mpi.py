@@ -57,7 +57,11 @@ class MPITransport(Transport):
         self.frame_capacity = max(frame_capacity, rendezvous_threshold + 4096)
         # The compiled eager path (shoal/_native/frames.c) when it builds; this
         # module's Python code is the reference and the fallback.
-        self._native = _native_frames(self._frames, self.frame_capacity, rendezvous_threshold) if native else None
+        self._module = _native_module() if native else None
+        self._native = (
+            self._module.Frames(self._frames, self.frame_capacity, rendezvous_threshold) if self._module else None
+        )
+        self._core: Any = None
         #: ``send_eager(dest, header, segments) -> bool``: the compiled send of an eager-only
         #: message (False: not eager-only, use :meth:`send`); None without the compiled path.
         self.send_eager = self._native.send if self._native is not None else None
@@ -157,11 +161,25 @@ class MPITransport(Transport):
         for src in done:
             del self._stalled[src]
 
+    def make_core(self, runtime: Any) -> Any:
+        """The compiled per-message paths for ``runtime`` (None without the compiled module)."""
+        if self._module is None:
+            return None
+        from ..runtime.native_core import make_core
+
+        self._core = make_core(self._module, self._native, self, runtime)
+        return self._core
+
     def poll(self, deliver: Deliver) -> int:
+        return self.wait(deliver, 0.0)
+
+    def wait(self, deliver: Deliver, seconds: float) -> int:
         native = self._native
         if native is not None:
             n = self._deliver_arrived(deliver) if self._arrived else 0
-            n += native.poll(deliver, self._unpack, self._stalled, self._arrived)
+            if n or self._stalled or self._sends:
+                seconds = 0.0  # Python-side work to do: no spinning in C
+            n += native.wait(deliver, self._unpack, self._stalled, self._arrived, seconds)
         else:
             n = 0
             self._receive_frames()
@@ -202,6 +220,8 @@ class MPITransport(Transport):
 
     def close(self) -> None:
         self.barrier()
+        if self._core is not None:
+            self._core.detach()
         if self._native is not None:
             self._native.close()
         else:
@@ -232,18 +252,17 @@ def describe_library() -> dict[str, Any]:
     }
 
 
-def _native_frames(comm: MPI.Comm, capacity: int, threshold: int) -> Any:
-    from ..native import load_frames
+def _native_module() -> Any:
+    from ..native import load_native
 
-    module = load_frames()
-    return None if module is None else module.Frames(comm, capacity, threshold)
+    return load_native()
 
 
 def _native_status() -> str:
-    from ..native import frames_status, load_frames
+    from ..native import load_native, native_status
 
-    load_frames()
-    return frames_status()
+    load_native()
+    return native_status()
 
 
 def _abi_name() -> str:

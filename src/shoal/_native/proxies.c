@@ -1,0 +1,208 @@
+/* Element proxies' entry methods in C: runtime/proxy.py (_EntryDescriptor and
+ * _BoundElementEntry) is the reference.
+ *
+ * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
+ * without keywords, on a PE whose runtime has a compiled core, goes straight to
+ * core_send_call. Every other call (keywords, `ret=True`, a local element, no core)
+ * goes to the Python hook, which is what the Python bound entry does.
+ */
+#include "native.h"
+#include <structmember.h>
+
+static PyObject *context_globals; /* shoal.runtime.context's namespace: `_current` is the running runtime */
+static PyObject *str_current;
+static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs) */
+static PyObject *entry_ref;  /* proxy.EntryRef */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *proxy;
+    PyObject *name;
+    int entry;
+    vectorcallfunc vectorcall;
+} BoundEntry;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;
+    int entry;
+} EntryDescriptor;
+
+static PyTypeObject BoundEntryType, EntryDescriptorType;
+
+static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (!slow_call) { PyErr_SetString(PyExc_RuntimeError, "shoal._native proxies are not configured"); return NULL; }
+    PyObject *tuple = PyTuple_New(nargs), *kwargs = PyDict_New();
+    if (!tuple || !kwargs) { Py_XDECREF(tuple); Py_XDECREF(kwargs); return NULL; }
+    for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tuple, i, args[i]); }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+            Py_DECREF(tuple); Py_DECREF(kwargs); return NULL;
+        }
+    }
+    PyObject *entry = PyLong_FromLong(self->entry);
+    PyObject *r = entry ? PyObject_CallFunctionObjArgs(slow_call, self->proxy, entry, self->name, tuple, kwargs, NULL) : NULL;
+    Py_XDECREF(entry);
+    Py_DECREF(tuple);
+    Py_DECREF(kwargs);
+    return r;
+}
+
+static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && context_globals != NULL) {
+        PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
+        Core *core = rt ? core_for(rt) : NULL;
+        if (core) {
+            int r = core_send_call(core, self->proxy, self->entry, args, nargs);
+            if (r < 0) return NULL;
+            if (r) Py_RETURN_NONE;
+        } else if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return bound_call_slow(self, args, nargs, kwnames);
+}
+
+static void BoundEntry_dealloc(BoundEntry *self) {
+    Py_XDECREF(self->proxy);
+    Py_XDECREF(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *make_ref(BoundEntry *self, PyObject *args) {
+    if (!entry_ref) { PyErr_SetString(PyExc_RuntimeError, "shoal._native proxies are not configured"); return NULL; }
+    return args ? PyObject_CallFunctionObjArgs(entry_ref, self->proxy, self->name, args, NULL)
+                : PyObject_CallFunctionObjArgs(entry_ref, self->proxy, self->name, NULL);
+}
+
+/* bind(*args): a reduction target that calls this method with `args` before the result */
+static PyObject *BoundEntry_bind(BoundEntry *self, PyObject *args) {
+    return make_ref(self, args);
+}
+
+static PyObject *BoundEntry_reduce(BoundEntry *self, PyObject *unused) {
+    return Py_BuildValue("(O(OO))", entry_ref, self->proxy, self->name);
+}
+
+static PyObject *BoundEntry_richcompare(BoundEntry *self, PyObject *other, int op) {
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *ref = make_ref(self, NULL);
+    if (!ref) return NULL;
+    PyObject *r = PyObject_RichCompare(ref, other, op);
+    Py_DECREF(ref);
+    return r;
+}
+
+static Py_hash_t BoundEntry_hash(BoundEntry *self) {
+    PyObject *key = PyTuple_Pack(2, self->proxy, self->name);
+    if (!key) return -1;
+    Py_hash_t h = PyObject_Hash(key);
+    Py_DECREF(key);
+    return h;
+}
+
+static PyObject *BoundEntry_repr(BoundEntry *self) {
+    return PyUnicode_FromFormat("%R.%U", self->proxy, self->name);
+}
+
+static PyMethodDef BoundEntry_methods[] = {
+    {"bind", (PyCFunction)BoundEntry_bind, METH_VARARGS, "A reduction target that calls this method with args before the result."},
+    {"__reduce__", (PyCFunction)BoundEntry_reduce, METH_NOARGS, NULL},
+    {NULL}
+};
+
+static PyMemberDef BoundEntry_members[] = {
+    {"proxy", T_OBJECT, offsetof(BoundEntry, proxy), READONLY, "the element proxy"},
+    {"name", T_OBJECT, offsetof(BoundEntry, name), READONLY, "the entry method's name"},
+    {"entry", T_INT, offsetof(BoundEntry, entry), READONLY, "the entry method's id"},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(BoundEntry, vectorcall), READONLY},
+    {NULL}
+};
+
+static PyTypeObject BoundEntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.BoundEntry",
+    .tp_basicsize = sizeof(BoundEntry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "An entry method of one element: call it to send; use it as a reduction target.",
+    .tp_vectorcall_offset = offsetof(BoundEntry, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = (destructor)BoundEntry_dealloc,
+    .tp_richcompare = (richcmpfunc)BoundEntry_richcompare,
+    .tp_hash = (hashfunc)BoundEntry_hash,
+    .tp_repr = (reprfunc)BoundEntry_repr,
+    .tp_methods = BoundEntry_methods,
+    .tp_members = BoundEntry_members,
+};
+
+static int EntryDescriptor_init(EntryDescriptor *self, PyObject *args, PyObject *kw) {
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "iU", &self->entry, &name)) return -1;
+    Py_INCREF(name);
+    Py_XSETREF(self->name, name);
+    return 0;
+}
+
+static void EntryDescriptor_dealloc(EntryDescriptor *self) {
+    Py_XDECREF(self->name);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *EntryDescriptor_get(EntryDescriptor *self, PyObject *proxy, PyObject *owner) {
+    if (proxy == NULL || proxy == Py_None) { Py_INCREF(self); return (PyObject *)self; }
+    BoundEntry *b = PyObject_New(BoundEntry, &BoundEntryType);
+    if (!b) return NULL;
+    Py_INCREF(proxy);
+    Py_INCREF(self->name);
+    b->proxy = proxy;
+    b->name = self->name;
+    b->entry = self->entry;
+    b->vectorcall = (vectorcallfunc)bound_vectorcall;
+    return (PyObject *)b;
+}
+
+static PyMemberDef EntryDescriptor_members[] = {
+    {"entry", T_INT, offsetof(EntryDescriptor, entry), READONLY, "the entry method's id"},
+    {"name", T_OBJECT, offsetof(EntryDescriptor, name), READONLY, "the entry method's name"},
+    {NULL}
+};
+
+static PyTypeObject EntryDescriptorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.EntryDescriptor",
+    .tp_basicsize = sizeof(EntryDescriptor),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "EntryDescriptor(entry, name): an element proxy class's entry method.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)EntryDescriptor_init,
+    .tp_dealloc = (destructor)EntryDescriptor_dealloc,
+    .tp_descr_get = (descrgetfunc)EntryDescriptor_get,
+    .tp_members = EntryDescriptor_members,
+};
+
+/* configure_proxies(context_namespace, slow_call, EntryRef) */
+static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
+    PyObject *ns, *slow, *ref;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyDict_Type, &ns, &slow, &ref)) return NULL;
+    Py_INCREF(ns); Py_XSETREF(context_globals, ns);
+    Py_INCREF(slow); Py_XSETREF(slow_call, slow);
+    Py_INCREF(ref); Py_XSETREF(entry_ref, ref);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef proxies_functions[] = {
+    {"configure_proxies", configure_proxies, METH_VARARGS, "configure_proxies(context_namespace, slow_call, EntryRef)"},
+    {NULL}
+};
+
+int proxies_init(PyObject *m) {
+    if (!(str_current = PyUnicode_InternFromString("_current"))) return -1;
+    if (PyType_Ready(&BoundEntryType) < 0 || PyType_Ready(&EntryDescriptorType) < 0) return -1;
+    Py_INCREF(&BoundEntryType);
+    if (PyModule_AddObject(m, "BoundEntry", (PyObject *)&BoundEntryType) < 0) return -1;
+    Py_INCREF(&EntryDescriptorType);
+    if (PyModule_AddObject(m, "EntryDescriptor", (PyObject *)&EntryDescriptorType) < 0) return -1;
+    return PyModule_AddFunctions(m, proxies_functions);
+}

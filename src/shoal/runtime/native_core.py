@@ -1,0 +1,43 @@
+"""Wiring of the compiled per-message paths (``shoal/_native``) into one runtime.
+
+The compiled core sends entry-method calls from element proxies and delivers the
+ones it receives without entering Python; :mod:`shoal.runtime.scheduler` and
+:mod:`shoal.runtime.proxy` hold the Python code it shadows, which still handles
+every other case. Only the MPI transport has a core (``SHOAL_NATIVE=0`` turns it off).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from . import context, message
+from .collections import CollectionInfo, CollectionState
+from .location import Locations
+from .proxy import ElementProxy, EntryRef, use_native_entries
+
+if TYPE_CHECKING:
+    from .scheduler import Runtime
+
+__all__ = ["make_core", "slow_call"]
+
+
+def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
+    """An entry-method call the compiled path did not take (keywords, ``ret=True``, a
+    local element, a stale route): the Python path of :class:`_BoundElementEntry`."""
+    ret = kwargs.pop("ret", False) if kwargs else False
+    rt = context._current or context.current("calling an entry method")
+    return rt.invoke(proxy, entry, name, args, kwargs, ret)
+
+
+def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
+    """A ``Core`` of ``module`` serving ``rt`` over ``frames``; element proxies made from
+    now on use the compiled entry methods."""
+    core = module.Core(
+        frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
+        message.encode, pickle.loads, message._layouts, message._layout, transport.send,
+        ElementProxy, Locations, CollectionInfo, CollectionState,
+    )
+    module.configure_proxies(vars(context), slow_call, EntryRef)
+    use_native_entries(module.EntryDescriptor, module.BoundEntry)
+    return core
