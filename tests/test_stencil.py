@@ -31,7 +31,7 @@ from shoal.stencil import (
     where,
 )
 from shoal.stencil.interface import decompose, tile_bounds
-from shoal.stencil.nodes import Assign, Axis, Binary, Const, Read, digest, dumps, loads
+from shoal.stencil.nodes import Assign, Axis, Binary, Const, Read, Unary, digest, dumps, loads
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -671,3 +671,81 @@ def test_fast_math_is_opt_in_and_compiles_libm_calls():
     source, v = run_on(2, body)
     assert source is not None and "exp(" in source  # compiled (not the NumPy evaluator)
     assert np.allclose(v, np.exp(np.linspace(-1, 1, 40)) * 2.0, rtol=1e-14)
+
+
+# -- CUDA target ------------------------------------------------------------------------------
+def test_cuda_printer_output_compiles_with_nvcc(tmp_path, monkeypatch):
+    """Every kernel shape a program produces (statement groups, aliased statements with a
+    scratch box, strided boxes, float32, 1-3 axes, every reduction) prints as CUDA that
+    nvcc compiles with --fmad=false, and the PTX has no fused multiply-add. Compile-tested
+    only: this machine has no GPU."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shoal.stencil.build import CUDA_FLAGS, compile_kernel, find_nvcc
+    from shoal.stencil.printer_cuda import print_cuda_kernel
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
+
+    def body():
+        kernels = []
+        for shape in [(23,), (17, 13), (9, 7, 11)]:
+            g, _ = start(shape, np.random.default_rng(0), ghost_depth=2)
+            with np.errstate(all="ignore"):
+                program(g.u, g.v, g.w, len(shape))
+                grouped(g.u, g.v, g.w, len(shape))
+                for r in (norm(g.u - g.v), norm(g.u - g.v, np.inf), g.w.sum(), g.u.max(), g.v.min()):
+                    r.get()
+            kernels += [e.lowered.kernel for e in g._rec.statements.values() if e.source is not None]
+            kernels += [e.lowered.kernel for e in g._rec.reductions.values() if e.source is not None]
+        return kernels
+
+    kernels = run_on(1, body)
+    assert any(k.more for k in kernels) and any(k.scratch for k in kernels) and any(k.reduce for k in kernels)
+    assert {k.ndim for k in kernels} == {1, 2, 3} and any(max(k.steps) > 1 for k in kernels)
+    sources = [print_cuda_kernel(k, f"kernel {i}") for i, k in enumerate(kernels)]
+    with ThreadPoolExecutor(2) as pool:
+        paths = list(pool.map(lambda src: compile_kernel(src, device="cuda"), sources))
+    assert all(p.exists() and p.suffix == ".so" for p in paths)
+    assert "--fmad=false" in CUDA_FLAGS and "--use_fast_math" not in CUDA_FLAGS
+    src = tmp_path / "burgers.cu"
+    src.write_text(next(s for s, k in zip(sources, kernels) if k.more))
+    ptx = tmp_path / "burgers.ptx"
+    flags = [f for f in CUDA_FLAGS if f not in ("-Xcompiler", "-fPIC", "-shared", "-cudart", "shared")]
+    proc = subprocess.run([nvcc, *flags, "--ptx", str(src), "-o", str(ptx)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = ptx.read_text()
+    assert "mul.rn.f" in text and "fma." not in text and "mad." not in text
+
+
+def test_cuda_keeps_inexact_functions_on_numpy():
+    from shoal.stencil.analysis import numpy_only_reason
+
+    x = Read(0, (Axis(0, 1, 4, False),))
+    for op in ("sin", "cos"):
+        node = Unary(op, x)
+        assert numpy_only_reason(node, ["float64"]) is None  # glibc's, as NumPy's
+        assert numpy_only_reason(node, ["float64"], device="cuda") == f"{op} on float64"
+    assert numpy_only_reason(Unary("sqrt", x), ["float64"], device="cuda") is None  # IEEE on both
+
+
+def test_device_cuda_without_a_gpu_fails_clearly():
+    from shoal.stencil import DeviceError
+    from shoal.stencil.build import cuda_status
+
+    why = cuda_status()
+    if why is None:
+        pytest.skip("a CUDA device is present")
+
+    def body():
+        with pytest.raises(DeviceError) as info:
+            Grid((8, 8), device="cuda")
+        with pytest.raises(ValueError, match="device='gpu'"):
+            Grid((8, 8), device="gpu")
+        return str(info.value)
+
+    text = run_on(1, body)
+    assert "device='cuda' cannot run here: " + why in text and "device='cpu'" in text
+    assert text.startswith(HERE + ":") or "test_stencil.py:" in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .errors import (
     CompilerError,
+    DeviceError,
     GhostDepthError,
     GridBoundsError,
     ShapeError,
@@ -65,4 +66,5 @@ __all__ = [
     "GhostDepthError",
     "UnsupportedOperationError",
     "CompilerError",
+    "DeviceError",
 ]

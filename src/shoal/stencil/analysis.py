@@ -119,18 +119,22 @@ def dtype_of(node: Node, field_dtypes: Sequence[str]) -> str:
 #: C library's function for them (on x86-64 it has its own SIMD versions, which differ
 #: from libm in the last bit); without fast_math such statements run with NumPy.
 _NUMPY_ONLY = {("exp", "float64"), ("exp", "float32"), ("sin", "float32"), ("cos", "float32")}
+#: on a GPU, CUDA's double sin/cos are not glibc's either (up to 2 ulp apart)
+_NUMPY_ONLY_CUDA = _NUMPY_ONLY | {("sin", "float64"), ("cos", "float64")}
 #: exponents NumPy's ``**`` turns into exact operations (square, sqrt, reciprocal, ...)
 EXACT_POWERS = (2.0, 0.5, -1.0, 1.0, 0.0)
 
 
-def numpy_only_reason(node: Node, field_dtypes: Sequence[str], point: bool = False) -> str | None:
-    """Why ``node`` cannot be compiled bit-exactly, or None. ``point``: every axis is
-    indexed by an integer, so NumPy computes on scalars, and its scalar ``**`` is the C
-    library's pow (not the array fast paths: ``(-0.0) ** 0.5`` is +0.0 there)."""
+def numpy_only_reason(node: Node, field_dtypes: Sequence[str], point: bool = False, device: str = "cpu") -> str | None:
+    """Why ``node`` cannot be compiled bit-exactly (for ``device``), or None. ``point``:
+    every axis is indexed by an integer, so NumPy computes on scalars, and its scalar
+    ``**`` is the C library's pow (not the array fast paths: ``(-0.0) ** 0.5`` is +0.0
+    there)."""
+    only = _NUMPY_ONLY_CUDA if device == "cuda" else _NUMPY_ONLY
     for n in walk(node):
         if isinstance(n, Unary):
             dt = dtype_of(n, field_dtypes)
-            if (n.op, dt) in _NUMPY_ONLY:
+            if (n.op, dt) in only:
                 return f"{n.op} on {dt}"
         elif isinstance(n, Binary) and n.op == "pow":
             r = n.right

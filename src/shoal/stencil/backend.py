@@ -22,7 +22,7 @@ import numpy as np
 
 import shoal
 
-from .build import load_copy, load_kernel
+from .build import load_copy, load_kernel, managed_zeros
 from .interface import GridSpec, tile_bounds
 from .lowering import tile_box
 from .numpy_eval import run_reduction, run_statement
@@ -40,11 +40,13 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 _LINE = 64  # bytes: a cache line, and an AVX-512 vector
 
 
-def _aligned(local: tuple[int, ...], dtype: str, ghost: int) -> tuple[np.ndarray, np.ndarray]:
+def _aligned(local: tuple[int, ...], dtype: str, ghost: int,
+             zeros: Callable[[int, str], np.ndarray] = np.zeros) -> tuple[np.ndarray, np.ndarray]:
     """Zeros of shape ``local`` laid out for the kernels: the first owned point of every
     row (index ``ghost`` on the last axis) starts a cache line, and rows are padded to
     whole lines (all dtypes get the same row length in elements, so the kernels share one
-    set of strides). Returns the padded array and the view of shape ``local``.
+    set of strides). Returns the padded array and the view of shape ``local``;
+    ``zeros(count, dtype)`` allocates (CUDA managed memory for GPU tiles).
 
     Unaligned rows cost the vectorized kernels a split load or store on every vector:
     the Burgers kernel took 131 ms on rows of 8194 doubles, 105 ms aligned (8192² grid)."""
@@ -54,7 +56,7 @@ def _aligned(local: tuple[int, ...], dtype: str, ghost: int) -> tuple[np.ndarray
     width = local[-1]
     padded = width + lead if len(local) == 1 else -(-(width + 15) // 16) * 16
     rows = int(np.prod(local[:-1], dtype=np.int64))
-    flat = np.zeros(rows * padded + per, dtype=dt)
+    flat = zeros(rows * padded + per, dt.name)
     start = (-flat.ctypes.data % _LINE) // dt.itemsize
     raw = flat[start:start + rows * padded].reshape(*local[:-1], padded)
     return raw, raw[..., lead:lead + width]
@@ -83,7 +85,7 @@ class Tile(shoal.Chare):
         self.raw: list[np.ndarray] = []
         self.arrays: list[np.ndarray] = []
         for dt in spec.dtypes:
-            raw, view = _aligned(local, dt, g)
+            raw, view = _aligned(local, dt, g, managed_zeros if spec.device == "cuda" else np.zeros)
             self.raw.append(raw)
             self.arrays.append(view)
         self.copy_args: dict[tuple, tuple] = {}
@@ -234,7 +236,8 @@ class Tile(shoal.Chare):
                 run_statement(stmt, offsets, steps, arrays, tb)
 
             return _Prepared(box, run_numpy, steps, low.kernel.scratch)
-        fn = load_kernel(e.source, False, self.spec.fast_math, self.spec.cflags, where=f"{e.where}: ")
+        fn = load_kernel(e.source, False, self.spec.fast_math, self.spec.cflags, where=f"{e.where}: ",
+                         device=self.spec.device)
         scratch = None
         if low.kernel.scratch and box is not None:
             scratch = np.empty(int(np.prod([n for _, n in box])), dtype=low.kernel.target_dtype)
@@ -270,7 +273,7 @@ class Tile(shoal.Chare):
         if r.source is None:
             arrays, expr, offsets, kind = self.arrays, r.expr, r.offsets, r.kind
             return _Prepared(box, lambda tb: run_reduction(kind, expr, offsets, steps, arrays, tb), steps, False)
-        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags)
+        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags, device=self.spec.device)
         ptrs = self._ptrs(low.binding, None)
         strides = self.strides
         d = len(steps)

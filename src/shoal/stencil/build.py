@@ -1,6 +1,7 @@
-"""The build step: compile a kernel's C source once into a shared object, load it.
+"""The build step: compile a kernel's C (or CUDA) source once into a shared object, load it.
 
-This is the one place the stencil DSL runs a compiler. Objects are cached on disk
+This is the one place the stencil DSL runs a compiler (and, for ``device="cuda"``, the
+one place it calls the CUDA runtime: device checks and managed memory). Objects are cached on disk
 under ``<cache>/stencil/<hash>.so`` (``$SHOAL_CACHE_DIR``, else ``~/.cache/shoal``),
 keyed by the source, the compiler and its flags; PEs that need the same kernel at
 once wait on a file lock instead of all compiling. A failed compile raises
@@ -20,11 +21,14 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ..native import cache_dir
-from .errors import CompilerError
+from .errors import CompilerError, DeviceError
 from .printer_c import print_copy
 
-__all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status"]
+__all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
+           "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
@@ -86,12 +90,23 @@ def _object_key(source: str, cc: str, flags: Sequence[str]) -> str:
     return h.hexdigest()[:20]
 
 
-def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "") -> Path:
-    """The path of the shared object built from ``source`` (compiled now if not cached)."""
-    cc = find_compiler()
-    if cc is None:
-        raise CompilerError("no C compiler found: set CC or install gcc; or pass backend='numpy'")
-    flags = [*BASE_FLAGS, *(FAST_FLAGS if fast_math else ()), *extra_flags]
+def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "",
+                   device: str = "cpu") -> Path:
+    """The path of the shared object built from ``source`` (compiled now if not cached);
+    ``device="cuda"``: ``source`` is CUDA, built with nvcc."""
+    if device == "cuda":
+        cc = find_nvcc()
+        if cc is None:
+            raise CompilerError("device='cuda' needs nvcc: set NVCC or put nvcc on PATH")
+        flags = [*CUDA_FLAGS, *(CUDA_FAST_FLAGS if fast_math else ()), *extra_flags]
+        suffix = "cu"
+    else:
+        found = find_compiler()
+        if found is None:
+            raise CompilerError("no C compiler found: set CC or install gcc; or pass backend='numpy'")
+        cc = found
+        flags = [*BASE_FLAGS, *(FAST_FLAGS if fast_math else ()), *extra_flags]
+        suffix = "c"
     folder = cache_dir() / "stencil"
     folder.mkdir(parents=True, exist_ok=True)
     key = _object_key(source, cc, flags)
@@ -102,16 +117,16 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists():
             return target
-        src = folder / f"{key}.c"
+        src = folder / f"{key}.{suffix}"
         src.write_text(source)
         tmp = folder / f"{key}.{os.getpid()}.tmp.so"
         cmd = [cc, *flags, str(src), "-o", str(tmp), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            kept = folder / f"{key}.failed.c"
+            kept = folder / f"{key}.failed.{suffix}"
             os.replace(src, kept)
             raise CompilerError(
-                f"{where}the C compiler failed on the kernel generated for this statement "
+                f"{where}the {'CUDA' if device == 'cuda' else 'C'} compiler failed on the kernel generated for this statement "
                 f"(exit code {proc.returncode}):\n  $ {' '.join(cmd)}\n{(proc.stderr or proc.stdout).strip()}\n"
                 f"generated source saved in {kept}"
             )
@@ -119,19 +134,105 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
     return target
 
 
-def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "") -> Callable:
-    """The kernel function of ``source`` (built and loaded once per process)."""
+def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "",
+                device: str = "cpu") -> Callable:
+    """The kernel function of ``source`` (built and loaded once per process).
+
+    A CUDA kernel's function checks the device's error after each call and raises
+    :class:`DeviceError` with it."""
     memo = source if not extra_flags else source + "\0" + "\0".join(extra_flags)
     fn = _loaded.get(memo)
     if fn is None:
-        path = compile_kernel(source, fast_math, extra_flags, where)
+        path = compile_kernel(source, fast_math, extra_flags, where, device)
         lib = ctypes.CDLL(str(path))
-        fn = lib.shoal_reduce if reduce else lib.shoal_kernel
+        raw = lib.shoal_reduce if reduce else lib.shoal_kernel
         long_p = ctypes.POINTER(ctypes.c_long)
-        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
-        fn.restype = ctypes.c_double if reduce else None
+        raw.argtypes = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
+        raw.restype = ctypes.c_double if reduce else None
+        fn = raw
+        if device == "cuda":
+            fn = _checked(raw, lib, where)
         _loaded[memo] = fn
     return fn
+
+
+def _checked(raw: Callable, lib: ctypes.CDLL, where: str) -> Callable:
+    error = lib.shoal_error
+    error.argtypes = []
+    error.restype = ctypes.c_char_p
+
+    def call(*args: object) -> object:
+        out = raw(*args)
+        text = error()
+        if text:
+            raise DeviceError(f"{where}CUDA error in a generated kernel: {text.decode()}")
+        return out
+
+    return call
+
+
+# -- CUDA -----------------------------------------------------------------------------------
+#: no fused multiply-add; IEEE division and square root (nvcc's defaults, spelled out)
+CUDA_FLAGS = ("-O3", "--fmad=false", "-prec-div=true", "-prec-sqrt=true", "-ftz=false",
+              "-Xcompiler", "-fPIC", "-shared", "-cudart", "shared", "-diag-suppress", "177")
+CUDA_FAST_FLAGS = ("--use_fast_math",)
+
+
+def find_nvcc() -> str | None:
+    """The CUDA compiler: ``$NVCC``, else nvcc on PATH or in /usr/local/cuda/bin."""
+    for name in (os.environ.get("NVCC"), "nvcc", "/usr/local/cuda/bin/nvcc"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _cudart() -> ctypes.CDLL | None:
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                 "/usr/local/cuda/lib64/libcudart.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def cuda_status() -> str | None:
+    """Why CUDA kernels cannot run in this process, or None if they can: nvcc, the CUDA
+    runtime library, and at least one device it can see are all needed."""
+    if find_nvcc() is None:
+        return "nvcc was not found (set NVCC or put it on PATH)"
+    rt = _cudart()
+    if rt is None:
+        return "the CUDA runtime library (libcudart.so) was not found"
+    count = ctypes.c_int(0)
+    code = rt.cudaGetDeviceCount(ctypes.byref(count))
+    if code != 0:
+        rt.cudaGetErrorString.restype = ctypes.c_char_p
+        return f"cudaGetDeviceCount failed: {rt.cudaGetErrorString(code).decode()} (error {code})"
+    if count.value < 1:
+        return "the CUDA runtime sees no device"
+    return None
+
+
+def managed_zeros(count: int, dtype: str) -> np.ndarray:
+    """``count`` zeros of ``dtype`` in CUDA managed memory (reachable from host and GPU);
+    freed when the array is."""
+    import weakref
+
+    rt = _cudart()
+    if rt is None:
+        raise DeviceError("the CUDA runtime library (libcudart.so) was not found")
+    nbytes = max(1, count * np.dtype(dtype).itemsize)
+    ptr = ctypes.c_void_p()
+    code = rt.cudaMallocManaged(ctypes.byref(ptr), ctypes.c_size_t(nbytes), ctypes.c_uint(1))
+    if code != 0 or not ptr.value:
+        raise DeviceError(f"cudaMallocManaged of {nbytes} bytes failed (error {code})")
+    rt.cudaMemset(ptr, 0, ctypes.c_size_t(nbytes))
+    rt.cudaDeviceSynchronize()
+    buf = (ctypes.c_uint8 * nbytes).from_address(ptr.value)
+    weakref.finalize(buf, rt.cudaFree, ctypes.c_void_p(ptr.value))
+    return np.frombuffer(memoryview(buf), dtype=dtype, count=count)
 
 
 _copies: dict[tuple, tuple[Callable, Callable]] = {}

@@ -10,7 +10,7 @@ from ..errors import ShoalError
 
 __all__ = [
     "StencilError", "ShapeError", "GridBoundsError", "GhostDepthError",
-    "UnsupportedOperationError", "CompilerError", "user_location",
+    "UnsupportedOperationError", "CompilerError", "DeviceError", "user_location",
 ]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -38,6 +38,10 @@ class UnsupportedOperationError(StencilError, TypeError):
 
 class CompilerError(StencilError):
     """The C compiler rejected a generated kernel (its message and the saved source)."""
+
+
+class DeviceError(StencilError):
+    """``device="cuda"`` without a usable GPU, or a CUDA error in a generated kernel."""
 
 
 def user_location(depth: int = 1) -> tuple[str, int, str]:

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import ShapeError, StencilError, UnsupportedOperationError, at_user, user_location
+from .errors import DeviceError, ShapeError, StencilError, UnsupportedOperationError, at_user, user_location
 from .expr import Condition, Expr, Field, Reduction, _operand, index_axes
 from .interface import GridSpec, Interface, connect
 from .nodes import DTYPES, Assign, Read
@@ -64,6 +64,7 @@ class Stencil:
         cflags: Sequence[str] = (),
         max_inflight: int = 2,
         frontend_tiles: bool = True,
+        device: str = "cpu",
     ) -> Any:
         """Create the grid's fields on the backend; returns the field handles.
 
@@ -74,7 +75,9 @@ class Stencil:
         ``fast_math``: let the compiler reorder floating-point math (results may then
         differ from NumPy in the last bits); ``interface``: the backend to use (None:
         the PEs of this job); ``frontend_tiles=False``: with several PEs, keep PE 0 for
-        the frontend and put the tiles on the other PEs only.
+        the frontend and put the tiles on the other PEs only; ``device="cuda"``: run the
+        compiled statements as CUDA kernels on tiles in managed memory (needs a GPU, the
+        CUDA runtime and nvcc; raises :class:`DeviceError` otherwise).
         """
         shape = (int(n), int(n)) if isinstance(n, (int, np.integer)) else tuple(int(s) for s in n)
         if not 1 <= len(shape) <= 3 or any(s < 1 for s in shape):
@@ -87,15 +90,26 @@ class Stencil:
             raise at_user(ValueError, f"odf={odf} must be at least 1")
         if backend not in ("auto", "c", "numpy"):
             raise at_user(ValueError, f"backend={backend!r}: use 'auto', 'c' or 'numpy'")
+        if device not in ("cpu", "cuda"):
+            raise at_user(ValueError, f"device={device!r}: use 'cpu' or 'cuda'")
+        if device == "cuda":
+            from .build import cuda_status
+
+            why = cuda_status()
+            if why is not None:
+                raise at_user(DeviceError, f"device='cuda' cannot run here: {why}; "
+                              "use device='cpu' (the default)")
+            if backend == "numpy":
+                raise at_user(ValueError, "device='cuda' runs compiled kernels: it needs backend='auto' or 'c'")
         names, dtypes = _field_table(fields, num_fields, dtype)
         self.shape = shape
         self.ghost_depth = ghost_depth
         self.backend_freq = backend_freq
         self._fields = [Field(self, i, nm, dt) for i, (nm, dt) in enumerate(zip(names, dtypes))]
-        self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags)
+        self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags, device)
         self._iface = connect(interface)
         spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles,
-                        self._rec.backend)
+                        self._rec.backend, device)
         self._handle = self._iface.create(spec)
         self._steps: list[Step] = []
         self._items: list = []
@@ -118,7 +132,8 @@ class Stencil:
 
     def describe(self) -> str:
         """The tiles, PEs and backend of this stencil, in one line."""
-        return f"{self._iface.describe(self._handle)}; statements run with {'C kernels' if self.backend == 'c' else 'NumPy'}"
+        kernels = "CUDA kernels" if self._rec.device == "cuda" else "C kernels"
+        return f"{self._iface.describe(self._handle)}; statements run with {kernels if self.backend == 'c' else 'NumPy'}"
 
     # -- statements -----------------------------------------------------------------
     def _assign(self, field: Field, idx: Any, value: Any) -> None:

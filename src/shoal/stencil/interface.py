@@ -28,6 +28,7 @@ class GridSpec(NamedTuple):
     cflags: tuple[str, ...] = ()
     frontend_tiles: bool = True  # PE 0 (the frontend's PE) hosts tiles too
     backend: str = "c"  # "c": halos are packed by generated C too; "numpy": NumPy only
+    device: str = "cpu"  # "cuda": tiles in managed memory, statements as CUDA kernels
 
 
 class BatchResult(NamedTuple):

@@ -24,6 +24,7 @@ from .build import compiler_status, find_compiler, load_kernel
 from .lowering import Lowered, lower_group, lower_reduction, lower_statement
 from .nodes import Assign, Node, dumps, reads
 from .printer_c import print_kernel
+from .printer_cuda import print_cuda_kernel
 
 __all__ = ["StatementEntry", "ReductionEntry", "Check", "Step", "Loop", "Batch", "Recorder"]
 
@@ -111,13 +112,15 @@ class Recorder:
     """The frontend's record of a stencil program (no data, no backend)."""
 
     def __init__(self, field_names: list[str], field_dtypes: list[str], ndim: int, ghost_depth: int,
-                 backend: str, fast_math: bool, cflags: Sequence[str]):
+                 backend: str, fast_math: bool, cflags: Sequence[str], device: str = "cpu"):
         self.names = field_names
         self.dtypes = field_dtypes
         self.ndim = ndim
         self.ghost = ghost_depth
         self.fast_math = fast_math
         self.cflags = tuple(cflags)
+        self.device = device
+        self.printer = print_cuda_kernel if device == "cuda" else print_kernel
         if backend == "auto":
             backend = "c" if find_compiler() else "numpy"
             if backend == "numpy":
@@ -151,11 +154,11 @@ class Recorder:
     def _entry(self, stmt: Assign, info: StatementInfo, where: str) -> StatementEntry:
         lowered = lower_statement(stmt, info, self.dtypes, self.fast_math)
         point = all(a.squeezed for a in stmt.target.axes)
-        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes, point)
+        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes, point, self.device)
         source = None
         if self.backend == "c" and reason is None:
-            source = print_kernel(lowered.kernel, where.replace("*/", "* /"))
-            load_kernel(source, False, self.fast_math, self.cflags, where=f"{where}: ")  # errors surface here
+            source = self.printer(lowered.kernel, where.replace("*/", "* /"))
+            self._build(source, False, where)  # errors surface here
         accesses = tuple((r.field, off) for r, off in zip(reads(stmt.value), info.offsets))
         return StatementEntry(len(self.statements), stmt, info.offsets, lowered, source, where, reason,
                               accesses, (), info)
@@ -269,8 +272,8 @@ class Recorder:
         if entry is None:
             lowered = lower_group([e.stmt for e in run], [e.info for e in run], self.dtypes, self.fast_math)
             where = " | ".join(e.where for e in run)
-            source = print_kernel(lowered.kernel, where.replace("*/", "* /"))
-            load_kernel(source, False, self.fast_math, self.cflags, where=f"{where}: ")
+            source = self.printer(lowered.kernel, where.replace("*/", "* /"))
+            self._build(source, False, where)
             accesses = tuple(a for e in run for a in e.accesses)
             entry = StatementEntry(len(self.statements), run[0].stmt, (), lowered, source, where, None,
                                    accesses, tuple(e.sid for e in run), None)
@@ -292,16 +295,20 @@ class Recorder:
         entry = self.reductions.get(key)
         if entry is None:
             lowered = lower_reduction(kind, expr, base.axes, info.offsets, self.dtypes, self.fast_math)
-            reason = None if self.fast_math else numpy_only_reason(expr, self.dtypes)
+            reason = None if self.fast_math else numpy_only_reason(expr, self.dtypes, device=self.device)
             source = None
             if self.backend == "c" and reason is None:
-                source = print_kernel(lowered.kernel, f"{kind} {where}".replace("*/", "* /"))
-                load_kernel(source, True, self.fast_math, self.cflags, where=f"{where}: ")
+                source = self.printer(lowered.kernel, f"{kind} {where}".replace("*/", "* /"))
+                self._build(source, True, where)
             entry = ReductionEntry(len(self.reductions), kind, expr, info.offsets, lowered, source, finish)
             self.reductions[key] = entry
             self.unsent_reductions.append(entry)
         self._exchanges_for(tuple(zip((r.field for r in rs), offsets)))
         return entry
+
+    def _build(self, source: str, reduce: bool, where: str) -> None:
+        """Compile (and load) a kernel now, so that a compiler error names the statement."""
+        load_kernel(source, reduce, self.fast_math, self.cflags, where=f"{where}: ", device=self.device)
 
     def take_unsent(self) -> tuple[tuple, tuple]:
         s, r = tuple(self.unsent), tuple(self.unsent_reductions)
