@@ -39,6 +39,8 @@ from .metg import POOLS, Metg, Point, Run, curve, metg, metg_ci, parse_reports
 __all__ = ["main", "sweep_values", "plan", "build_parser"]
 
 _PROG = "shoal bench metg"
+#: seconds a timed-out job gets to stop its workers after SIGTERM, before SIGKILL
+_GRACE = 30.0
 _SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask", "ray")
 
 
@@ -98,16 +100,24 @@ def _job(system: str, args: argparse.Namespace, width: int, graph: list[str], it
         cmd += ["--mpiexec", args.mpiexec]
     cmd += [*graph, "-width", str(width), "-iter", str(iters[0]), "--iter-sweep", ",".join(map(str, iters))]
     env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise MetgError(f"{system}: the job took more than {args.timeout:g} s: {' '.join(cmd)}") from None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            # SIGTERM first: a killed Ray driver leaves Ray's agent processes behind
+            proc.terminate()
+            try:
+                proc.communicate(timeout=_GRACE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise MetgError(f"{system}: the job took more than {args.timeout:g} s: {' '.join(cmd)}") from None
     if proc.returncode != 0:
-        raise MetgError(f"{system}: the job failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr.strip()[-3000:]}")
-    runs = parse_reports(proc.stdout)
+        raise MetgError(f"{system}: the job failed (exit {proc.returncode}): {' '.join(cmd)}\n{stderr.strip()[-3000:]}")
+    runs = parse_reports(stdout)
     if [r.iterations for r in runs] != list(iters):
         raise MetgError(f"{system}: expected reports for -iter {list(iters)}, got {[r.iterations for r in runs]}")
-    _job.last_stdout = proc.stdout  # type: ignore[attr-defined]
+    _job.last_stdout = stdout  # type: ignore[attr-defined]
     return runs
 
 
