@@ -28,6 +28,8 @@ __all__ = ["main", "run", "instance"]
 
 #: outputs are small and owned by the driver; Ray accepts no less than 75 MB
 _OBJECT_STORE_BYTES = 200 << 20
+#: outputs fetched at a time when looking for failed tasks after a run
+_CHECK_CHUNK = 1024
 
 
 def run(app: App, task: Any) -> float:
@@ -54,7 +56,8 @@ def _raise_failures(refs: list[Any]) -> None:
     from ray.exceptions import RayTaskError
 
     try:
-        ray.get(refs)
+        for i in range(0, len(refs), _CHECK_CHUNK):  # in chunks: outputs may be large
+            ray.get(refs[i : i + _CHECK_CHUNK])
         return
     except RayTaskError:
         pass
