@@ -13,6 +13,7 @@ from .errors import (
     ShoalError,
 )
 from .pool import Executor
+from .runtime.attach import attach, detach
 from .runtime.channels import Channel
 from .runtime.chare import Chare
 from .runtime.collections import Array, Group
@@ -27,6 +28,8 @@ __version__ = "0.1.0"
 __all__ = [
     "start",
     "run",
+    "attach",
+    "detach",
     "exit",
     "my_pe",
     "num_pes",
