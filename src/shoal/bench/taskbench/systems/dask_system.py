@@ -31,8 +31,9 @@ def run(app: App, client: Any) -> float:
         started = time.perf_counter()
         futures: list[Any] = []
         for g, gf in zip(app.graphs, graphs):
-            futures += submit_graph(g, lambda t, p, inputs: client.submit(
-                run_task, gf, app.corrupt, t, p, *inputs, pure=False, key=f"taskbench-{r}-{g.graph_index}-{t}-{p}"))
+            prefix = f"taskbench-{r}-{g.graph_index}"
+            futures += submit_graph(g, lambda t, p, *inputs, gf=gf, prefix=prefix: client.submit(
+                run_task, gf, app.corrupt, t, p, *inputs, pure=False, key=f"{prefix}-{t}-{p}"))
         wait(futures)
         for f in futures:
             if f.status == "error":

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Iterator, TextIO
 
 from ..app import App
@@ -42,7 +43,7 @@ def run(app: App, task: Any) -> float:
         started = time.perf_counter()
         refs: list[Any] = []
         for g, gref in zip(app.graphs, graphs):
-            refs += submit_graph(g, lambda t, p, inputs: task.remote(gref, app.corrupt, t, p, *inputs))
+            refs += submit_graph(g, partial(task.remote, gref, app.corrupt))
         ray.wait(refs, num_returns=len(refs), fetch_local=False)
         elapsed = time.perf_counter() - started
         _raise_failures(refs)

@@ -39,13 +39,13 @@ def run_task(g: TaskGraph, corrupt: tuple[int, int] | None, t: int, p: int, *inp
     return runner.output.copy()
 
 
-def submit_graph(g: TaskGraph, submit: Callable[[int, int, list[F]], F]) -> list[F]:
-    """Every task of ``g`` as ``submit(t, p, producer_futures)``, row by row; the futures in order."""
+def submit_graph(g: TaskGraph, submit: Callable[..., F]) -> list[F]:
+    """Every task of ``g`` as ``submit(t, p, *producer_futures)``, row by row; the futures in order."""
     futures: list[F] = []
     last: dict[int, F] = {}
     for t in range(g.timesteps):
         off = g.offset_at_timestep(t)
-        row = {p: submit(t, p, [last[q] for q in g.inputs(t, p)]) for p in range(off, off + g.width_at_timestep(t))}
+        row = {p: submit(t, p, *(last[q] for q in g.inputs(t, p))) for p in range(off, off + g.width_at_timestep(t))}
         futures.extend(row.values())
         last = row
     return futures
