@@ -27,7 +27,8 @@ from .task_futures import run_task, submit_graph
 
 __all__ = ["main", "run", "instance"]
 
-#: outputs are small and owned by the driver; Ray accepts no less than 75 MB
+#: outputs of the default 16 B stay in the driver's memory, not here; larger ones that do
+#: not fit spill to disk. Ray accepts no less than 75 MiB.
 _OBJECT_STORE_BYTES = 200 << 20
 #: outputs fetched at a time when looking for failed tasks after a run
 _CHECK_CHUNK = 1024
