@@ -749,3 +749,54 @@ def test_device_cuda_without_a_gpu_fails_clearly():
     text = run_on(1, body)
     assert "device='cuda' cannot run here: " + why in text and "device='cpu'" in text
     assert text.startswith(HERE + ":") or "test_stencil.py:" in text
+
+
+# -- the kernel cache ---------------------------------------------------------------------------
+def test_kernel_cache_evicts_least_recently_used(tmp_path, monkeypatch):
+    from shoal.stencil import build
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "stencil"
+    folder.mkdir()
+    for i, key in enumerate(["old", "mid", "new"]):
+        for ext in (".so", ".c", ".lock"):
+            (folder / (key + ext)).write_bytes(b"x" * (1000 if ext == ".so" else 10))
+        os.utime(folder / f"{key}.so", (1000 + i, 1000 + i))
+    (folder / "gone.123.tmp.so").write_bytes(b"x" * 5)  # a killed compile's leftover
+    os.utime(folder / "gone.123.tmp.so", (10, 10))
+    assert build.cache_usage() == (4, 3 * 1020 + 5)
+    assert build.prune_cache(limit=2100, keep_recent=0) == (2, 1025)
+    assert sorted(p.name for p in folder.iterdir()) == ["mid.c", "mid.lock", "mid.so", "new.c", "new.lock", "new.so"]
+    os.utime(folder / "new.so")  # used just now: the automatic bound spares it
+    assert build.prune_cache(limit=0) == (1, 1020)
+    assert build.clear_cache() == (1, 1020) and not any(folder.iterdir())
+
+
+def test_kernel_cache_marks_use_and_rebuilds_an_evicted_object(tmp_path, monkeypatch):
+    from shoal.stencil import build
+
+    if build.find_compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    source = "double shoal_reduce(void **p, const long *b, const long *n, const long *s) { return 42.0; }\n"
+    path = build.compile_kernel(source)
+    os.utime(path, (1000, 1000))
+    lib = build._open(source, False, (), "", "cpu")
+    assert path.stat().st_mtime > 1000 and lib.shoal_reduce  # marked used
+    assert build.clear_cache()[0] == 1 and not path.exists()
+    assert build._open(source, False, (), "", "cpu").shoal_reduce and path.exists()  # rebuilt
+
+
+def test_shoal_cache_command(tmp_path, monkeypatch, capsys):
+    from shoal.cli import main
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    (tmp_path / "stencil").mkdir()
+    (tmp_path / "stencil" / "k.so").write_bytes(b"x" * 2048)
+    assert main(["cache"]) == 0
+    assert "1 kernels" in capsys.readouterr().out
+    assert main(["cache", "prune", "--max-mb", "1"]) == 0
+    assert "removed 0" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert "removed 1 kernels" in out and "0 kernels" in out

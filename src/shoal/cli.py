@@ -1,4 +1,4 @@
-"""The ``shoal`` command: ``run``, ``info``, and ``shoal prog.py`` under any launcher.
+"""The ``shoal`` command: ``run``, ``info``, ``cache``, and ``shoal prog.py`` under any launcher.
 
 ``shoal run -n N prog.py`` starts N PEs itself (``mpiexec`` for the MPI transport, or
 one process for ``--transport inproc``); ``python -m shoal prog.py`` is what each PE
@@ -19,7 +19,7 @@ from .transport import TRANSPORTS
 
 __all__ = ["main", "find_mpiexec", "launch_mpi", "OptionParser"]
 
-_COMMANDS = ("run", "info", "bench")
+_COMMANDS = ("run", "info", "bench", "cache")
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -33,7 +33,7 @@ class OptionParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = OptionParser(prog="shoal", description="Run shoal programs and inspect the installation.")
-    sub = p.add_subparsers(dest="command", metavar="{run,info,bench} | PROGRAM.py", parser_class=OptionParser)
+    sub = p.add_subparsers(dest="command", metavar="{run,info,bench,cache} | PROGRAM.py", parser_class=OptionParser)
     run = sub.add_parser("run", help="start a job of N PEs running a program")
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
     run.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
     info = sub.add_parser("info", help="versions, MPI library, transport settings")
     info.add_argument("--transport", choices=TRANSPORTS, default="mpi")
+    cache = sub.add_parser("cache", help="the stencil kernel cache: info, prune, clear")
+    cache.add_argument("action", choices=("info", "prune", "clear"), nargs="?", default="info")
+    cache.add_argument("--max-mb", type=float, default=None, help="prune: keep at most this many MB (default 512)")
     return p
 
 
@@ -127,6 +130,22 @@ def _info(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cache(ns: argparse.Namespace) -> int:
+    from .native import cache_dir
+    from .stencil.build import CACHE_LIMIT, cache_usage, clear_cache, prune_cache
+
+    if ns.action == "clear":
+        n, freed = clear_cache()
+        print(f"removed {n} kernels ({freed / 2**20:.1f} MB)")
+    elif ns.action == "prune":
+        limit = CACHE_LIMIT if ns.max_mb is None else int(ns.max_mb * 2**20)
+        n, freed = prune_cache(limit, keep_recent=0)
+        print(f"removed {n} least recently used kernels ({freed / 2**20:.1f} MB)")
+    n, size = cache_usage()
+    print(f"{cache_dir() / 'stencil'}: {n} kernels, {size / 2**20:.1f} MB (bound {CACHE_LIMIT / 2**20:.0f} MB)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":
@@ -144,5 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(ns)
     if ns.command == "info":
         return _info(ns)
+    if ns.command == "cache":
+        return _cache(ns)
     _parser().print_help()
     return 2

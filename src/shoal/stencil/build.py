@@ -28,7 +28,8 @@ from .errors import CompilerError, DeviceError
 from .printer_c import print_copy
 
 __all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
-           "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros"]
+           "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros", "CACHE_LIMIT", "cache_usage",
+           "prune_cache", "clear_cache"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
@@ -131,7 +132,21 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
                 f"generated source saved in {kept}"
             )
         os.replace(tmp, target)
+    _prune_once()
     return target
+
+
+def _open(source: str, fast_math: bool, extra_flags: Sequence[str], where: str, device: str) -> ctypes.CDLL:
+    """Build (or find) and load the object of ``source``; mark it used (the cache
+    evicts the least recently used). An object evicted between the two is rebuilt."""
+    path = compile_kernel(source, fast_math, extra_flags, where, device)
+    try:
+        os.utime(path)
+        return ctypes.CDLL(str(path))
+    except OSError:
+        if path.exists():
+            raise
+        return ctypes.CDLL(str(compile_kernel(source, fast_math, extra_flags, where, device)))
 
 
 def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "",
@@ -143,8 +158,7 @@ def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags:
     memo = source if not extra_flags else source + "\0" + "\0".join(extra_flags)
     fn = _loaded.get(memo)
     if fn is None:
-        path = compile_kernel(source, fast_math, extra_flags, where, device)
-        lib = ctypes.CDLL(str(path))
+        lib = _open(source, fast_math, extra_flags, where, device)
         raw = lib.shoal_reduce if reduce else lib.shoal_kernel
         long_p = ctypes.POINTER(ctypes.c_long)
         raw.argtypes = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
@@ -244,10 +258,85 @@ def load_copy(ndim: int, dtype: str, extra_flags: Sequence[str] = ()) -> tuple[C
     key = (ndim, dtype, tuple(extra_flags))
     pair = _copies.get(key)
     if pair is None:
-        lib = ctypes.CDLL(str(compile_kernel(print_copy(ndim, dtype), False, extra_flags)))
+        lib = _open(print_copy(ndim, dtype), False, extra_flags, "", "cpu")
         long_p = ctypes.POINTER(ctypes.c_long)
         for fn in (lib.shoal_pack, lib.shoal_unpack):
             fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, long_p, long_p, long_p]
             fn.restype = None
         pair = _copies[key] = (lib.shoal_pack, lib.shoal_unpack)
     return pair
+
+
+# -- the cache's size --------------------------------------------------------------------------
+#: the default bound of the kernel cache (objects and their sources)
+CACHE_LIMIT = 512 << 20
+#: objects used this recently (seconds) are never evicted by the automatic bound: another
+#: process of a job may be about to load them
+KEEP_RECENT = 600.0
+_pruned: list[bool] = []
+
+
+def cache_usage() -> tuple[int, int]:
+    """``(kernels, bytes)`` in the kernel cache."""
+    entries = _entries()
+    return len(entries), sum(size for _, size, _ in entries.values())
+
+
+def prune_cache(limit: int = CACHE_LIMIT, keep_recent: float = KEEP_RECENT) -> tuple[int, int]:
+    """Evict the least recently used kernels until the cache holds at most ``limit``
+    bytes, sparing those used in the last ``keep_recent`` seconds; returns ``(kernels
+    removed, bytes freed)``. Every load marks its object used."""
+    import time
+
+    entries = _entries()
+    total = sum(size for _, size, _ in entries.values())
+    removed = freed = 0
+    cutoff = time.time() - keep_recent
+    for key, (used, size, files) in sorted(entries.items(), key=lambda kv: kv[1][0]):
+        if total <= limit or used > cutoff:
+            break
+        for f in files:
+            try:
+                f.unlink()
+            except FileNotFoundError:
+                pass
+        total -= size
+        freed += size
+        removed += 1
+    return removed, freed
+
+
+def clear_cache() -> tuple[int, int]:
+    """Remove every kernel from the cache (running jobs rebuild what they need)."""
+    return prune_cache(0, keep_recent=-1e9)
+
+
+def _entries() -> dict[str, tuple[float, int, list[Path]]]:
+    """Per kernel key: last use (its object's mtime, touched at each load; without an
+    object, its newest file's), total size, and its files (object, source, lock, a
+    failed source, leftovers of a killed compile)."""
+    folder = cache_dir() / "stencil"
+    found: dict[str, list[tuple[Path, float, int]]] = {}
+    try:
+        listing = list(os.scandir(folder))
+    except FileNotFoundError:
+        return {}
+    for item in listing:
+        try:
+            st = item.stat()
+        except FileNotFoundError:
+            continue
+        found.setdefault(item.name.split(".", 1)[0], []).append((Path(item.path), st.st_mtime, st.st_size))
+    out = {}
+    for key, files in found.items():
+        objects = [m for p, m, _ in files if p.name == f"{key}.so"]
+        used = objects[0] if objects else max(m for _, m, _ in files)
+        out[key] = (used, sum(n for _, _, n in files), [p for p, _, _ in files])
+    return out
+
+
+def _prune_once() -> None:
+    """Keep the cache bounded: prune after this process's first compile."""
+    if not _pruned:
+        _pruned.append(True)
+        prune_cache()
