@@ -57,7 +57,7 @@ class EntryPoint(shoal.Chare):
         self.t = self.steps  # not running
         self.done: Any = None
         self.pending: dict[int, dict[int, np.ndarray]] = {}
-        peers = {q: self.collection[q] for t in range(g.timesteps) for q in g.outputs(t, p) if q != p}
+        peers = {q: self.collection[q] for q in {c for t in range(g.timesteps) for c in g.outputs(t, p) if c != p}}
         # per timestep: producers, how many are other elements, and the consumers' proxies
         self.plan = [
             (g.inputs(t, p), sum(1 for q in g.inputs(t, p) if q != p), g.active(t, p),
