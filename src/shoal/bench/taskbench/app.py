@@ -173,7 +173,7 @@ usage: shoal bench taskbench [-n N] [--system NAME] [graph flags] [-and graph fl
 Job:
   -n N                 number of processes (PEs/ranks) to launch (default 2); inside an
                        MPI job the job's size is used
-  --system NAME        shoal | mpi4py | charm4py | dask (default mpi4py)
+  --system NAME        shoal | mpi4py | charm4py | dask | ray (default mpi4py)
   --api NAME           shoal only: entry (entry methods) | channel (default: entry)
   --transport NAME     shoal only: mpi (default) | inproc (all PEs in one process)
   --mpiexec PATH       launcher to use (default: $SHOAL_MPIEXEC, then PATH)
