@@ -164,3 +164,57 @@ def test_features_on_the_python_path():
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("ALL OK")
+
+
+@BOTH
+def test_channels_round_trip(mpi_job, native):
+    """Channel messages between elements on one PE and on two, with and without posted
+    buffers, of arrays and of other values, arrive in order and equal."""
+    job = mpi_job(
+        """
+        import numpy as np
+        import shoal
+
+        class End(shoal.Chare):
+            def __init__(self):
+                self.far = shoal.Channel(self, remote=self.collection[(self.index[0] + 1) % 4])
+                self.near = shoal.Channel(self, remote=self.collection[(self.index[0] - 1) % 4])
+
+            async def run(self):
+                i = self.index[0]
+                buf = np.zeros(4)
+                for k in range(50):
+                    self.far.send(np.full(4, 10.0 * i + k))
+                    got = await self.near.recv(into=buf)
+                    assert got is buf and np.array_equal(buf, np.full(4, 10.0 * ((i - 1) % 4) + k)), (k, buf)
+                    self.far.send(k, "text", np.arange(k))
+                    n, text, arr = await self.near.recv()
+                    assert (n, text) == (k, "text") and np.array_equal(arr, np.arange(k))
+                    self.far.send(np.arange(k + 1, dtype=np.int32))
+                    got = await self.near.recv()
+                    assert got.dtype == np.int32 and np.array_equal(got, np.arange(k + 1))
+                big = np.arange(50_000, dtype=np.float64) + i
+                self.far.send(big)
+                into = np.empty_like(big)
+                await self.near.recv(into=into)
+                assert np.array_equal(into, np.arange(50_000) + (i - 1) % 4)
+                self.far.send(np.zeros(3))
+                try:
+                    await self.near.recv(into=np.zeros(5))
+                except shoal.ChannelError as exc:
+                    return f"mismatch reported: {'shape (3,)' in str(exc)}"
+                return "mismatch not reported"
+
+        def place(i, n):
+            return (i // 2) % n  # elements 0,1 on PE 0 and 2,3 on PE 1: near and far channels
+
+        async def main(args):
+            ring = shoal.Array(End, 4, placement=place)
+            print(await ring.run(ret=True))
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert "['mismatch reported: True'" in job.stdout and "not reported" not in job.stdout, job

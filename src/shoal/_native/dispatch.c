@@ -46,12 +46,14 @@ struct Core {
     PyObject *slow_send;   /* transport.send(dest, header, segments): rendezvous-sized messages */
     Py_ssize_t off_info, off_index, off_dest, off_epoch, off_packed; /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
+    Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
+    Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
     uint32_t pe;
     long long sent, received, depth;
 };
 
 static Core *active = NULL; /* the core of the runtime in this process (one MPI PE per process) */
-static PyObject *str_funcs, *str_channels, *str_waiting, *str_into, *str_filled, *str_values;
+static PyObject *str_funcs, *str_channels;
 
 Core *core_for(PyObject *rt) {
     return active != NULL && active->rt == rt ? active : NULL;
@@ -71,10 +73,11 @@ static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
 }
 
 static int Core_init(Core *self, PyObject *args, PyObject *kw) {
-    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls;
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
+    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
                           &self->start_task, &self->failed, &self->encode, &self->loads, &self->layouts,
-                          &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls))
+                          &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls,
+                          &channel_cls, &future_cls))
         return -1;
     PyObject **refs[] = {&self->locations, &self->colls, &self->start_task, &self->failed, &self->encode,
                          &self->loads, &self->layouts, &self->layout, &self->slow_send};
@@ -96,7 +99,12 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_dest = slot_offset(proxy_cls, "_dest")) < 0 || (self->off_epoch = slot_offset(proxy_cls, "_epoch")) < 0 ||
         (self->off_packed = slot_offset(proxy_cls, "_packed")) < 0 ||
         (self->off_loc_epoch = slot_offset(locations_cls, "epoch")) < 0 ||
-        (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0)
+        (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0 ||
+        (self->off_waiting = slot_offset(channel_cls, "waiting")) < 0 || (self->off_into = slot_offset(channel_cls, "into")) < 0 ||
+        (self->off_arrived = slot_offset(channel_cls, "arrived")) < 0 || (self->off_sent = slot_offset(channel_cls, "sent")) < 0 ||
+        (self->off_tag = slot_offset(channel_cls, "tag")) < 0 || (self->off_remote = slot_offset(channel_cls, "remote")) < 0 || (self->off_state = slot_offset(future_cls, "_state")) < 0 ||
+        (self->off_value = slot_offset(future_cls, "_value")) < 0 || (self->off_callbacks = slot_offset(future_cls, "_callbacks")) < 0 ||
+        (self->off_fid = slot_offset(future_cls, "fid")) < 0)
         return -1;
     self->frames->core = self;
     active = self;
@@ -349,10 +357,15 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
     }
     Py_DECREF(table);
     if (!ch) return PyErr_Occurred() ? -1 : 0;
-    PyObject *waiting = PyObject_GetAttr(ch, str_waiting);
-    PyObject *into = waiting ? PyObject_GetAttr(ch, str_into) : NULL;
     int r = 0;
-    if (!into || waiting == Py_None) goto done;
+    PyObject *fut = SLOT(ch, c->off_waiting), *into = SLOT(ch, c->off_into), *arrived = SLOT(ch, c->off_arrived);
+    /* a pending receive of a local future (fid 0) that nothing resolved yet */
+    if (!fut || fut == Py_None || !into || !arrived || !SLOT(fut, c->off_fid) || !SLOT(fut, c->off_state) ||
+        PyLong_AsLong(SLOT(fut, c->off_fid)) != 0 || PyLong_AsLong(SLOT(fut, c->off_state)) != 0) {
+        PyErr_Clear();
+        goto done;
+    }
+    PyObject *value;
     if (into != Py_None) {
         /* one array of exactly the posted layout: copy it from the frame into place */
         if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto done;
@@ -363,33 +376,58 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
             PyArray_NBYTES(a) != lens[1] || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
             goto done;
         memcpy(PyArray_DATA(a), segs[1], lens[1]);
-        if ((r = frames_restart(frames) ? -1 : 1) < 0) goto done;
-        if (coll != SYSTEM_ID) c->received++;
-        PyObject *ok = PyObject_CallMethodNoArgs(ch, str_filled);
-        if (!ok) r = -1; else Py_DECREF(ok);
-        goto done;
-    }
-    PyObject *values;
-    if (kind & KIND_ARRAYS) {
-        values = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, nseg - 1);
-    } else if (nseg == 1) {
-        PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
-        values = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
-        Py_XDECREF(stream);
-        if (values && !PyTuple_Check(values)) Py_CLEAR(values);
+        Py_INCREF(into);
+        value = into;
     } else {
-        values = NULL;
+        PyObject *values;
+        if (kind & KIND_ARRAYS) {
+            values = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, nseg - 1);
+        } else if (nseg == 1) {
+            PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
+            values = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
+            Py_XDECREF(stream);
+            if (values && !PyTuple_Check(values)) Py_CLEAR(values);
+        } else {
+            values = NULL;
+        }
+        if (!values) { PyErr_Clear(); goto done; }
+        if (PyTuple_GET_SIZE(values) == 1) {
+            value = PyTuple_GET_ITEM(values, 0);
+            Py_INCREF(value);
+            Py_DECREF(values);
+        } else {
+            value = values;
+        }
     }
-    if (!values) { PyErr_Clear(); goto done; }
-    if (frames_restart(frames)) { Py_DECREF(values); r = -1; goto done; }
+    if (frames_restart(frames)) { Py_DECREF(value); r = -1; goto done; }
     if (coll != SYSTEM_ID) c->received++;
-    PyObject *ok = PyObject_CallMethodOneArg(ch, str_values, values);
-    Py_DECREF(values);
-    r = ok ? 1 : -1;
-    Py_XDECREF(ok);
+    /* Channel.arrive + Future._resolve: the next sequence number, the value, the callbacks */
+    PyObject *next = PyLong_FromLong((PyLong_AsLong(arrived) + 1) & 0xFFFF);
+    if (!next) { Py_DECREF(value); r = -1; goto done; }
+    Py_XSETREF(SLOT(ch, c->off_arrived), next);
+    Py_INCREF(fut);
+    Py_INCREF(Py_None);
+    Py_XSETREF(SLOT(ch, c->off_waiting), Py_None);
+    Py_INCREF(Py_None);
+    Py_XSETREF(SLOT(ch, c->off_into), Py_None);
+    Py_XSETREF(SLOT(fut, c->off_value), value);
+    PyObject *done_state = PyLong_FromLong(1); /* futures._DONE */
+    Py_XSETREF(SLOT(fut, c->off_state), done_state);
+    PyObject *callbacks = SLOT(fut, c->off_callbacks);
+    r = 1;
+    if (callbacks && callbacks != Py_None) {
+        SLOT(fut, c->off_callbacks) = Py_None;
+        Py_INCREF(Py_None);
+        if (PyList_Check(callbacks)) {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks) && r > 0; i++) {
+                PyObject *res = PyObject_CallOneArg(PyList_GET_ITEM(callbacks, i), fut);
+                if (!res) r = -1; else Py_DECREF(res);
+            }
+        }
+        Py_DECREF(callbacks);
+    }
+    Py_DECREF(fut);
 done:
-    Py_XDECREF(waiting);
-    Py_XDECREF(into);
     Py_DECREF(ch);
     return r;
 }
@@ -479,17 +517,6 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     return err ? -1 : 1;
 }
 
-/* send(proxy, kind, entry, aux, *args) -> bool: the compiled send of any message to one
- * element whose arguments are `args` (False: not handled, use the Python path). */
-static PyObject *Core_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 4) { PyErr_SetString(PyExc_TypeError, "send(proxy, kind, entry, aux, *args)"); return NULL; }
-    long kind = PyLong_AsLong(args[1]), entry = PyLong_AsLong(args[2]);
-    unsigned long aux = PyLong_AsUnsignedLong(args[3]);
-    if (PyErr_Occurred()) return NULL;
-    int r = core_send(self, args[0], (uint8_t)kind, (uint16_t)entry, (uint32_t)aux, args + 4, nargs - 4);
-    return r < 0 ? NULL : PyBool_FromLong(r);
-}
-
 static PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
     char desc[1 + MAX_ARGS * 64], *p = desc;
     if (nargs > MAX_ARGS) { PyErr_SetString(PyExc_ValueError, "too many arrays"); return NULL; }
@@ -501,6 +528,101 @@ static PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize
     return PyBytes_FromStringAndSize(desc, p - desc);
 }
 
+/* ChannelSend(core, channel, fallback): what `channel.send` is when the runtime has a
+ * compiled core. Keyword-free sends of a channel to another PE go out here; anything
+ * else calls fallback(channel, *values), the Python send (channels.py). */
+typedef struct {
+    PyObject_HEAD
+    Core *core;
+    PyObject *channel;
+    PyObject *fallback;
+    vectorcallfunc vectorcall;
+} ChannelSend;
+
+static PyObject *channel_send_call(ChannelSend *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Core *c = self->core;
+    PyObject *ch = self->channel;
+    if (kwnames == NULL && active == c && SLOT(ch, c->off_sent) && SLOT(ch, c->off_tag) && SLOT(ch, c->off_remote)) {
+        long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
+        unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
+        if (PyErr_Occurred()) return NULL;
+        int r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
+        if (r < 0) return NULL;
+        if (r) {
+            PyObject *next = PyLong_FromLong((seq + 1) & 0xFFFF);
+            if (!next) return NULL;
+            Py_XSETREF(SLOT(ch, c->off_sent), next);
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *vec[MAX_ARGS + 2], *r;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw <= MAX_ARGS) {
+        vec[1] = ch;
+        for (Py_ssize_t i = 0; i < nargs + nkw; i++) vec[i + 2] = args[i];
+        r = PyObject_Vectorcall(self->fallback, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    } else {
+        PyObject *all = PyTuple_New(nargs + 1);
+        if (!all) return NULL;
+        Py_INCREF(ch);
+        PyTuple_SET_ITEM(all, 0, ch);
+        for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(all, i + 1, args[i]); }
+        r = PyObject_Call(self->fallback, all, NULL); /* keywords: Channel.send takes none */
+        Py_DECREF(all);
+    }
+    return r;
+}
+
+static int ChannelSend_init(ChannelSend *self, PyObject *args, PyObject *kw) {
+    PyObject *core, *channel, *fallback;
+    if (!PyArg_ParseTuple(args, "O!OO", &CoreType, &core, &channel, &fallback)) return -1;
+    Py_INCREF(core); Py_XSETREF(self->core, (Core *)core);
+    Py_INCREF(channel); Py_XSETREF(self->channel, channel);
+    Py_INCREF(fallback); Py_XSETREF(self->fallback, fallback);
+    self->vectorcall = (vectorcallfunc)channel_send_call;
+    return 0;
+}
+
+static int ChannelSend_traverse(ChannelSend *self, visitproc visit, void *arg) {
+    Py_VISIT(self->channel);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int ChannelSend_clear(ChannelSend *self) {
+    Py_CLEAR(self->channel);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void ChannelSend_dealloc(ChannelSend *self) {
+    PyObject_GC_UnTrack(self);
+    ChannelSend_clear(self);
+    Py_XDECREF(self->core);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject ChannelSendType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.ChannelSend",
+    .tp_basicsize = sizeof(ChannelSend),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "ChannelSend(core, channel, fallback): a channel's send(*values), compiled.",
+    .tp_vectorcall_offset = offsetof(ChannelSend, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ChannelSend_init,
+    .tp_traverse = (traverseproc)ChannelSend_traverse,
+    .tp_clear = (inquiry)ChannelSend_clear,
+    .tp_dealloc = (destructor)ChannelSend_dealloc,
+};
+
+static PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
+    return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
+}
+
 static PyMemberDef Core_members[] = {
     {"sent", T_LONGLONG, offsetof(Core, sent), 0, "program messages sent (quiescence detection)"},
     {"received", T_LONGLONG, offsetof(Core, received), 0, "program messages received"},
@@ -509,7 +631,7 @@ static PyMemberDef Core_members[] = {
 };
 
 static PyMethodDef Core_methods[] = {
-    {"send", (PyCFunction)(void (*)(void))Core_send, METH_FASTCALL, "send(proxy, kind, entry, aux, *args) -> bool (False: use the Python path)"},
+    {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };
@@ -534,12 +656,12 @@ static PyMethodDef dispatch_functions[] = {
 
 int dispatch_init(PyObject *m) {
     if (_import_array() < 0) return -1;
-    if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")) ||
-        !(str_waiting = PyUnicode_InternFromString("waiting")) || !(str_into = PyUnicode_InternFromString("into")) ||
-        !(str_filled = PyUnicode_InternFromString("filled")) || !(str_values = PyUnicode_InternFromString("take_values")))
+    if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")))
         return -1;
-    if (PyType_Ready(&CoreType) < 0) return -1;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&ChannelSendType) < 0) return -1;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) return -1;
+    Py_INCREF(&ChannelSendType);
+    if (PyModule_AddObject(m, "ChannelSend", (PyObject *)&ChannelSendType) < 0) return -1;
     return PyModule_AddFunctions(m, dispatch_functions);
 }

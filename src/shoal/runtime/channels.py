@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..errors import ChannelError
 from .context import current
 from .futures import Failure, Future
-from .message import Kind, decode_call, encode_call, unpicklable
+from .message import decode_call, encode_call, unpicklable
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -25,17 +25,23 @@ if TYPE_CHECKING:
 
 __all__ = ["Channel"]
 
-CHANNEL = int(Kind.CHANNEL)
-
 
 def _endpoint(proxy: "ElementProxy") -> tuple:
     return (proxy._info.id, proxy._index)
 
 
 class Channel:
-    """An ordered stream from ``chare`` to ``remote`` (and its mirror at the other end)."""
+    """An ordered stream from ``chare`` to ``remote`` (and its mirror at the other end).
 
-    __slots__ = ("chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "_rt")
+    ``send(*values)`` sends ``values`` to the other end, whose ``recv`` returns them in
+    order. It is an attribute, not a method: the runtime's compiled send when there is
+    one (it falls back to :meth:`_send`), else :meth:`_send` itself.
+    """
+
+    __slots__ = (
+        "chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "checked", "send", "_rt",
+    )
+    send: Callable[..., None]
 
     def __init__(self, chare: "Chare", remote: "ElementProxy"):
         from .chare import Chare
@@ -56,9 +62,11 @@ class Channel:
         self.waiting: Future | None = None
         self.into: np.ndarray | None = None
         self.landed = False  # a rendezvous segment was written into `into`
+        self.checked: np.ndarray | None = None  # the last buffer posted, known to be fit
         self.sent = 0  # messages sent, mod 2**16: each carries its number
         self.arrived = 0  # messages arrived, mod 2**16: the next one to arrive has this number
         self._rt = rt
+        self.send = rt.channel_send(self, Channel._send) if rt.channel_send is not None else self._send
         table = chare._shoal_channels
         if table is None:
             table = chare._shoal_channels = {}
@@ -70,12 +78,8 @@ class Channel:
             self.inbox.extend(early.pop(self.tag))
             self.arrived = len(self.inbox) & 0xFFFF
 
-    def send(self, *values: Any) -> None:
-        """Send ``values`` to the other end; ``recv`` there returns them in order."""
-        core_send = self._rt.core_send
-        if core_send is not None and core_send(self.remote, CHANNEL, self.sent, self.tag, *values):
-            self.sent = (self.sent + 1) & 0xFFFF
-            return
+    def _send(self, *values: Any) -> None:
+        """Send ``values`` to the other end (the Python path of ``send``)."""
         try:
             flag, segments = encode_call(values, None)
         except Exception as exc:
@@ -87,9 +91,10 @@ class Channel:
         """A future of the next message; with ``into=array`` the array is filled and returned."""
         if self.waiting is not None:
             raise ChannelError(f"channel {self!r} already has a receive pending; await it first")
-        if into is not None:
+        if into is not None and into is not self.checked:
             if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
                 raise ChannelError("recv(into=...) needs a writable, C-contiguous NumPy array")
+            self.checked = into  # the usual loop posts one buffer again and again: check it once
         fut = Future.local(self._rt, self)
         if self.inbox:
             self._complete(fut, self.inbox.popleft(), into)
@@ -115,20 +120,6 @@ class Channel:
         fut, into = self.waiting, self.into
         self.waiting, self.into = None, None
         self._complete(fut, (kind, segments), into, self.landed)
-
-    def filled(self) -> None:
-        """The compiled path copied the next message into the posted buffer: complete the receive."""
-        self.arrived = (self.arrived + 1) & 0xFFFF
-        fut, into = self.waiting, self.into
-        self.waiting, self.into = None, None
-        fut._resolve(into)  # type: ignore[union-attr]
-
-    def take_values(self, values: tuple) -> None:
-        """The compiled path decoded the next message, for the pending receive (posted no buffer)."""
-        self.arrived = (self.arrived + 1) & 0xFFFF
-        fut = self.waiting
-        self.waiting = None
-        fut._resolve(values[0] if len(values) == 1 else values)  # type: ignore[union-attr]
 
     def _complete(self, fut: Future, message: tuple, into: np.ndarray | None, landed: bool = False) -> None:
         values = decode_call(*message)[0]

@@ -13,6 +13,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from ..errors import BlockingCallError, ShoalError
+from . import context
 from .context import current
 
 if TYPE_CHECKING:
@@ -179,8 +180,11 @@ class Future:
 
     def __await__(self) -> Generator["Future", None, Any]:
         if self._state == _PENDING:
-            self._check_owner(current("await future"))
+            if self._rt is not context._current:
+                self._check_owner(current("await future"))
             yield self
+        if self._state == _DONE:
+            return self._value
         return self.result()
 
     # -- travelling --------------------------------------------------------------
@@ -282,7 +286,10 @@ class Task:
             return
         self.waiting = awaited
         rt.suspended.add(self)
-        awaited.add_done_callback(self._wake)
+        if awaited._state == _PENDING and awaited._callbacks is None:
+            awaited._callbacks = [self._wake]  # add_done_callback, inlined
+        else:
+            awaited.add_done_callback(self._wake)
 
     def _wake(self, fut: Future) -> None:
         self.waiting = None

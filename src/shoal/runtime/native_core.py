@@ -12,7 +12,9 @@ import pickle
 from typing import TYPE_CHECKING, Any
 
 from . import context, message
+from .channels import Channel
 from .collections import CollectionInfo, CollectionState
+from .futures import Future
 from .location import Locations
 from .proxy import ElementProxy, EntryRef, use_native_entries
 
@@ -36,7 +38,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     core = module.Core(
         frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
         message.encode, pickle.loads, message._layouts, message._layout, transport.send,
-        ElementProxy, Locations, CollectionInfo, CollectionState,
+        ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future,
     )
     module.configure_proxies(vars(context), slow_call, EntryRef)
     use_native_entries(module.EntryDescriptor, module.BoundEntry)

@@ -43,6 +43,9 @@ class Reducer:
         return f"<reducer {self.name}>"
 
 
+_CLOSED = {np.add, np.multiply, np.maximum, np.minimum}  # same-dtype inputs give that dtype
+
+
 def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
     """Fold values pairwise; NumPy arrays element-wise into one fresh accumulator."""
 
@@ -54,6 +57,8 @@ def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
         if len(arrays) != len(values) or any(a.shape != shape for a in arrays):
             shapes = sorted({str(getattr(v, "shape", type(v).__name__)) for v in values})
             raise ReductionError(f"contributions of shapes {' and '.join(shapes)} cannot be combined element-wise")
+        if len(arrays) == 2 and arrays[0].dtype == arrays[1].dtype and ufunc in _CLOSED:
+            return ufunc(arrays[0], arrays[1])  # a fresh array of the same dtype: the common case
         acc = np.array(arrays[0], dtype=np.result_type(*arrays), copy=True)
         for v in arrays[1:]:
             ufunc(acc, v, out=acc)
@@ -84,6 +89,9 @@ class _Reducers:
 
 reducers = _Reducers()
 _BUILTIN_NAMES = {n for n in vars(_Reducers) if not n.startswith("_")}
+#: built-in reducers by number: a compact REDUCE message names its reducer by 1 + this index
+BUILTIN_IDS: dict[str, int] = {n: i for i, n in enumerate(sorted(_BUILTIN_NAMES))}
+BUILTINS: list[Reducer] = [getattr(reducers, n) for n in sorted(_BUILTIN_NAMES)]
 for _name in _BUILTIN_NAMES:
     # pickle finds each built-in reducer as a module global under its own name
     globals()[_name] = getattr(reducers, _name)
@@ -142,6 +150,10 @@ class ReductionManager:
         """A child's partial result (a REDUCE message's payload)."""
         reducer, target, value, section = payload
         self.add(domain, seq, value, _unpack_reducer(reducer), _unpack_target(target), 1, section)
+
+    def receive_compact(self, coll: int, seq: int, rid: int, value: Any) -> None:
+        """A child's partial result of an all-reduce of a whole collection with a built-in reducer."""
+        self.add((coll,), seq, value, BUILTINS[rid - 1], ALLREDUCE, 1, None)
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
         fut = Future.local(self.rt, ("an allreduce of", el))
@@ -206,6 +218,10 @@ class ReductionManager:
         except ReductionError as exc:
             raise ReductionError(f"PE {self.rt.pe}, reduction #{key[1]} of {self._name(domain)}: {exc}") from None
         if span.parent >= 0:
+            rid = BUILTIN_IDS.get(p.reducer.name) if p.target is ALLREDUCE and len(domain) == 1 else None
+            if rid is not None:  # compact: the reducer's number in the entry field, the value alone
+                self.rt.post_value(span.parent, Kind.REDUCE, rid + 1, key[1], domain[0], value)
+                return
             payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target), value, section)
             self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
             return
@@ -230,7 +246,10 @@ class ReductionManager:
         span, _ = self.rt.reduction_span(domain, section)
         assert span is not None
         for child in span.children:
-            self.rt.post(child, Kind.RESULT, 0, seq, domain[0], (), (domain, value, section))
+            if len(domain) == 1:  # compact: the value alone
+                self.rt.post_value(child, Kind.RESULT, 1, seq, domain[0], value)
+            else:
+                self.rt.post(child, Kind.RESULT, 0, seq, domain[0], (), (domain, value, section))
         for fut in self.waiters.pop((domain, seq), ()):
             fut._resolve(value)
 

@@ -131,9 +131,8 @@ class Runtime:
         self._deliver_cb = self._deliver
         core = transport.make_core(self)
         self.counts: Counts = core or Counts()
-        #: ``core_send(proxy, kind, entry, aux, *args) -> bool``: the compiled send of one
-        #: message to an element (False: take the Python path); None without a compiled core
-        self.core_send = core.send if core is not None else None
+        #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
+        self.channel_send = core.channel_send if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -175,6 +174,11 @@ class Runtime:
     def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
         """Encode and send one runtime message."""
         self.send_raw(dest, pack_header(kind, entry, self.pe, aux, coll, index), encode(payload), coll)
+
+    def post_value(self, dest: int, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
+        """Send one value the way entry-method arguments go (a plain array without pickle)."""
+        flag, segments = encode_call((value,), None)
+        self.send_raw(dest, pack_header(kind | flag, entry, self.pe, aux, coll), segments, coll)
 
     def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
         try:
@@ -472,10 +476,16 @@ class Runtime:
         fut._resolve(decode(segments))
 
     def _on_reduce(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        if entry:  # compact (see ReductionManager._maybe_done)
+            self.reductions.receive_compact(coll, aux, entry, decode_call(kind, segments)[0][0])
+            return
         payload = decode(segments)
         self.reductions.receive(payload[0], aux, payload[1:])
 
     def _on_result(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        if entry:  # compact
+            self.reductions.on_result((coll,), aux, decode_call(kind, segments)[0][0], None)
+            return
         domain, value, section = decode(segments)
         self.reductions.on_result(domain, aux, value, section)
 
@@ -525,8 +535,13 @@ class Runtime:
     # -- the scheduler step ------------------------------------------------------
     def wait(self, seconds: float) -> bool:
         """Nothing is ready here: receive, letting the transport wait up to ``seconds``
-        for the first message; True if anything arrived."""
-        return self.transport.wait(self._deliver_cb, seconds) > 0
+        for the first message, then resume the coroutines it woke; True if any arrived."""
+        if not self.transport.wait(self._deliver_cb, seconds):
+            return False
+        ready = self.ready
+        for _ in range(len(ready)):
+            ready.popleft()()
+        return True
 
     def step(self) -> bool:
         """Deliver what arrived, run what is ready; True if anything happened."""
