@@ -44,6 +44,9 @@ struct Core {
     PyObject *layouts;     /* message._layouts: array descriptor -> ((dtype, shape), ...) */
     PyObject *layout;      /* message._layout(descriptor), on a cache miss */
     PyObject *slow_send;   /* transport.send(dest, header, segments): rendezvous-sized messages */
+    PyObject *local_append; /* rt.local.append: messages to elements of this PE */
+    PyObject *local_popleft; /* rt.local.popleft */
+    PyObject *local;         /* rt.local */
     Py_ssize_t off_info, off_index, off_dest, off_epoch, off_packed; /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
@@ -81,6 +84,12 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         return -1;
     PyObject **refs[] = {&self->locations, &self->colls, &self->start_task, &self->failed, &self->encode,
                          &self->loads, &self->layouts, &self->layout, &self->slow_send};
+    PyObject *local = PyObject_GetAttrString(rt, "local");
+    if (!local) return -1;
+    self->local = local;
+    self->local_append = PyObject_GetAttrString(local, "append");
+    self->local_popleft = PyObject_GetAttrString(local, "popleft");
+    if (!self->local_append || !self->local_popleft) return -1;
     for (size_t i = 0; i < sizeof refs / sizeof *refs; i++) Py_INCREF(*refs[i]);
     if (!PyDict_Check(self->colls) || !PyDict_Check(self->layouts)) {
         PyErr_SetString(PyExc_TypeError, "colls and layouts must be dicts");
@@ -131,6 +140,9 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->layouts);
     Py_XDECREF(self->layout);
     Py_XDECREF(self->slow_send);
+    Py_XDECREF(self->local_append);
+    Py_XDECREF(self->local_popleft);
+    Py_XDECREF(self->local);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -174,6 +186,32 @@ static int send_slow(Core *c, long dest, const char *header, Py_ssize_t hlen, Py
     return 1;
 }
 
+/* A call of an element on this PE whose arguments are all plain arrays: copies of them
+ * join the runtime's local queue as (None, (collection, index, entry, copies)), which
+ * Runtime._deliver_direct runs (the same as Runtime.invoke does). 0 for anything else. */
+static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const *args, Py_ssize_t nargs) {
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (!plain_array(args[i])) return 0;
+    PyObject *info = SLOT(proxy, c->off_info), *index = SLOT(proxy, c->off_index);
+    PyObject *coll = info ? SLOT(info, c->off_info_id) : NULL;
+    if (!coll || !index) return 0;
+    PyObject *copies = PyTuple_New(nargs);
+    if (!copies) return -1;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *a = PyArray_NewCopy((PyArrayObject *)args[i], NPY_CORDER);
+        if (!a) { Py_DECREF(copies); return -1; }
+        PyTuple_SET_ITEM(copies, i, a);
+    }
+    PyObject *item = Py_BuildValue("(O(OOHN))", Py_None, coll, index, entry, copies);
+    if (!item) return -1;
+    PyObject *r = PyObject_CallOneArg(c->local_append, item);
+    Py_DECREF(item);
+    if (!r) return -1;
+    Py_DECREF(r);
+    if (PyLong_AsLong(coll) != SYSTEM_ID) c->sent++;
+    return 1;
+}
+
 int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs) {
     return core_send(c, proxy, 0, (uint16_t)entry, 0, args, nargs);
 }
@@ -188,6 +226,7 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     }
     long dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
     PyObject *packed = SLOT(proxy, c->off_packed);
+    if (dest == (long)c->pe && kind == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
     if (dest < 0 || dest == (long)c->pe || !packed || !PyBytes_CheckExact(packed) || nargs > MAX_ARGS) {
         PyErr_Clear();
         return 0;
@@ -618,6 +657,49 @@ static PyTypeObject ChannelSendType = {
     .tp_dealloc = (destructor)ChannelSend_dealloc,
 };
 
+/* run_local(deliver, deliver_direct) -> count: the messages queued for this PE's own
+ * elements when it was called (Runtime.step's local loop). Array calls of elements that
+ * are here run in C; the rest go to deliver(header, segments) or
+ * deliver_direct(coll, index, entry, args), the Python handlers. */
+static PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "run_local(deliver, deliver_direct)"); return NULL; }
+    Py_ssize_t n = PyObject_Length(c->local);
+    if (n < 0) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyObject_CallNoArgs(c->local_popleft);
+        if (!item) return NULL;
+        PyObject *header = PyTuple_GET_ITEM(item, 0), *body = PyTuple_GET_ITEM(item, 1);
+        PyObject *r = NULL;
+        if (header != Py_None) {
+            r = PyObject_CallFunctionObjArgs(args[0], header, body, NULL);
+        } else {
+            PyObject *coll = PyTuple_GET_ITEM(body, 0), *index = PyTuple_GET_ITEM(body, 1);
+            PyObject *cs = PyDict_GetItemWithError(c->colls, coll);
+            PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
+            PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
+            PyObject *funcs = el ? PyObject_GetAttr(el, str_funcs) : NULL;
+            long entry = PyLong_AsLong(PyTuple_GET_ITEM(body, 2));
+            if (funcs && PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)) {
+                PyObject *fn = PyTuple_GET_ITEM(funcs, entry);
+                Py_INCREF(fn);
+                Py_INCREF(el);
+                if (PyLong_AsLong(coll) != SYSTEM_ID) c->received++;
+                int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3));
+                Py_DECREF(el);
+                Py_DECREF(fn);
+                r = err ? NULL : Py_NewRef(Py_None);
+            } else if (!PyErr_Occurred()) {
+                r = PyObject_Call(args[1], body, NULL); /* not here (yet): the Python path */
+            }
+            Py_XDECREF(funcs);
+        }
+        Py_DECREF(item);
+        if (!r) return NULL;
+        Py_DECREF(r);
+    }
+    return PyLong_FromSsize_t(n);
+}
+
 static PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
     return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
@@ -631,6 +713,7 @@ static PyMemberDef Core_members[] = {
 };
 
 static PyMethodDef Core_methods[] = {
+    {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}

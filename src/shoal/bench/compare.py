@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from .micro.targets import TARGETS as MICRO_TARGETS
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from rich.console import Console
@@ -59,13 +61,10 @@ __all__ = [
     "main",
 ]
 
-#: target name -> the APIs it accepts (``None``: no ``--api`` flag, the suite's default);
-#: the same names as ``shoal bench micro --target/--api``, which validates them again
+#: target name -> the APIs it accepts (``None``: no ``--api`` flag, the suite's default),
+#: read from the micro-benchmarks' own table (``shoal bench micro --target/--api``)
 VALID_TARGETS: dict[str, tuple[str | None, ...]] = {
-    "shoal": (None, "entry", "channel"),
-    "mpi4py": (None, "buffer", "pickle"),
-    "c": (None,),
-    "charm4py": (None, "entry"),
+    t.name: (None, *(api for api in t.apis if api is not None)) for t in MICRO_TARGETS.values()
 }
 #: unit of the micro-benchmark JSON -> whether lower values are better
 UNITS: dict[str, bool] = {"us": True, "MB/s": False}

@@ -133,6 +133,7 @@ class Runtime:
         self.counts: Counts = core or Counts()
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
+        self._run_local = core.run_local if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -547,13 +548,17 @@ class Runtime:
         """Deliver what arrived, run what is ready; True if anything happened."""
         n = self._poll(self._deliver_cb)
         local = self.local
-        for _ in range(len(local)):
-            header, segments = local.popleft()
-            if header is None:
-                self._deliver_direct(*segments)
+        if local:
+            if self._run_local is not None:  # compiled
+                n += self._run_local(self._deliver_cb, self._deliver_direct)
             else:
-                self._deliver(header, segments)
-            n += 1
+                for _ in range(len(local)):
+                    header, segments = local.popleft()
+                    if header is None:
+                        self._deliver_direct(*segments)
+                    else:
+                        self._deliver(header, segments)
+                    n += 1
         ready = self.ready
         for _ in range(len(ready)):
             ready.popleft()()
