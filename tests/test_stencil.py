@@ -218,18 +218,20 @@ def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
     a[...] = np.random.default_rng(3).standard_normal(shape)
     strides = (ctypes.c_long * len(shape))(*(s // a.itemsize for s in a.strides))
     pack, unpack = load_copy(len(shape), dtype)
-    ax = len(shape) - 1
-    b, n = [0] * len(shape), list(shape)
-    b[ax], n[ax] = 1, 2
-    idx = tuple(slice(x, x + k) for x, k in zip(b, n))
-    buf = np.empty(n, dtype)
     L = ctypes.c_long * len(shape)
-    pack(a.ctypes.data, buf.ctypes.data, L(*b), L(*n), strides)
-    assert same(buf, a[idx].copy())
-    before = a.copy()
-    unpack(a.ctypes.data, (buf * 2).ctypes.data, L(*b), L(*n), strides)
-    before[idx] *= 2
-    assert same(a, before)
+    # a thin face of the contiguous axis (its own loop order), and a face of the axis before
+    for ax in {len(shape) - 1, max(0, len(shape) - 2)}:
+        b, n = [0] * len(shape), list(shape)
+        b[ax], n[ax] = 1, 2
+        idx = tuple(slice(x, x + k) for x, k in zip(b, n))
+        buf = np.empty(n, dtype)
+        pack(a.ctypes.data, buf.ctypes.data, L(*b), L(*n), strides)
+        assert same(buf, a[idx].copy())
+        before = a.copy()
+        twice = buf * 2
+        unpack(a.ctypes.data, twice.ctypes.data, L(*b), L(*n), strides)
+        before[idx] *= 2
+        assert same(a, before)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -8,9 +8,10 @@ reductions) carry sequence numbers and run strictly in order, one at a time, in 
 Halos move over one channel per neighbour: a face along the outer axis is contiguous
 and is sent as it is and received straight into the ghost layer (``recv(into=)``);
 other faces are packed into a buffer and unpacked from one by generated C (NumPy's
-strided copies without compiled kernels). Tile arrays are laid out so every row's
-first owned point starts a cache line (see :func:`_aligned`). After sending its faces, a tile computes the part of
-the next statement that reads no ghost, then receives and computes the rim.
+strided copies without compiled kernels). After sending its faces, a tile computes the
+part of the next statement that reads no ghost, then receives and computes the rim.
+Tile arrays are laid out so every row's first owned point starts a cache line (see
+:func:`_aligned`).
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ class Tile(shoal.Chare):
         self.running = False
         self.stmts: dict[int, tuple[StatementEntry, _Prepared]] = {}
         self.reds: dict[int, tuple[ReductionEntry, _Prepared]] = {}
-        self.bufs: dict[tuple, np.ndarray] = {}
+        self.bufs: dict[tuple, np.ndarray] = {}  # receive buffers of inner-axis faces
+        self.buf_ptrs: dict[tuple, int] = {}
         self.split: dict[tuple, Any] = {}
         self.solve_id = -1
         self.solve_steps = 0
@@ -391,6 +393,7 @@ class Tile(shoal.Chare):
             if key not in self.bufs:
                 view = self._face(f, a, start, stop)
                 self.bufs[key] = np.empty(view.shape, view.dtype)
+                self.buf_ptrs[key] = self.bufs[key].ctypes.data
             buf = self.bufs[key]
         flat = buf.reshape(-1)
         step = self._piece(flat.itemsize)
@@ -402,7 +405,7 @@ class Tile(shoal.Chare):
                 self._face(f, a, start, stop)[...] = buf
             else:
                 _, unpack, ptr, b, n, _ = c
-                unpack(ptr, buf.ctypes.data, b, n, self.strides)
+                unpack(ptr, self.buf_ptrs[key], b, n, self.strides)
 
     def _piece(self, itemsize: int) -> int:
         """Elements per halo message: half the eager limit of the runtime's transport."""

@@ -200,25 +200,56 @@ def print_copy(ndim: int, dtype: str) -> str:
     copies the box (first index ``b``, count ``n`` per axis, element strides ``s``) of
     ``a`` into the contiguous ``buf``, in C order; ``shoal_unpack`` copies ``buf`` back
     into the box. Faces of inner axes are not contiguous: these replace NumPy's strided
-    copies on both sides of a halo exchange."""
+    copies on both sides of a halo exchange. A thin face of the contiguous axis (a few
+    points per row) runs its inner loop down the rows instead of along them."""
     t = _CTYPE[dtype]
     d = ndim
-    out = ["/* halo pack/unpack: %d axes, %s */" % (d, t)]
-    for name, const_a, const_buf, assign in (
-        ("shoal_pack", "const ", "", "buf[q++] = a[r + i{last}];"),
-        ("shoal_unpack", "", "const ", "a[r + i{last}] = buf[q++];"),
-    ):
+    last = d - 1
+    out = [f"/* halo pack/unpack: {d} axes, {t} */"]
+    for name, const_a, const_buf, pack in (("shoal_pack", "const ", "", True), ("shoal_unpack", "", "const ", False)):
         out.append(f"void {name}({const_a}{t} *restrict a, {const_buf}{t} *restrict buf, "
                    "const long *b, const long *n, const long *s)\n{")
+        for a in range(d):
+            out.append(f"    const long b{a} = b[{a}], n{a} = n[{a}], s{a} = s[{a}];")
+        if d >= 2:
+            nxt = d - 2
+            out.append(f"    if (n{last} <= 4) {{")
+            indent = "        "
+            for a in range(d - 2):
+                out.append(f"{indent}for (long i{a} = 0; i{a} < n{a}; ++i{a}) {{")
+                indent += "    "
+            row = " + ".join([f"(b{a} + i{a}) * s{a}" for a in range(d - 2)] + [f"b{nxt} * s{nxt}", f"b{last}"])
+            q0 = "0"
+            for a in range(d - 2):
+                q0 = f"({q0}) * n{a} + i{a}"
+            out.append(f"{indent}const long r = {row};")
+            out.append(f"{indent}const {t} *restrict from = {'a + r' if pack else f'buf + ({q0}) * n{nxt} * n{last}'};")
+            out.append(f"{indent}{t} *restrict to = {f'buf + ({q0}) * n{nxt} * n{last}' if pack else 'a + r'};")
+            sf, st = (f"s{nxt}", f"n{last}") if pack else (f"n{last}", f"s{nxt}")
+            out.append(f"{indent}for (long k = 0; k < n{last}; ++k) {{")
+            out.append(f"{indent}    long j = 0;")
+            out.append(f"{indent}    for (; j + 4 <= n{nxt}; j += 4) {{  /* four loads in flight: each is a cache miss */")
+            out.append(f"{indent}        const {t} x0 = from[j * {sf} + k], x1 = from[(j + 1) * {sf} + k], "
+                       f"x2 = from[(j + 2) * {sf} + k], x3 = from[(j + 3) * {sf} + k];")
+            out.append(f"{indent}        to[j * {st} + k] = x0; to[(j + 1) * {st} + k] = x1; "
+                       f"to[(j + 2) * {st} + k] = x2; to[(j + 3) * {st} + k] = x3;")
+            out.append(f"{indent}    }}")
+            out.append(f"{indent}    for (; j < n{nxt}; ++j) to[j * {st} + k] = from[j * {sf} + k];")
+            out.append(f"{indent}}}")
+            for a in range(d - 3, -1, -1):
+                indent = indent[:-4]
+                out.append(f"{indent}}}")
+            out.append("        return;")
+            out.append("    }")
         out.append("    long q = 0;")
         indent = "    "
         for a in range(d - 1):
-            out.append(f"{indent}for (long i{a} = 0; i{a} < n[{a}]; ++i{a}) {{")
+            out.append(f"{indent}for (long i{a} = 0; i{a} < n{a}; ++i{a}) {{")
             indent += "    "
-        row = " + ".join(f"(b[{a}] + i{a}) * s[{a}]" for a in range(d - 1))
-        out.append(f"{indent}const long r = {row + ' + ' if row else ''}b[{d - 1}];")
-        out.append(f"{indent}for (long i{d - 1} = 0; i{d - 1} < n[{d - 1}]; ++i{d - 1})")
-        out.append(f"{indent}    {assign.format(last=d - 1)}")
+        row = " + ".join([f"(b{a} + i{a}) * s{a}" for a in range(d - 1)] + [f"b{last}"])
+        out.append(f"{indent}const long r = {row};")
+        out.append(f"{indent}for (long i{last} = 0; i{last} < n{last}; ++i{last})")
+        out.append(f"{indent}    {'buf[q++] = a[r + i%d];' % last if pack else 'a[r + i%d] = buf[q++];' % last}")
         for a in range(d - 2, -1, -1):
             indent = indent[:-4]
             out.append(f"{indent}}}")
