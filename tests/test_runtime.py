@@ -403,3 +403,36 @@ def test_same_pe_array_calls_have_value_semantics():
     assert np.array_equal(got[0][0], np.arange(3.0)) and np.array_equal(got[0][1], np.ones((2, 2)))
     assert np.array_equal(got[1][0], -np.ones(3)) and got[1][1].dtype == np.float32
     assert got[0][2] is True
+
+
+_BUTTERFLY: dict = {}
+
+
+class _Member(shoal.Chare):
+    async def run(self):
+        x = 0.1 * (self.index + 1) ** 3 + 1e-17 * self.index
+        futs = [self.allreduce(x), self.allreduce(np.full(3, x), shoal.reducers.max),
+                self.allreduce(self.index + 1, shoal.reducers.product), self.allreduce(None, shoal.reducers.nop),
+                self.allreduce(self.index % 2 == 0, shoal.reducers.logical_and)]
+        _BUTTERFLY[self.index] = [await f for f in futs]
+
+
+async def _butterfly_main(args):
+    await shoal.Group(_Member).run(ret=True)
+
+
+@pytest.mark.parametrize("pes", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_butterfly_allreduce_gives_every_pe_the_same_bits(pes):
+    """All-reduces of whole collections on every PE take the pairwise exchange: several in
+    flight at once, floats whose sum depends on the order, arrays, every reducer kind."""
+    import math
+
+    _BUTTERFLY.clear()
+    assert run_inproc(_butterfly_main, pes) == 0
+    first = _BUTTERFLY[0]
+    for pe in range(pes):
+        got = _BUTTERFLY[pe]
+        assert got[0] == first[0] and np.array_equal(got[1], first[1]) and got[2:] == first[2:]
+    assert abs(first[0] - sum(0.1 * (i + 1) ** 3 for i in range(pes))) < 1e-9
+    assert np.array_equal(first[1], np.full(3, max(0.1 * (i + 1) ** 3 + 1e-17 * i for i in range(pes))))
+    assert first[2] == math.factorial(pes) and first[3] is None and first[4] == (pes == 1)

@@ -29,7 +29,10 @@
 #define KIND_KWARGS 0x80
 #define KIND_MASK 0x3F
 #define SYSTEM_ID 0
+#define KIND_REDUCE 4
+#define KIND_RESULT 5
 #define KIND_CHANNEL 8
+#define KIND_EXCHANGE 10
 
 struct Core {
     PyObject_HEAD
@@ -47,6 +50,7 @@ struct Core {
     PyObject *local_append; /* rt.local.append: messages to elements of this PE */
     PyObject *local_popleft; /* rt.local.popleft */
     PyObject *local;         /* rt.local */
+    PyObject *on_value;      /* rt._on_value(kind, entry, aux, coll, value): reduction messages */
     Py_ssize_t off_info, off_index, off_dest, off_epoch, off_packed; /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
@@ -87,6 +91,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     PyObject *local = PyObject_GetAttrString(rt, "local");
     if (!local) return -1;
     self->local = local;
+    if (!(self->on_value = PyObject_GetAttrString(rt, "_on_value"))) return -1;
     self->local_append = PyObject_GetAttrString(local, "append");
     self->local_popleft = PyObject_GetAttrString(local, "popleft");
     if (!self->local_append || !self->local_popleft) return -1;
@@ -143,6 +148,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->local_append);
     Py_XDECREF(self->local_popleft);
     Py_XDECREF(self->local);
+    Py_XDECREF(self->on_value);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -212,6 +218,9 @@ static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const 
     return 1;
 }
 
+static int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
+                   const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
+
 int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs) {
     return core_send(c, proxy, 0, (uint16_t)entry, 0, args, nargs);
 }
@@ -235,7 +244,14 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     if (plen > 8 * MAX_INDEX) return 0;
     unsigned long long coll = PyLong_AsUnsignedLongLong(SLOT(SLOT(proxy, c->off_info), c->off_info_id));
     if (coll == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return send_to(c, dest, kind, entry, aux, coll, PyBytes_AS_STRING(packed), plen, args, nargs);
+}
 
+/* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them
+ * to PE `dest` with the header (kind, entry, this PE, aux, coll, index). 1 sent; 0 not
+ * handled (nothing done); -1 error. */
+static int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
+                   const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs) {
     char header[HSIZE + 8 * MAX_INDEX];
     uint8_t nidx = (uint8_t)(plen / 8);
     uint64_t cid = coll;
@@ -248,7 +264,7 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     memcpy(header + 4, &c->pe, 4);
     memcpy(header + 8, &aux, 4);
     memcpy(header + 12, &cid, 8);
-    memcpy(header + HSIZE, PyBytes_AS_STRING(packed), plen);
+    if (plen) memcpy(header + HSIZE, packed, plen);
     Py_ssize_t hlen = HSIZE + plen;
 
     int sent;
@@ -471,6 +487,37 @@ done:
     return r;
 }
 
+/* Arguments of a message (an args tuple, new reference), decoded from the frame; NULL
+ * with no error set if the compiled path does not decode this one. */
+static PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
+    PyObject *args = NULL;
+    if (kind & KIND_ARRAYS) {
+        args = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, nseg - 1);
+    } else if (nseg == 1) {
+        PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
+        args = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
+        Py_XDECREF(stream);
+        if (args && !PyTuple_Check(args)) Py_CLEAR(args);
+    }
+    if (!args) PyErr_Clear(); /* the Python path decodes it again and reports any error in context */
+    return args;
+}
+
+/* A reduction message carrying one value (see Runtime._on_value). */
+static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
+                         const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
+    PyObject *args = decode_args(c, kind, segs, lens, nseg);
+    if (!args) return 0;
+    if (PyTuple_GET_SIZE(args) != 1 || frames_restart(frames)) { Py_DECREF(args); return PyErr_Occurred() ? -1 : 0; }
+    if (coll != SYSTEM_ID) c->received++;
+    PyObject *r = PyObject_CallFunction(c->on_value, "iIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)aux,
+                                        (unsigned long long)coll, PyTuple_GET_ITEM(args, 0));
+    Py_DECREF(args);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
 int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     uint16_t pre[2];
     memcpy(pre, frame, 4);
@@ -485,8 +532,9 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     memcpy(&entry, h + 2, 2);
     memcpy(&aux, h + 8, 4);
     memcpy(&coll, h + 12, 8);
-    int channel = (kind & KIND_MASK) == KIND_CHANNEL;
-    if (!(channel || ((kind & KIND_MASK) == 0 && aux == 0)) || (kind & KIND_KWARGS) || nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx) return 0;
+    int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
+    int value = k == KIND_EXCHANGE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
+    if (!(channel || value || (k == 0 && aux == 0)) || (kind & KIND_KWARGS) || nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx) return 0;
     const char *segs[MAX_ARGS + 1];
     Py_ssize_t lens[MAX_ARGS + 1];
     Py_ssize_t pos = off + hlen;
@@ -498,6 +546,8 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
         pos += lens[i];
     }
     if (pos > n) return 0;
+
+    if (value) return value_deliver(c, kind, entry, aux, coll, segs, lens, nseg, frames);
 
     /* the element, if it is here (else the Python path forwards, holds or fails) */
     PyObject *key = PyLong_FromUnsignedLongLong(coll);
@@ -700,6 +750,19 @@ static PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromSsize_t(n);
 }
 
+/* send_value(dest, kind, entry, aux, coll, value) -> bool: one value to another PE, in a
+ * message of no element (reductions); False: not handled, use Runtime.post_value's Python. */
+static PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) { PyErr_SetString(PyExc_TypeError, "send_value(dest, kind, entry, aux, coll, value)"); return NULL; }
+    long dest = PyLong_AsLong(args[0]), kind = PyLong_AsLong(args[1]), entry = PyLong_AsLong(args[2]);
+    unsigned long aux = PyLong_AsUnsignedLong(args[3]);
+    unsigned long long coll = PyLong_AsUnsignedLongLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (dest == (long)c->pe || dest < 0) Py_RETURN_FALSE;
+    int r = send_to(c, dest, (uint8_t)kind, (uint16_t)entry, (uint32_t)aux, coll, NULL, 0, args + 5, 1);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
 static PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
     return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
@@ -713,6 +776,7 @@ static PyMemberDef Core_members[] = {
 };
 
 static PyMethodDef Core_methods[] = {
+    {"send_value", (PyCFunction)(void (*)(void))Core_send_value, METH_FASTCALL, "send_value(dest, kind, entry, aux, coll, value) -> bool"},
     {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},

@@ -87,10 +87,7 @@ class Chare:
 
     def allreduce(self, value: Any, reducer: Any = None, section: "SectionProxy | None" = None) -> "Future":
         """Contribute ``value`` and return a future of the combined result, on every contributor."""
-        from .reductions import reducers
-
-        rt = current("Chare.allreduce()")
-        return rt.reductions.allreduce(self, value, reducer or reducers.sum, section)
+        return current("Chare.allreduce()").reductions.allreduce(self, value, reducer, section)
 
     def __repr__(self) -> str:
         index = getattr(self, "index", "?")

@@ -49,6 +49,7 @@ class Kind(IntEnum):
     INSERT = 7  # make one element of a sparse array
     CHANNEL = 8  # one channel message to an element
     LOCATION = 9  # an element's current PE, for the sender's cache
+    EXCHANGE = 10  # one round of a butterfly all-reduce between two PEs
 
 
 HEADER = struct.Struct("<BBHIIQ")

@@ -5,6 +5,13 @@ or the future of one ``ret=True`` broadcast) and a sequence number (the k-th
 contribution of each element). Each PE first combines its own elements' values, then
 those of its children in the domain's tree, and sends one value to its parent; the
 root hands the result to the target. No PE receives more than ``fanout`` messages.
+
+An all-reduce of a whole collection that has elements on every PE, with a built-in
+unordered reducer, skips the tree: the PEs exchange partial values pairwise in
+log2(PEs) rounds (recursive doubling, as MPI libraries do for small all-reduces), so
+the result is ready everywhere after one message per round instead of a trip up the
+tree and back down. Both partners combine the lower PE's value first, so every PE
+ends with the same bits.
 """
 
 from __future__ import annotations
@@ -50,6 +57,10 @@ def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
     """Fold values pairwise; NumPy arrays element-wise into one fresh accumulator."""
 
     def combine(values: list) -> Any:
+        if len(values) == 2:
+            a, b = values
+            if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype and ufunc in _CLOSED:
+                return ufunc(a, b)  # a fresh array of the same dtype: the common case
         arrays = [v for v in values if isinstance(v, np.ndarray)]
         if not arrays:
             return functools.reduce(op, values)
@@ -57,8 +68,6 @@ def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
         if len(arrays) != len(values) or any(a.shape != shape for a in arrays):
             shapes = sorted({str(getattr(v, "shape", type(v).__name__)) for v in values})
             raise ReductionError(f"contributions of shapes {' and '.join(shapes)} cannot be combined element-wise")
-        if len(arrays) == 2 and arrays[0].dtype == arrays[1].dtype and ufunc in _CLOSED:
-            return ufunc(arrays[0], arrays[1])  # a fresh array of the same dtype: the common case
         acc = np.array(arrays[0], dtype=np.result_type(*arrays), copy=True)
         for v in arrays[1:]:
             ufunc(acc, v, out=acc)
@@ -133,6 +142,46 @@ class _Partial:
         self.section = section
 
 
+_EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logical_or", "nop"})
+_SEND, _SENDRECV, _RECV = 1, 2, 0  # what an exchange step does
+_LAST = 0xFFFF  # the round that hands the result to a PE outside the power of two
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=64)
+def _butterfly(pe: int, npes: int) -> tuple[tuple[int, int, int], ...]:
+    """This PE's steps of a recursive-doubling all-reduce: (what, partner PE, round).
+
+    PEs beyond the largest power of two first fold their value into ``pe - p2`` and
+    get the result back from it at the end (round ``_LAST``).
+    """
+    p2 = 1 << (npes.bit_length() - 1)
+    if pe >= p2:
+        return ((_SEND, pe - p2, 0), (_RECV, pe - p2, _LAST))
+    steps = [(_RECV, pe + p2, 0)] if pe < npes - p2 else []
+    bit, round = 1, 1
+    while bit < p2:
+        steps.append((_SENDRECV, pe ^ bit, round))
+        bit, round = bit << 1, round + 1
+    if pe < npes - p2:
+        steps.append((_SEND, pe + p2, _LAST))
+    return tuple(steps)
+
+
+class _Exchange:
+    """One PE's progress in one butterfly all-reduce."""
+
+    __slots__ = ("value", "reducer", "steps", "stage", "sent", "early")
+
+    def __init__(self) -> None:
+        self.value: Any = None
+        self.reducer: Reducer | None = None
+        self.steps: tuple | None = None  # None until this PE's own elements have contributed
+        self.stage = 0
+        self.sent = False  # the send of the current step is done
+        self.early: dict[int, Any] = {}  # round -> the partner's value, until this PE gets there
+
+
 class ReductionManager:
     """Per-PE reduction state machine; sends go through the runtime."""
 
@@ -140,6 +189,7 @@ class ReductionManager:
         self.rt = rt
         self.partials: dict[tuple, _Partial] = {}
         self.waiters: dict[tuple, list[Future]] = {}  # allreduce results awaited here
+        self.exchanges: dict[tuple, _Exchange] = {}  # butterfly all-reduces under way here
 
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
@@ -156,8 +206,10 @@ class ReductionManager:
         self.add((coll,), seq, value, BUILTINS[rid - 1], ALLREDUCE, 1, None)
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
+        """``el``'s contribution to an all-reduce (``reducer`` None: sum); a future of the result."""
         fut = Future.local(self.rt, ("an allreduce of", el))
-        self._contribute(el, value, as_reducer(reducer), ALLREDUCE, section, fut)
+        r = reducers.sum if reducer is None else reducer if type(reducer) is Reducer else as_reducer(reducer)
+        self._contribute(el, value, r, ALLREDUCE, section, fut)
         return fut
 
     def _contribute(self, el: "Chare", value: Any, reducer: Reducer, target: Any, section: Any, waiter: Future | None = None) -> None:
@@ -177,6 +229,11 @@ class ReductionManager:
             value = [(el.index, value)]
         if waiter is not None:
             self.waiters.setdefault((domain, seq), []).append(waiter)
+            if section is None and reducer.name in _EXCHANGEABLE:  # the one element here: straight to the butterfly
+                cs = self.rt.colls.get(domain[0])
+                if cs is not None and cs.done and cs.count == 1 and len(cs.hosts) == self.rt.npes:
+                    self._exchange((domain, seq), value, reducer)
+                    return
         self.add(domain, seq, value, reducer, target, 1, section)
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
@@ -190,7 +247,9 @@ class ReductionManager:
         p = self.partials.get(key)
         if p is None:
             p = self.partials[key] = _Partial(reducer, target, section)
-        elif reducer.name != p.reducer.name or (target != p.target):
+        elif (reducer is not p.reducer and reducer.name != p.reducer.name) or (
+            target is not p.target and target != p.target
+        ):
             raise ReductionError(
                 f"PE {self.rt.pe}: contributions to reduction #{seq} of {self._name(domain)} disagree: "
                 f"reducer {p.reducer.name} with target {p.target!r}, then reducer {reducer.name} "
@@ -209,7 +268,19 @@ class ReductionManager:
 
     def _maybe_done(self, key: tuple, p: _Partial, section: Any) -> None:
         domain = key[0]
-        span, local = self.rt.reduction_span(domain, section)
+        if section is None:  # reduction_span, inlined for the common case
+            cs = self.rt.colls.get(domain[0])
+            if cs is None or not cs.done:
+                return
+            span, local = cs.span, cs.count
+            if p.target is ALLREDUCE and p.reducer.name in _EXCHANGEABLE and len(cs.hosts) == self.rt.npes:
+                if p.got == local:  # this PE's elements are in: start the butterfly
+                    del self.partials[key]
+                    value = p.reducer.combine(p.values) if len(p.values) > 1 else p.values[0]
+                    self._exchange(key, value, p.reducer)
+                return
+        else:
+            span, local = self.rt.reduction_span(domain, section)
         if span is None or p.got < local + len(span.children):
             return
         del self.partials[key]
@@ -252,6 +323,51 @@ class ReductionManager:
                 self.rt.post(child, Kind.RESULT, 0, seq, domain[0], (), (domain, value, section))
         for fut in self.waiters.pop((domain, seq), ()):
             fut._resolve(value)
+
+    # -- the butterfly all-reduce ------------------------------------------------
+    def _exchange(self, key: tuple, value: Any, reducer: Reducer) -> None:
+        """Start the exchange rounds of all-reduce ``key`` with this PE's partial ``value``."""
+        ex = self.exchanges.get(key)
+        if ex is None:
+            ex = self.exchanges[key] = _Exchange()
+        ex.value, ex.reducer = value, reducer
+        ex.steps = _butterfly(self.rt.pe, self.rt.npes)
+        self._advance(key, ex)
+
+    def on_exchange(self, coll: int, seq: int, round: int, value: Any) -> None:
+        """A partner's value for one round of all-reduce ``seq`` of collection ``coll``."""
+        key = ((coll,), seq)
+        ex = self.exchanges.get(key)
+        if ex is None:
+            ex = self.exchanges[key] = _Exchange()
+        ex.early[round] = value
+        if ex.steps is not None:
+            self._advance(key, ex)
+
+    def _advance(self, key: tuple, ex: "_Exchange") -> None:
+        steps, rt = ex.steps, self.rt
+        assert steps is not None and ex.reducer is not None
+        while ex.stage < len(steps):
+            send, peer, round = steps[ex.stage]
+            if send and not ex.sent:
+                rt.post_value(peer, Kind.EXCHANGE, round, key[1], key[0][0], ex.value)
+                ex.sent = True
+                if send == _SEND:
+                    ex.stage += 1
+                    ex.sent = False
+                    continue
+            w = ex.early.pop(round, _MISSING)
+            if w is _MISSING:
+                return  # the partner's value has not come yet
+            if round == _LAST:
+                ex.value = w  # the result, from the PE this one folded into
+            else:
+                ex.value = ex.reducer.combine([ex.value, w] if rt.pe < peer else [w, ex.value])
+            ex.stage += 1
+            ex.sent = False
+        del self.exchanges[key]
+        for fut in self.waiters.pop(key, ()):
+            fut._resolve(ex.value)
 
     def _name(self, domain: tuple) -> str:
         info = self.rt.infos.get(domain[0])

@@ -124,6 +124,7 @@ class Runtime:
             self.lifecycle.on_insert,
             self._on_channel,
             self._on_location,
+            self._on_exchange,
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
@@ -134,6 +135,7 @@ class Runtime:
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
         self._run_local = core.run_local if core is not None else None
+        self._send_value = core.send_value if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -178,6 +180,9 @@ class Runtime:
 
     def post_value(self, dest: int, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
         """Send one value the way entry-method arguments go (a plain array without pickle)."""
+        send = self._send_value
+        if send is not None and send(dest, kind, entry, aux, coll, value):
+            return
         flag, segments = encode_call((value,), None)
         self.send_raw(dest, pack_header(kind | flag, entry, self.pe, aux, coll), segments, coll)
 
@@ -500,6 +505,19 @@ class Runtime:
             ch.arrive(kind, segments)
         else:
             el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append((kind, segments))
+
+    def _on_value(self, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
+        """A reduction message of one value, decoded by the compiled core (compact REDUCE
+        or RESULT, or EXCHANGE): what their handlers do after decoding."""
+        if kind == Kind.EXCHANGE:
+            self.reductions.on_exchange(coll, aux, entry, value)
+        elif kind == Kind.REDUCE:
+            self.reductions.receive_compact(coll, aux, entry, value)
+        else:
+            self.reductions.on_result((coll,), aux, value, None)
+
+    def _on_exchange(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        self.reductions.on_exchange(coll, aux, entry, decode_call(kind, segments)[0][0])
 
     def _on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         info = self.infos.get(coll)
