@@ -802,3 +802,37 @@ def test_shoal_cache_command(tmp_path, monkeypatch, capsys):
     assert main(["cache", "clear"]) == 0
     out = capsys.readouterr().out
     assert "removed 1 kernels" in out and "0 kernels" in out
+
+
+def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
+    """With the device check passed by hand and host memory for "managed" memory, a
+    CUDA stencil records CUDA kernels, allocates its tiles through the managed-memory
+    hook, and a launch on this GPU-less machine raises DeviceError naming the statement
+    and the CUDA runtime's message."""
+    import shoal.stencil.backend as tiles
+    from shoal.stencil import DeviceError, build
+
+    if build.find_nvcc() is None or build._cudart() is None:
+        pytest.skip("needs nvcc and libcudart")
+    if build.cuda_status() is None:
+        pytest.skip("a CUDA device is present: the real path runs instead")
+    allocated = []
+    monkeypatch.setattr(build, "cuda_status", lambda: None)
+    monkeypatch.setattr(tiles, "managed_zeros", lambda n, dt: allocated.append(dt) or np.zeros(n, dt))
+
+    seen = {}
+
+    def body():
+        g = Grid((16, 8), device="cuda")
+        g.v[1:-1, :] = g.u[2:, :] + g.u[:-2, :]  # the marker line
+        seen["sources"] = [e.source for e in g._rec.statements.values()]
+        seen["describe"] = g.describe()
+        g.v.to_numpy()
+
+    with pytest.raises(DeviceError) as info:
+        run_on(1, body)
+    assert allocated == ["float64", "float64", "float32"]
+    assert all("__global__ void shoal_body" in src for src in seen["sources"])
+    assert "CUDA kernels" in seen["describe"]
+    message = str(info.value)
+    assert "CUDA error in a generated kernel" in message and "the marker line" in message, message

@@ -242,7 +242,9 @@ class Tile(shoal.Chare):
                          device=self.spec.device)
         scratch = None
         if low.kernel.scratch and box is not None:
-            scratch = np.empty(int(np.prod([n for _, n in box])), dtype=low.kernel.target_dtype)
+            count, dt = int(np.prod([n for _, n in box])), low.kernel.target_dtype or "float64"
+            # a GPU kernel writes it: managed memory there
+            scratch = managed_zeros(count, dt) if self.spec.device == "cuda" else np.empty(count, dtype=dt)
         ptrs = self._ptrs(low.binding, scratch)
         strides = self.strides
         d = len(steps)
