@@ -622,7 +622,7 @@ def test_every_operation_under_mpiexec(tmp_path, pes):
         + inspect.getsource(program)
         + "class Grid(Stencil):\n    fields = {'u': 'float64', 'v': 'float64', 'w': 'float32'}\n"
         "ok = True\n"
-        "for shape in [(23,), (17, 13), (9, 7, 11)]:\n"
+        "for shape in [(23,), (17, 13), (9, 7, 11), (6, 40)]:  # (6, 40): 2 x 2 tiles, inner-axis faces\n"
         "    rng = np.random.default_rng(sum(shape))\n"
         "    ref = {'u': rng.standard_normal(shape), 'v': rng.standard_normal(shape),\n"
         "           'w': rng.standard_normal(shape).astype(np.float32)}\n"
