@@ -6,7 +6,7 @@
  * handles frames whose segments are all inline; anything else (bulk segments, or a
  * source with earlier messages still waiting for bulk data) goes back to Python,
  * which keeps per-source order. Entry-method calls in received frames go to the
- * compiled dispatch (dispatch.c) when a runtime core is attached.
+ * compiled core (core.c, receive.c) when a runtime core is attached.
  */
 #include "native.h"
 #include <mpi4py/mpi4py.h>
@@ -165,7 +165,7 @@ static double now(void) {
 
 /* Receive frames until none is waiting, or until the first one if `spin` seconds
  * of waiting are allowed. Eager-only frames from sources with nothing queued in
- * Python are delivered at once (entry-method calls through the compiled dispatch
+ * Python are delivered at once (entry-method calls through the compiled core
  * when it takes them); every other frame goes to slow(source, bytearray) in
  * arrival order. Returns the number of frames received, or -1 with an error set. */
 static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *stalled, PyObject *arrived, double spin) {
@@ -287,6 +287,6 @@ PyMODINIT_FUNC PyInit__shoal_native(void) {
     if (!m) return NULL;
     Py_INCREF(&FramesType);
     if (PyModule_AddObject(m, "Frames", (PyObject *)&FramesType) < 0) { Py_DECREF(&FramesType); Py_DECREF(m); return NULL; }
-    if (dispatch_init(m) < 0 || proxies_init(m) < 0) { Py_DECREF(m); return NULL; }
+    if (core_init(m) < 0 || proxies_init(m) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

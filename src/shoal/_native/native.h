@@ -1,8 +1,9 @@
-/* Shared declarations of shoal's compiled parts (one extension module, three files):
+/* Shared declarations of shoal's compiled parts (one extension module, five files):
  *
  *   frames.c    the MPI transport's eager frames: send, poll, idle wait;
- *   dispatch.c  the runtime's per-message paths: an entry-method call from proxy
- *               to MPI_Isend, and from a received frame to the method call;
+ *   core.c      the Core object of one runtime (its counters and methods), with
+ *   send.c      the send paths: an entry-method call from proxy to MPI_Isend, and
+ *   receive.c   the receive paths: from a received frame to the method call;
  *   proxies.c   element proxies' entry methods as C descriptors and bound calls.
  *
  * The Python code they shadow (transport/mpi.py, runtime/scheduler.py,
@@ -63,7 +64,7 @@ int core_send(Core *core, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_
 /* The compiled core serving runtime `rt`, or NULL (borrowed). */
 Core *core_for(PyObject *rt);
 
-int dispatch_init(PyObject *module);
+int core_init(PyObject *module);
 int proxies_init(PyObject *module);
 
 #endif

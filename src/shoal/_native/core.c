@@ -1,0 +1,157 @@
+/* The runtime's per-message paths, compiled: shoal/runtime/scheduler.py is the reference.
+ *
+ * This file: the Core object (one per runtime) and its counters; the paths are in
+ * send.c and receive.c.
+ *
+ * Send: an entry-method call without keywords or reply, to an element whose PE the
+ * proxy has cached and which is on another PE, is encoded (plain NumPy arrays as a
+ * descriptor plus their memory, anything else by shoal's pickler), given its header
+ * and sent as one eager frame, without entering Python.
+ *
+ * Receive: an eager frame that calls an entry method without reply, on an element
+ * that is here, becomes the call itself: arrays are rebuilt in fresh memory straight
+ * from the receive buffer, other arguments unpickled, the method called; a coroutine
+ * it returns goes to the runtime's task driver, an exception to its error handler.
+ *
+ * The per-PE counters of quiescence detection and the entry-call depth live here, so
+ * both paths share them: the Python runtime reads and writes them as `rt.counts`.
+ */
+#define SHOAL_IMPORTS_NUMPY
+#include "core.h"
+
+Core *active = NULL;
+PyObject *str_funcs, *str_channels;
+
+Core *core_for(PyObject *rt) {
+    return active != NULL && active->rt == rt ? active : NULL;
+}
+
+/* The offset of slot `name` of class `cls` (a __slots__ member descriptor). */
+static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
+    PyObject *d = PyObject_GetAttrString(cls, name);
+    if (!d) return -1;
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) off = ((PyMemberDescrObject *)d)->d_member->offset;
+    else PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ member", cls, name);
+    Py_DECREF(d);
+    return off;
+}
+
+static int Core_init(Core *self, PyObject *args, PyObject *kw) {
+    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
+                          &self->start_task, &self->failed, &self->encode, &self->loads, &self->layouts,
+                          &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls,
+                          &channel_cls, &future_cls))
+        return -1;
+    PyObject **refs[] = {&self->locations, &self->colls, &self->start_task, &self->failed, &self->encode,
+                         &self->loads, &self->layouts, &self->layout, &self->slow_send};
+    PyObject *local = PyObject_GetAttrString(rt, "local");
+    if (!local) return -1;
+    self->local = local;
+    if (!(self->on_value = PyObject_GetAttrString(rt, "_on_value"))) return -1;
+    self->local_append = PyObject_GetAttrString(local, "append");
+    self->local_popleft = PyObject_GetAttrString(local, "popleft");
+    if (!self->local_append || !self->local_popleft) return -1;
+    for (size_t i = 0; i < sizeof refs / sizeof *refs; i++) Py_INCREF(*refs[i]);
+    if (!PyDict_Check(self->colls) || !PyDict_Check(self->layouts)) {
+        PyErr_SetString(PyExc_TypeError, "colls and layouts must be dicts");
+        return -1;
+    }
+    Py_INCREF(frames);
+    Py_INCREF(rt);
+    self->frames = (Frames *)frames;
+    self->rt = rt;
+    PyObject *pe = PyObject_GetAttrString(rt, "pe");
+    if (!pe) return -1;
+    self->pe = (uint32_t)PyLong_AsUnsignedLong(pe);
+    Py_DECREF(pe);
+    if (PyErr_Occurred()) return -1;
+    if ((self->off_info = slot_offset(proxy_cls, "_info")) < 0 || (self->off_index = slot_offset(proxy_cls, "_index")) < 0 ||
+        (self->off_dest = slot_offset(proxy_cls, "_dest")) < 0 || (self->off_epoch = slot_offset(proxy_cls, "_epoch")) < 0 ||
+        (self->off_packed = slot_offset(proxy_cls, "_packed")) < 0 ||
+        (self->off_loc_epoch = slot_offset(locations_cls, "epoch")) < 0 ||
+        (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0 ||
+        (self->off_waiting = slot_offset(channel_cls, "waiting")) < 0 || (self->off_into = slot_offset(channel_cls, "into")) < 0 ||
+        (self->off_arrived = slot_offset(channel_cls, "arrived")) < 0 || (self->off_sent = slot_offset(channel_cls, "sent")) < 0 ||
+        (self->off_tag = slot_offset(channel_cls, "tag")) < 0 || (self->off_remote = slot_offset(channel_cls, "remote")) < 0 || (self->off_state = slot_offset(future_cls, "_state")) < 0 ||
+        (self->off_value = slot_offset(future_cls, "_value")) < 0 || (self->off_callbacks = slot_offset(future_cls, "_callbacks")) < 0 ||
+        (self->off_fid = slot_offset(future_cls, "fid")) < 0)
+        return -1;
+    self->frames->core = self;
+    active = self;
+    return 0;
+}
+
+/* detach(): stop serving (the transport is closing). */
+static PyObject *Core_detach(Core *self, PyObject *unused) {
+    if (self->frames && self->frames->core == self) self->frames->core = NULL;
+    if (active == self) active = NULL;
+    Py_RETURN_NONE;
+}
+
+static void Core_dealloc(Core *self) {
+    Core_detach(self, NULL);
+    Py_XDECREF(self->frames);
+    Py_XDECREF(self->rt);
+    Py_XDECREF(self->locations);
+    Py_XDECREF(self->colls);
+    Py_XDECREF(self->start_task);
+    Py_XDECREF(self->failed);
+    Py_XDECREF(self->encode);
+    Py_XDECREF(self->loads);
+    Py_XDECREF(self->layouts);
+    Py_XDECREF(self->layout);
+    Py_XDECREF(self->slow_send);
+    Py_XDECREF(self->local_append);
+    Py_XDECREF(self->local_popleft);
+    Py_XDECREF(self->local);
+    Py_XDECREF(self->on_value);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef Core_members[] = {
+    {"sent", T_LONGLONG, offsetof(Core, sent), 0, "program messages sent (quiescence detection)"},
+    {"received", T_LONGLONG, offsetof(Core, received), 0, "program messages received"},
+    {"depth", T_LONGLONG, offsetof(Core, depth), 0, "entry methods running (nested) now"},
+    {NULL}
+};
+
+static PyMethodDef Core_methods[] = {
+    {"send_value", (PyCFunction)(void (*)(void))Core_send_value, METH_FASTCALL, "send_value(dest, kind, entry, aux, coll, value) -> bool"},
+    {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
+    {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
+    {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
+    {NULL}
+};
+
+PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.Core",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A runtime's compiled per-message paths and counters.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+    .tp_members = Core_members,
+};
+
+static PyMethodDef core_functions[] = {
+    {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
+    {NULL}
+};
+
+int core_init(PyObject *m) {
+    if (_import_array() < 0) return -1;
+    if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")))
+        return -1;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&ChannelSendType) < 0) return -1;
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) return -1;
+    Py_INCREF(&ChannelSendType);
+    if (PyModule_AddObject(m, "ChannelSend", (PyObject *)&ChannelSendType) < 0) return -1;
+    return PyModule_AddFunctions(m, core_functions);
+}
+

@@ -1,0 +1,76 @@
+/* The compiled core's private declarations, shared by core.c, send.c and receive.c. */
+#ifndef SHOAL_CORE_H
+#define SHOAL_CORE_H
+
+#include "native.h"
+#include <structmember.h>
+#include <string.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL shoal_ARRAY_API
+#ifndef SHOAL_IMPORTS_NUMPY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+/* the wire header (runtime/message.py): <BBHIIQ kind, index rank, entry, source, aux, collection */
+#define HSIZE 20
+#define MAX_INDEX 8
+#define MAX_ARGS 16
+#define KIND_ARRAYS 0x40
+#define KIND_KWARGS 0x80
+#define KIND_MASK 0x3F
+#define SYSTEM_ID 0
+#define KIND_REDUCE 4
+#define KIND_RESULT 5
+#define KIND_CHANNEL 8
+#define KIND_EXCHANGE 10
+
+struct Core {
+    PyObject_HEAD
+    Frames *frames;
+    PyObject *rt;          /* the Runtime this core serves */
+    PyObject *locations;   /* rt.locations: its `epoch` says whether a proxy's cached PE holds */
+    PyObject *colls;       /* rt.colls: collection id -> CollectionState */
+    PyObject *start_task;  /* rt._start_task(el, fn, coroutine, None) */
+    PyObject *failed;      /* rt._entry_failed(el, fn, exc, None) */
+    PyObject *encode;      /* message.encode(args) -> segments */
+    PyObject *loads;       /* pickle.loads */
+    PyObject *layouts;     /* message._layouts: array descriptor -> ((dtype, shape), ...) */
+    PyObject *layout;      /* message._layout(descriptor), on a cache miss */
+    PyObject *slow_send;   /* transport.send(dest, header, segments): rendezvous-sized messages */
+    PyObject *local_append; /* rt.local.append: messages to elements of this PE */
+    PyObject *local_popleft; /* rt.local.popleft */
+    PyObject *local;         /* rt.local */
+    PyObject *on_value;      /* rt._on_value(kind, entry, aux, coll, value): reduction messages */
+    Py_ssize_t off_info, off_index, off_dest, off_epoch, off_packed; /* ElementProxy slots */
+    Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
+    Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
+    Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
+    uint32_t pe;
+    long long sent, received, depth;
+};
+
+extern Core *active; /* the core of the runtime in this process (one MPI PE per process) */
+extern PyObject *str_funcs, *str_channels;
+extern PyTypeObject ChannelSendType;
+
+/* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* send.c */
+char *describe(char *p, char *end, PyArrayObject *a);
+int plain_array(PyObject *o);
+int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
+            const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* receive.c */
+PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
+int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args);
+PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
+PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
+
+#endif

@@ -1,0 +1,309 @@
+/* The compiled receive paths (reference: Runtime._deliver, Channel.arrive and the
+ * reduction handlers in shoal/runtime): a frame becomes the entry-method call, the
+ * completed channel receive or the reduction step it asks for; this PE's own queue of
+ * array calls runs here too. */
+#include "core.h"
+
+/* Arrays from an ARRAYS payload (descriptor segment, then one segment per array), each
+ * in fresh memory copied from the frame: a new reference to the args tuple, NULL with no
+ * error if the payload is not what it should be, or NULL with an error. */
+PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
+    PyObject *key = PyBytes_FromStringAndSize(desc, dlen);
+    if (!key) return NULL;
+    PyObject *layout = PyDict_GetItemWithError(c->layouts, key);
+    if (layout) Py_INCREF(layout);
+    else if (!PyErr_Occurred()) layout = PyObject_CallOneArg(c->layout, key);
+    Py_DECREF(key);
+    if (!layout) return NULL;
+    Py_ssize_t n = PyTuple_Check(layout) ? PyTuple_GET_SIZE(layout) : -1;
+    if (n != nseg) { Py_DECREF(layout); return NULL; }
+    PyObject *out = PyTuple_New(n);
+    if (!out) { Py_DECREF(layout); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(layout, i);
+        PyObject *dtype = PyTuple_GET_ITEM(pair, 0), *shape = PyTuple_GET_ITEM(pair, 1);
+        npy_intp dims[NPY_MAXDIMS];
+        int nd = (int)PyTuple_GET_SIZE(shape);
+        for (int k = 0; k < nd; k++) dims[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+        Py_INCREF(dtype);
+        PyObject *a = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)dtype, nd, dims, NULL, NULL, 0, NULL);
+        if (!a) { Py_DECREF(out); Py_DECREF(layout); return NULL; }
+        PyTuple_SET_ITEM(out, i, a);
+        if (PyArray_NBYTES((PyArrayObject *)a) != lens[i]) { Py_DECREF(out); Py_DECREF(layout); return NULL; }
+        memcpy(PyArray_DATA((PyArrayObject *)a), segs[i], lens[i]);
+    }
+    Py_DECREF(layout);
+    return out;
+}
+
+/* Run `fn(el, *args)` as the runtime's run_entry does, with no reply. */
+int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args) {
+    PyObject *vec[MAX_ARGS + 2];
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    PyObject *r;
+    c->depth++;
+    if (nargs <= MAX_ARGS) {
+        vec[1] = el;
+        for (Py_ssize_t i = 0; i < nargs; i++) vec[i + 2] = PyTuple_GET_ITEM(args, i);
+        r = PyObject_Vectorcall(fn, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    } else {
+        PyObject *head = PyTuple_Pack(1, el), *all = head ? PySequence_Concat(head, args) : NULL;
+        r = all ? PyObject_Call(fn, all, NULL) : NULL;
+        Py_XDECREF(head);
+        Py_XDECREF(all);
+    }
+    c->depth--;
+    PyObject *follow = NULL;
+    if (r == NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb) PyException_SetTraceback(value, tb);
+        follow = PyObject_CallFunctionObjArgs(c->failed, el, fn, value, Py_None, NULL);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    } else if (PyCoro_CheckExact(r)) {
+        follow = PyObject_CallFunctionObjArgs(c->start_task, el, fn, r, Py_None, NULL);
+        Py_DECREF(r);
+    } else {
+        Py_DECREF(r);
+        return 0;
+    }
+    if (!follow) return -1;
+    Py_DECREF(follow);
+    return 0;
+}
+
+/* Arguments of a message (an args tuple, new reference), decoded from the frame; NULL
+ * with no error set if the compiled path does not decode this one. */
+PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
+    PyObject *args = NULL;
+    if (kind & KIND_ARRAYS) {
+        args = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, nseg - 1);
+    } else if (nseg == 1) {
+        PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
+        args = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
+        Py_XDECREF(stream);
+        if (args && !PyTuple_Check(args)) Py_CLEAR(args);
+    }
+    if (!args) PyErr_Clear(); /* the Python path decodes it again and reports any error in context */
+    return args;
+}
+
+/* A channel message for element `el` that completes a pending receive: its values go
+ * straight to the channel (into the posted array, if the receive posted one that
+ * matches). 1 done; 0 for the Python path (no receive pending, a mismatch: it
+ * queues or reports); -1 error. */
+static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
+                           const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
+    PyObject *table = PyObject_GetAttr(el, str_channels);
+    if (!table) return -1;
+    PyObject *ch = NULL;
+    if (PyDict_Check(table)) {
+        PyObject *key = PyLong_FromUnsignedLong(tag);
+        if (!key) { Py_DECREF(table); return -1; }
+        ch = PyDict_GetItemWithError(table, key);
+        Py_DECREF(key);
+        Py_XINCREF(ch);
+    }
+    Py_DECREF(table);
+    if (!ch) return PyErr_Occurred() ? -1 : 0;
+    int r = 0;
+    PyObject *fut = SLOT(ch, c->off_waiting), *into = SLOT(ch, c->off_into), *arrived = SLOT(ch, c->off_arrived);
+    /* a pending receive of a local future (fid 0) that nothing resolved yet */
+    if (!fut || fut == Py_None || !into || !arrived || !SLOT(fut, c->off_fid) || !SLOT(fut, c->off_state) ||
+        PyLong_AsLong(SLOT(fut, c->off_fid)) != 0 || PyLong_AsLong(SLOT(fut, c->off_state)) != 0) {
+        PyErr_Clear();
+        goto done;
+    }
+    PyObject *value;
+    if (into != Py_None) {
+        /* one array of exactly the posted layout: copy it from the frame into place */
+        if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto done;
+        PyArrayObject *a = (PyArrayObject *)into;
+        char want[1 + 64], *p = want;
+        *p++ = 1;
+        if (!(p = describe(p, want + sizeof want, a)) || p - want != lens[0] || memcmp(want, segs[0], lens[0]) != 0 ||
+            PyArray_NBYTES(a) != lens[1] || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
+            goto done;
+        memcpy(PyArray_DATA(a), segs[1], lens[1]);
+        Py_INCREF(into);
+        value = into;
+    } else {
+        PyObject *values = decode_args(c, kind, segs, lens, nseg);
+        if (!values) goto done;
+        if (PyTuple_GET_SIZE(values) == 1) {
+            value = PyTuple_GET_ITEM(values, 0);
+            Py_INCREF(value);
+            Py_DECREF(values);
+        } else {
+            value = values;
+        }
+    }
+    if (frames_restart(frames)) { Py_DECREF(value); r = -1; goto done; }
+    if (coll != SYSTEM_ID) c->received++;
+    /* Channel.arrive + Future._resolve: the next sequence number, the value, the callbacks */
+    PyObject *next = PyLong_FromLong((PyLong_AsLong(arrived) + 1) & 0xFFFF);
+    if (!next) { Py_DECREF(value); r = -1; goto done; }
+    Py_XSETREF(SLOT(ch, c->off_arrived), next);
+    Py_INCREF(fut);
+    Py_INCREF(Py_None);
+    Py_XSETREF(SLOT(ch, c->off_waiting), Py_None);
+    Py_INCREF(Py_None);
+    Py_XSETREF(SLOT(ch, c->off_into), Py_None);
+    Py_XSETREF(SLOT(fut, c->off_value), value);
+    PyObject *done_state = PyLong_FromLong(1); /* futures._DONE */
+    Py_XSETREF(SLOT(fut, c->off_state), done_state);
+    PyObject *callbacks = SLOT(fut, c->off_callbacks);
+    r = 1;
+    if (callbacks && callbacks != Py_None) {
+        SLOT(fut, c->off_callbacks) = Py_None;
+        Py_INCREF(Py_None);
+        if (PyList_Check(callbacks)) {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks) && r > 0; i++) {
+                PyObject *res = PyObject_CallOneArg(PyList_GET_ITEM(callbacks, i), fut);
+                if (!res) r = -1; else Py_DECREF(res);
+            }
+        }
+        Py_DECREF(callbacks);
+    }
+    Py_DECREF(fut);
+done:
+    Py_DECREF(ch);
+    return r;
+}
+
+/* A reduction message carrying one value (see Runtime._on_value). */
+static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
+                         const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
+    PyObject *args = decode_args(c, kind, segs, lens, nseg);
+    if (!args) return 0;
+    if (PyTuple_GET_SIZE(args) != 1 || frames_restart(frames)) { Py_DECREF(args); return PyErr_Occurred() ? -1 : 0; }
+    if (coll != SYSTEM_ID) c->received++;
+    PyObject *r = PyObject_CallFunction(c->on_value, "iIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)aux,
+                                        (unsigned long long)coll, PyTuple_GET_ITEM(args, 0));
+    Py_DECREF(args);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
+int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
+    uint16_t pre[2];
+    memcpy(pre, frame, 4);
+    Py_ssize_t hlen = pre[0], nseg = pre[1];
+    Py_ssize_t off = 4 + 8 * nseg;
+    if (nseg < 1 || nseg > MAX_ARGS + 1 || hlen < HSIZE || off + hlen > n) return 0;
+    const unsigned char *h = (const unsigned char *)frame + off;
+    uint8_t kind = h[0], nidx = h[1];
+    uint16_t entry;
+    uint32_t aux;
+    uint64_t coll;
+    memcpy(&entry, h + 2, 2);
+    memcpy(&aux, h + 8, 4);
+    memcpy(&coll, h + 12, 8);
+    int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
+    int value = k == KIND_EXCHANGE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
+    if (!(channel || value || (k == 0 && aux == 0)) || (kind & KIND_KWARGS) || nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx) return 0;
+    const char *segs[MAX_ARGS + 1];
+    Py_ssize_t lens[MAX_ARGS + 1];
+    Py_ssize_t pos = off + hlen;
+    for (Py_ssize_t i = 0; i < nseg; i++) {
+        uint64_t w;
+        memcpy(&w, frame + 4 + 8 * i, 8);
+        segs[i] = frame + pos;
+        lens[i] = (Py_ssize_t)(w >> 1);
+        pos += lens[i];
+    }
+    if (pos > n) return 0;
+
+    if (value) return value_deliver(c, kind, entry, aux, coll, segs, lens, nseg, frames);
+
+    /* the element, if it is here (else the Python path forwards, holds or fails) */
+    PyObject *key = PyLong_FromUnsignedLongLong(coll);
+    if (!key) return -1;
+    PyObject *cs = PyDict_GetItemWithError(c->colls, key);
+    Py_DECREF(key);
+    if (!cs) return PyErr_Occurred() ? -1 : 0;
+    PyObject *elements = SLOT(cs, c->off_elements);
+    PyObject *index = PyTuple_New(nidx);
+    if (!index) return -1;
+    for (int i = 0; i < nidx; i++) {
+        int64_t v;
+        memcpy(&v, h + HSIZE + 8 * i, 8);
+        PyObject *o = PyLong_FromLongLong(v);
+        if (!o) { Py_DECREF(index); return -1; }
+        PyTuple_SET_ITEM(index, i, o);
+    }
+    PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
+    Py_DECREF(index);
+    if (!el) return PyErr_Occurred() ? -1 : 0;
+    if (channel) return channel_deliver(c, el, kind, aux, coll, segs, lens, nseg, frames);
+    PyObject *funcs = PyObject_GetAttr(el, str_funcs);
+    if (!funcs) return -1;
+    if (!PyTuple_Check(funcs) || entry >= PyTuple_GET_SIZE(funcs)) { Py_DECREF(funcs); return 0; }
+    PyObject *fn = PyTuple_GET_ITEM(funcs, entry);
+    Py_INCREF(fn);
+    Py_DECREF(funcs);
+
+    /* the arguments, out of the receive buffer; then it can take the next frame */
+    PyObject *args = decode_args(c, kind, segs, lens, nseg);
+    if (!args) {
+        Py_DECREF(fn);
+        return 0;
+    }
+    Py_INCREF(el);
+    int err = frames_restart(frames);
+    if (!err) {
+        if (coll != SYSTEM_ID) c->received++;
+        err = run_entry(c, el, fn, args);
+    }
+    Py_DECREF(el);
+    Py_DECREF(fn);
+    Py_DECREF(args);
+    return err ? -1 : 1;
+}
+
+/* run_local(deliver, deliver_direct) -> count: the messages queued for this PE's own
+ * elements when it was called (Runtime.step's local loop). Array calls of elements that
+ * are here run in C; the rest go to deliver(header, segments) or
+ * deliver_direct(coll, index, entry, args), the Python handlers. */
+PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "run_local(deliver, deliver_direct)"); return NULL; }
+    Py_ssize_t n = PyObject_Length(c->local);
+    if (n < 0) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyObject_CallNoArgs(c->local_popleft);
+        if (!item) return NULL;
+        PyObject *header = PyTuple_GET_ITEM(item, 0), *body = PyTuple_GET_ITEM(item, 1);
+        PyObject *r = NULL;
+        if (header != Py_None) {
+            r = PyObject_CallFunctionObjArgs(args[0], header, body, NULL);
+        } else {
+            PyObject *coll = PyTuple_GET_ITEM(body, 0), *index = PyTuple_GET_ITEM(body, 1);
+            PyObject *cs = PyDict_GetItemWithError(c->colls, coll);
+            PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
+            PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
+            PyObject *funcs = el ? PyObject_GetAttr(el, str_funcs) : NULL;
+            long entry = PyLong_AsLong(PyTuple_GET_ITEM(body, 2));
+            if (funcs && PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)) {
+                PyObject *fn = PyTuple_GET_ITEM(funcs, entry);
+                Py_INCREF(fn);
+                Py_INCREF(el);
+                if (PyLong_AsLong(coll) != SYSTEM_ID) c->received++;
+                int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3));
+                Py_DECREF(el);
+                Py_DECREF(fn);
+                r = err ? NULL : Py_NewRef(Py_None);
+            } else if (!PyErr_Occurred()) {
+                r = PyObject_Call(args[1], body, NULL); /* not here (yet): the Python path */
+            }
+            Py_XDECREF(funcs);
+        }
+        Py_DECREF(item);
+        if (!r) return NULL;
+        Py_DECREF(r);
+    }
+    return PyLong_FromSsize_t(n);
+}

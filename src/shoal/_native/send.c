@@ -1,0 +1,287 @@
+/* The compiled send paths (reference: Runtime.invoke / _to_element / post_value and
+ * Channel._send in shoal/runtime): entry-method calls to another PE's element, to one of
+ * this PE's elements, channel messages and one-value reduction messages. */
+#include "core.h"
+
+/* Append the descriptor of array `a` (runtime/message.py _describe) at `p`; the new end, or NULL. */
+char *describe(char *p, char *end, PyArrayObject *a) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    int nd = PyArray_NDIM(a);
+    char code[24];
+    char order = d->byteorder == '=' ? '<' : d->byteorder;
+    int clen = snprintf(code, sizeof code, "%c%c%lld", order, d->kind, (long long)PyArray_ITEMSIZE(a));
+    if (clen <= 0 || clen >= (int)sizeof code || p + 2 + clen + 8 * nd > end) return NULL;
+    *p++ = (char)clen;
+    memcpy(p, code, clen);
+    p += clen;
+    *p++ = (char)nd;
+    for (int i = 0; i < nd; i++) {
+        int64_t n = PyArray_DIMS(a)[i];
+        memcpy(p, &n, 8);
+        p += 8;
+    }
+    return p;
+}
+
+int plain_array(PyObject *o) {
+    if (!PyArray_CheckExact(o)) return 0;
+    PyArrayObject *a = (PyArrayObject *)o;
+    char k = PyArray_DESCR(a)->kind;
+    return (k == 'b' || k == 'i' || k == 'u' || k == 'f' || k == 'c') && PyArray_IS_C_CONTIGUOUS(a);
+}
+
+/* Hand a message the eager path cannot take to the Python transport (rendezvous). */
+static int send_slow(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObject *segments) {
+    PyObject *h = PyBytes_FromStringAndSize(header, hlen);
+    if (!h) return -1;
+    PyObject *r = PyObject_CallFunction(c->slow_send, "lOO", dest, h, segments);
+    Py_DECREF(h);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
+/* A call of an element on this PE whose arguments are all plain arrays: copies of them
+ * join the runtime's local queue as (None, (collection, index, entry, copies)), which
+ * Runtime._deliver_direct runs (the same as Runtime.invoke does). 0 for anything else. */
+static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const *args, Py_ssize_t nargs) {
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (!plain_array(args[i])) return 0;
+    PyObject *info = SLOT(proxy, c->off_info), *index = SLOT(proxy, c->off_index);
+    PyObject *coll = info ? SLOT(info, c->off_info_id) : NULL;
+    if (!coll || !index) return 0;
+    PyObject *copies = PyTuple_New(nargs);
+    if (!copies) return -1;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *a = PyArray_NewCopy((PyArrayObject *)args[i], NPY_CORDER);
+        if (!a) { Py_DECREF(copies); return -1; }
+        PyTuple_SET_ITEM(copies, i, a);
+    }
+    PyObject *item = Py_BuildValue("(O(OOHN))", Py_None, coll, index, entry, copies);
+    if (!item) return -1;
+    PyObject *r = PyObject_CallOneArg(c->local_append, item);
+    Py_DECREF(item);
+    if (!r) return -1;
+    Py_DECREF(r);
+    if (PyLong_AsLong(coll) != SYSTEM_ID) c->sent++;
+    return 1;
+}
+
+int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
+                   const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
+
+int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs) {
+    return core_send(c, proxy, 0, (uint16_t)entry, 0, args, nargs);
+}
+
+int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs) {
+    /* where to: the proxy's cached PE, if no location changed since it was cached */
+    PyObject *epoch = SLOT(proxy, c->off_epoch), *now = SLOT(c->locations, c->off_loc_epoch);
+    if (!epoch || !now) return 0;
+    if (epoch != now) {
+        int same = PyObject_RichCompareBool(epoch, now, Py_EQ);
+        if (same <= 0) { if (same < 0) PyErr_Clear(); return 0; }
+    }
+    long dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
+    PyObject *packed = SLOT(proxy, c->off_packed);
+    if (dest == (long)c->pe && kind == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
+    if (dest < 0 || dest == (long)c->pe || !packed || !PyBytes_CheckExact(packed) || nargs > MAX_ARGS) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t plen = PyBytes_GET_SIZE(packed);
+    if (plen > 8 * MAX_INDEX) return 0;
+    unsigned long long coll = PyLong_AsUnsignedLongLong(SLOT(SLOT(proxy, c->off_info), c->off_info_id));
+    if (coll == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return send_to(c, dest, kind, entry, aux, coll, PyBytes_AS_STRING(packed), plen, args, nargs);
+}
+
+/* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them
+ * to PE `dest` with the header (kind, entry, this PE, aux, coll, index). 1 sent; 0 not
+ * handled (nothing done); -1 error. */
+int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
+                   const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs) {
+    char header[HSIZE + 8 * MAX_INDEX];
+    uint8_t nidx = (uint8_t)(plen / 8);
+    uint64_t cid = coll;
+    int all_arrays = nargs > 0;
+    for (Py_ssize_t i = 0; i < nargs && all_arrays; i++) all_arrays = plain_array(args[i]);
+    if (all_arrays) kind |= KIND_ARRAYS;
+    header[0] = (char)kind;
+    header[1] = (char)nidx;
+    memcpy(header + 2, &entry, 2);
+    memcpy(header + 4, &c->pe, 4);
+    memcpy(header + 8, &aux, 4);
+    memcpy(header + 12, &cid, 8);
+    if (plen) memcpy(header + HSIZE, packed, plen);
+    Py_ssize_t hlen = HSIZE + plen;
+
+    int sent;
+    if (all_arrays) {
+        char desc[1 + MAX_ARGS * 64];
+        char *p = desc, *end = desc + sizeof desc;
+        *p++ = (char)nargs;
+        const char *segs[MAX_ARGS + 1];
+        Py_ssize_t lens[MAX_ARGS + 1];
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            PyArrayObject *a = (PyArrayObject *)args[i];
+            if (!(p = describe(p, end, a))) return 0;
+            segs[i + 1] = PyArray_DATA(a);
+            lens[i + 1] = PyArray_NBYTES(a);
+        }
+        segs[0] = desc;
+        lens[0] = p - desc;
+        sent = frames_send_inline(c->frames, (int)dest, header, hlen, segs, lens, nargs + 1);
+        if (sent == 0) { /* large: the descriptor and the arrays themselves, zero-copy */
+            PyObject *list = PyList_New(nargs + 1);
+            if (!list) return -1;
+            PyObject *d = PyBytes_FromStringAndSize(desc, lens[0]);
+            if (!d) { Py_DECREF(list); return -1; }
+            PyList_SET_ITEM(list, 0, d);
+            for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyList_SET_ITEM(list, i + 1, args[i]); }
+            sent = send_slow(c, dest, header, hlen, list);
+            Py_DECREF(list);
+        }
+    } else {
+        PyObject *tuple = PyTuple_New(nargs);
+        if (!tuple) return -1;
+        for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tuple, i, args[i]); }
+        PyObject *segments = PyObject_CallOneArg(c->encode, tuple);
+        Py_DECREF(tuple);
+        if (!segments) { PyErr_Clear(); return 0; } /* the Python path names the argument that failed */
+        Py_ssize_t nseg = PyList_GET_SIZE(segments);
+        Py_buffer views[MAX_ARGS];
+        const char *segs[MAX_ARGS];
+        Py_ssize_t lens[MAX_ARGS], got = 0;
+        sent = 0;
+        if (nseg <= MAX_ARGS) {
+            for (; got < nseg; got++) {
+                if (PyObject_GetBuffer(PyList_GET_ITEM(segments, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; break; }
+                segs[got] = views[got].buf;
+                lens[got] = views[got].len;
+            }
+            if (sent == 0) sent = frames_send_inline(c->frames, (int)dest, header, hlen, segs, lens, nseg);
+            for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+        }
+        if (sent == 0) sent = send_slow(c, dest, header, hlen, segments);
+        Py_DECREF(segments);
+    }
+    if (sent > 0 && cid != SYSTEM_ID) c->sent++;
+    return sent;
+}
+
+PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
+    char desc[1 + MAX_ARGS * 64], *p = desc;
+    if (nargs > MAX_ARGS) { PyErr_SetString(PyExc_ValueError, "too many arrays"); return NULL; }
+    *p++ = (char)nargs;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!plain_array(args[i])) { PyErr_SetString(PyExc_TypeError, "plain C-contiguous arrays only"); return NULL; }
+        if (!(p = describe(p, desc + sizeof desc, (PyArrayObject *)args[i]))) { PyErr_SetString(PyExc_ValueError, "too many dimensions"); return NULL; }
+    }
+    return PyBytes_FromStringAndSize(desc, p - desc);
+}
+/* ChannelSend(core, channel, fallback): what `channel.send` is when the runtime has a
+ * compiled core. Keyword-free sends of a channel to another PE go out here; anything
+ * else calls fallback(channel, *values), the Python send (channels.py). */
+typedef struct {
+    PyObject_HEAD
+    Core *core;
+    PyObject *channel;
+    PyObject *fallback;
+    vectorcallfunc vectorcall;
+} ChannelSend;
+
+static PyObject *channel_send_call(ChannelSend *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Core *c = self->core;
+    PyObject *ch = self->channel;
+    if (kwnames == NULL && active == c && SLOT(ch, c->off_sent) && SLOT(ch, c->off_tag) && SLOT(ch, c->off_remote)) {
+        long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
+        unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
+        if (PyErr_Occurred()) return NULL;
+        int r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
+        if (r < 0) return NULL;
+        if (r) {
+            PyObject *next = PyLong_FromLong((seq + 1) & 0xFFFF);
+            if (!next) return NULL;
+            Py_XSETREF(SLOT(ch, c->off_sent), next);
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *vec[MAX_ARGS + 2], *r;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw <= MAX_ARGS) {
+        vec[1] = ch;
+        for (Py_ssize_t i = 0; i < nargs + nkw; i++) vec[i + 2] = args[i];
+        r = PyObject_Vectorcall(self->fallback, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    } else {
+        PyObject *all = PyTuple_New(nargs + 1);
+        if (!all) return NULL;
+        Py_INCREF(ch);
+        PyTuple_SET_ITEM(all, 0, ch);
+        for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(all, i + 1, args[i]); }
+        r = PyObject_Call(self->fallback, all, NULL); /* keywords: Channel.send takes none */
+        Py_DECREF(all);
+    }
+    return r;
+}
+
+static int ChannelSend_init(ChannelSend *self, PyObject *args, PyObject *kw) {
+    PyObject *core, *channel, *fallback;
+    if (!PyArg_ParseTuple(args, "O!OO", &CoreType, &core, &channel, &fallback)) return -1;
+    Py_INCREF(core); Py_XSETREF(self->core, (Core *)core);
+    Py_INCREF(channel); Py_XSETREF(self->channel, channel);
+    Py_INCREF(fallback); Py_XSETREF(self->fallback, fallback);
+    self->vectorcall = (vectorcallfunc)channel_send_call;
+    return 0;
+}
+
+static int ChannelSend_traverse(ChannelSend *self, visitproc visit, void *arg) {
+    Py_VISIT(self->channel);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int ChannelSend_clear(ChannelSend *self) {
+    Py_CLEAR(self->channel);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void ChannelSend_dealloc(ChannelSend *self) {
+    PyObject_GC_UnTrack(self);
+    ChannelSend_clear(self);
+    Py_XDECREF(self->core);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject ChannelSendType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.ChannelSend",
+    .tp_basicsize = sizeof(ChannelSend),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "ChannelSend(core, channel, fallback): a channel's send(*values), compiled.",
+    .tp_vectorcall_offset = offsetof(ChannelSend, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ChannelSend_init,
+    .tp_traverse = (traverseproc)ChannelSend_traverse,
+    .tp_clear = (inquiry)ChannelSend_clear,
+    .tp_dealloc = (destructor)ChannelSend_dealloc,
+};
+/* send_value(dest, kind, entry, aux, coll, value) -> bool: one value to another PE, in a
+ * message of no element (reductions); False: not handled, use Runtime.post_value's Python. */
+PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) { PyErr_SetString(PyExc_TypeError, "send_value(dest, kind, entry, aux, coll, value)"); return NULL; }
+    long dest = PyLong_AsLong(args[0]), kind = PyLong_AsLong(args[1]), entry = PyLong_AsLong(args[2]);
+    unsigned long aux = PyLong_AsUnsignedLong(args[3]);
+    unsigned long long coll = PyLong_AsUnsignedLongLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (dest == (long)c->pe || dest < 0) Py_RETURN_FALSE;
+    int r = send_to(c, dest, (uint8_t)kind, (uint16_t)entry, (uint32_t)aux, coll, NULL, 0, args + 5, 1);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
+    return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
+}
