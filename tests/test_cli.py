@@ -16,7 +16,7 @@ def test_info_reports_versions_library_settings_and_compiled_path():
     out = proc.stdout
     for field in ("shoal", "numpy", "mpi4py", "mpi library", "mpi abi", "setting rendezvous_threshold", "setting tree_fanout"):
         assert field in out, out
-    assert "compiled eager path" in out and "compiled (" in out, out
+    assert "compiled path" in out and "compiled (" in out, out
 
 
 def test_info_inproc_needs_no_mpi():

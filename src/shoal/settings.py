@@ -32,7 +32,7 @@ class Settings:
     deadlock_timeout: float = 1.0
     #: Fan-out of the spanning trees used by broadcasts and reductions.
     tree_fanout: int = 4
-    #: 1: use the compiled eager path of the MPI transport when it builds; 0: pure Python.
+    #: 1: use the compiled per-message path (C) with the MPI transport when it builds; 0: pure Python.
     native: int = 1
     #: MPI transport: let the C allocator serve blocks below this many bytes from its heap
     #: and keep freed ones, so large messages land in memory already mapped instead of

@@ -60,7 +60,7 @@ class MPITransport(Transport):
         node.Free()
         self.rendezvous_threshold = rendezvous_threshold
         self.frame_capacity = max(frame_capacity, rendezvous_threshold + 4096)
-        # The compiled eager path (shoal/_native/frames.c) when it builds; this
+        # The compiled per-message path (shoal/_native) when it builds; this
         # module's Python code is the reference and the fallback.
         self._module = _native_module() if native else None
         self._native = (
@@ -253,7 +253,7 @@ def describe_library() -> dict[str, Any]:
         "mpi abi": _abi_name(),
         "mpi thread level": _thread_level(),
         "device buffers": "staged through host memory (no CUDA-aware MPI detected)",
-        "compiled eager path": _native_status(),
+        "compiled path": _native_status(),
     }
 
 
