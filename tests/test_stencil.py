@@ -236,16 +236,20 @@ def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
-def test_tile_rows_start_owned_points_on_a_cache_line(dtype, shape):
-    from shoal.stencil.backend import _aligned
+def test_tile_rows_start_a_chosen_column_on_a_cache_line(dtype, shape):
+    from shoal.stencil.backend import _aligned, _first_written
 
-    for ghost in (0, 1, 2):
-        raw, a = _aligned(shape, dtype, ghost)
+    for column in (0, 1, 2, 4):
+        raw, a = _aligned(shape, dtype, column)
         assert a.shape == shape and a.dtype == dtype and not a.any()
         assert raw.flags.c_contiguous and a.base is not None
-        assert a.ctypes.data % 64 == (-ghost * a.itemsize) % 64
+        assert a.ctypes.data % 64 == (-column * a.itemsize) % 64
         if len(shape) > 1:
             assert a.strides[-2] % 64 == 0 and a.strides[-2] // a.itemsize == raw.shape[-1]
+    # ``u[1:-1] = ...`` with ghost 1 starts its rows at global column 1: local 2 in the
+    # first tile of the axis; other tiles align their first owned point
+    assert _first_written(0, 100, 1) == 2 and _first_written(0, 100, 2) == 4
+    assert _first_written(50, 100, 1) == 1 and _first_written(0, 1, 1) == 1
 
 
 def test_fields_start_as_zeros_and_values_come_back():
