@@ -67,9 +67,6 @@ static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const 
     return 1;
 }
 
-int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
-                   const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
-
 int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs) {
     return core_send(c, proxy, 0, (uint16_t)entry, 0, args, nargs);
 }
@@ -100,7 +97,7 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
  * to PE `dest` with the header (kind, entry, this PE, aux, coll, index). 1 sent; 0 not
  * handled (nothing done); -1 error. */
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
-                   const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs) {
+            const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs) {
     char header[HSIZE + 8 * MAX_INDEX];
     uint8_t nidx = (uint8_t)(plen / 8);
     uint64_t cid = coll;
@@ -180,6 +177,7 @@ PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t narg
     }
     return PyBytes_FromStringAndSize(desc, p - desc);
 }
+
 /* ChannelSend(core, channel, fallback): what `channel.send` is when the runtime has a
  * compiled core. Keyword-free sends of a channel to another PE go out here; anything
  * else calls fallback(channel, *values), the Python send (channels.py). */
@@ -214,13 +212,16 @@ static PyObject *channel_send_call(ChannelSend *self, PyObject *const *args, siz
         vec[1] = ch;
         for (Py_ssize_t i = 0; i < nargs + nkw; i++) vec[i + 2] = args[i];
         r = PyObject_Vectorcall(self->fallback, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    } else if (nkw) {
+        PyErr_SetString(PyExc_TypeError, "Channel.send() takes no keyword arguments");
+        return NULL;
     } else {
         PyObject *all = PyTuple_New(nargs + 1);
         if (!all) return NULL;
         Py_INCREF(ch);
         PyTuple_SET_ITEM(all, 0, ch);
         for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(all, i + 1, args[i]); }
-        r = PyObject_Call(self->fallback, all, NULL); /* keywords: Channel.send takes none */
+        r = PyObject_Call(self->fallback, all, NULL);
         Py_DECREF(all);
     }
     return r;
@@ -269,6 +270,7 @@ PyTypeObject ChannelSendType = {
     .tp_clear = (inquiry)ChannelSend_clear,
     .tp_dealloc = (destructor)ChannelSend_dealloc,
 };
+
 /* send_value(dest, kind, entry, aux, coll, value) -> bool: one value to another PE, in a
  * message of no element (reductions); False: not handled, use Runtime.post_value's Python. */
 PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs) {
@@ -281,6 +283,7 @@ PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     int r = send_to(c, dest, (uint8_t)kind, (uint16_t)entry, (uint32_t)aux, coll, NULL, 0, args + 5, 1);
     return r < 0 ? NULL : PyBool_FromLong(r);
 }
+
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
     return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
