@@ -292,7 +292,7 @@ def prune_cache(limit: int = CACHE_LIMIT, keep_recent: float = KEEP_RECENT) -> t
     total = sum(size for _, size, _ in entries.values())
     removed = freed = 0
     cutoff = time.time() - keep_recent
-    for key, (used, size, files) in sorted(entries.items(), key=lambda kv: kv[1][0]):
+    for used, size, files in sorted(entries.values(), key=lambda e: e[0]):
         if total <= limit or used > cutoff:
             break
         for f in files:
