@@ -5,7 +5,8 @@ Problems: Jacobi 5-point (2-D Laplace) and 2-D Burgers (two coupled fields), on 
 n×n float64 grid. Systems:
 
 * ``numpy`` — the statements on whole arrays (the reference);
-* ``c`` — a hand-written C loop, 1 thread, compiled with the same flags as kernels;
+* ``c`` — a hand-written C loop, 1 thread, compiled with the same flags as kernels, on
+  arrays whose rows start their first written point on a cache line (as shoal's tiles);
 * ``c-omp`` — the same loop with OpenMP on ``--threads`` threads (if -fopenmp builds);
 * ``numba`` — ``@njit(parallel=True)`` with ``prange`` on ``--threads`` threads (if
   Numba is installed);
@@ -96,6 +97,17 @@ def _initial(problem: str, n: int) -> list[np.ndarray]:
     return [u, u.copy(), u.copy(), u.copy()]
 
 
+def _line_aligned(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` whose rows' second point (the first one the loops write) starts a
+    64-byte line, as in shoal's tiles: the compiled peers get the same layout. On
+    NumPy's own arrays the hand-written Burgers loop took 113 ms, on these 93 ms."""
+    raw = np.empty(a.size + 8, dtype=a.dtype)
+    off = ((-raw.ctypes.data - a.itemsize) % 64) // a.itemsize
+    out = raw[off:off + a.size].reshape(a.shape)
+    out[...] = a
+    return out
+
+
 # -- workers --------------------------------------------------------------------------------------
 def _time_runs(run: Any, steps: int, trials: int) -> list[float]:
     run(max(1, steps // 5))  # warm-up (compiles, touches memory)
@@ -133,7 +145,7 @@ def _worker_c(problem: str, n: int, steps: int, trials: int, threads: int) -> li
     if threads > 1:
         os.environ["OMP_NUM_THREADS"] = str(threads)
     lib = ctypes.CDLL(str(compile_kernel(HAND_C, False, flags)))
-    arrays = _initial(problem, n)
+    arrays = [_line_aligned(a) for a in _initial(problem, n)]
     ptr = [a.ctypes.data_as(ctypes.c_void_p) for a in arrays]
     if problem == "jacobi":
         def run(k: int) -> None:
@@ -171,7 +183,7 @@ def _worker_numba(problem: str, n: int, steps: int, trials: int, threads: int) -
             u, un = un, u
             v, vn = vn, v
 
-    arrays = _initial(problem, n)
+    arrays = [_line_aligned(a) for a in _initial(problem, n)]
     if problem == "jacobi":
         return _time_runs(lambda k: jac(arrays[0], arrays[1], k), steps, trials)
     dx, dy, dt = burgers_consts(n)
