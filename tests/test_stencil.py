@@ -252,6 +252,27 @@ def test_tile_rows_start_a_chosen_column_on_a_cache_line(dtype, shape):
     assert _first_written(50, 100, 1) == 1 and _first_written(0, 1, 1) == 1
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape", [(6, 8), (5, 4, 10), (4, 19), (3, 8192)])
+def test_tiles_spanning_the_last_axis_keep_whole_rows(dtype, shape):
+    """A tile that spans the last axis stores owned points only per row (64 KiB rows for
+    8192 doubles); its ghost columns alias the neighbouring rows' ends and are never
+    touched, and the first written column still starts a cache line."""
+    from shoal.stencil.backend import _whole_rows
+
+    for g in (1, 2):
+        local = tuple(n + 2 * g for n in shape)
+        raw, v = _whole_rows(local, dtype, 2 * g, g)
+        owned = (slice(g, -g),) * len(shape)
+        ref = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
+        v[owned] = ref
+        assert v.shape == local and same(v[owned], ref)
+        assert raw.shape[-1] == -(-shape[-1] // 16) * 16 and raw.flags.c_contiguous
+        assert v.strides[:-1] == raw.strides[:-1] and v.strides[-1] == v.itemsize
+        assert (v.ctypes.data + 2 * g * v.itemsize) % 64 == 0
+        assert same(raw[(slice(g, -g),) * (len(shape) - 1) + (slice(0, shape[-1]),)], ref)  # rows: owned only
+
+
 def test_fields_start_as_zeros_and_values_come_back():
     def body():
         g = Grid((5, 4))

@@ -63,6 +63,35 @@ def _aligned(local: tuple[int, ...], dtype: str, column: int,
     return raw, raw[..., lead:lead + width]
 
 
+def _whole_rows(local: tuple[int, ...], dtype: str, column: int, ghost: int,
+                zeros: Callable[[int, str], np.ndarray] = np.zeros) -> tuple[np.ndarray, np.ndarray]:
+    """Like :func:`_aligned`, for a tile that spans the whole last axis: rows hold the
+    owned points only (padded to 16 elements), and the view's ghost columns alias the
+    ends of the neighbouring rows.
+
+    Those ghost columns lie outside the grid, and nothing reads or writes outside the
+    grid (slices cannot reach there, and there is no neighbour to exchange with along
+    that axis), so they need no memory of their own. What this buys: a row of 8192
+    doubles is 64 KiB, not 65 664 bytes; the Burgers kernel took 96 ms per step on such
+    rows and 100 ms on padded ones (8192², standalone, medians of 10), as the
+    hand-written loop on plain 8192-wide arrays does."""
+    dt = np.dtype(dtype)
+    per = _LINE // dt.itemsize
+    width = local[-1] - 2 * ghost
+    stride = -(-width // 16) * 16
+    rows = int(np.prod(local[:-1], dtype=np.int64))
+    flat = zeros(rows * stride + 2 * ghost + 2 * per, dt.name)
+    first = (-flat.ctypes.data % _LINE) // dt.itemsize + (-(column - ghost)) % per  # owned column 0 of row 0
+    while first < ghost:
+        first += per
+    raw = flat[first:first + rows * stride].reshape(*local[:-1], stride)
+    inner = [stride * dt.itemsize]
+    for n in reversed(local[1:-1]):
+        inner.insert(0, inner[0] * n)
+    view = np.lib.stride_tricks.as_strided(flat[first - ghost:], shape=local, strides=(*inner, dt.itemsize))
+    return raw, view
+
+
 def _first_written(lo: int, hi: int, ghost: int) -> int:
     """The local column to align: where a row of the usual stencil statement starts.
 
@@ -97,8 +126,10 @@ class Tile(shoal.Chare):
         self.raw: list[np.ndarray] = []
         self.arrays: list[np.ndarray] = []
         column = _first_written(self.lo[-1], self.hi[-1], g)
+        zeros = managed_zeros if spec.device == "cuda" else np.zeros
+        whole = len(local) > 1 and dims[-1] == 1 and g > 0
         for dt in spec.dtypes:
-            raw, view = _aligned(local, dt, column, managed_zeros if spec.device == "cuda" else np.zeros)
+            raw, view = _whole_rows(local, dt, column, g, zeros) if whole else _aligned(local, dt, column, zeros)
             self.raw.append(raw)
             self.arrays.append(view)
         self.copy_args: dict[tuple, tuple] = {}
