@@ -251,7 +251,7 @@ def gather(*futures: Future) -> Future:
 class Task:
     """Drives one coroutine (an ``async`` entry method or main) on its PE."""
 
-    __slots__ = ("rt", "coro", "on_done", "where", "waiting")
+    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "_counts")
 
     def __init__(self, rt: "Runtime", coro: Any, on_done: Callable[[Any, BaseException | None], None], where: str):
         self.rt = rt
@@ -259,22 +259,25 @@ class Task:
         self.on_done = on_done
         self.where = where
         self.waiting: Future | None = None
+        self.resume = self.step  # bound once: a coroutine waits and resumes many times
+        self.wake = self._wake
+        self._counts = rt.counts
 
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:
-        rt = self.rt
-        rt.counts.depth += 1
+        counts = self._counts
+        counts.depth += 1
         try:
             awaited = self.coro.send(None) if throw is None else self.coro.throw(throw)
         except StopIteration as stop:
-            rt.counts.depth -= 1
+            counts.depth -= 1
             self.on_done(stop.value, None)
             return
         except BaseException as exc:  # noqa: BLE001 - every error is reported by on_done
-            rt.counts.depth -= 1
+            counts.depth -= 1
             self.on_done(None, exc)
             return
-        rt.counts.depth -= 1
-        if not isinstance(awaited, Future):
+        counts.depth -= 1
+        if type(awaited) is not Future and not isinstance(awaited, Future):
             self.coro.close()
             self.on_done(
                 None,
@@ -285,16 +288,17 @@ class Task:
             )
             return
         self.waiting = awaited
-        rt.suspended.add(self)
+        self.rt.suspended.add(self)
         if awaited._state == _PENDING and awaited._callbacks is None:
-            awaited._callbacks = [self._wake]  # add_done_callback, inlined
+            awaited._callbacks = [self.wake]  # add_done_callback, inlined
         else:
-            awaited.add_done_callback(self._wake)
+            awaited.add_done_callback(self.wake)
 
     def _wake(self, fut: Future) -> None:
         self.waiting = None
-        self.rt.suspended.discard(self)
-        self.rt.ready.append(self.step)
+        rt = self.rt
+        rt.suspended.discard(self)
+        rt.ready.append(self.resume)
 
     def throw(self, exc: BaseException) -> None:
         """Resume the coroutine by raising ``exc`` at its ``await``."""
