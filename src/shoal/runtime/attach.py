@@ -66,7 +66,7 @@ def attach(**options: Any) -> int:
     if transport == "mpi":
         from ..transport.mpi import MPITransport
 
-        t = MPITransport(settings.rendezvous_threshold, settings.frame_capacity, native=bool(settings.native))
+        t = MPITransport.from_settings(settings)
         engine: Engine = MPIEngine([t], settings)
         t.barrier()
         if engine.runtimes[0].pe != 0:

@@ -263,10 +263,7 @@ def run(main: Callable[..., Any], args: list | None = None, settings: Settings |
     if transport == "mpi":
         from ..transport.mpi import MPITransport
 
-        t = MPITransport(
-            settings.rendezvous_threshold, settings.frame_capacity, native=bool(settings.native),
-            heap_reuse=settings.heap_reuse,
-        )
+        t = MPITransport.from_settings(settings)
         engine: Engine = MPIEngine([t], settings)
         t.barrier()
         code = engine.run_main(main, args)

@@ -79,6 +79,14 @@ class MPITransport(Transport):
         self._arrived: deque = deque()  # complete messages not yet delivered
         self._stalled: dict[int, deque] = {}  # source -> messages waiting on bulk data
 
+    @classmethod
+    def from_settings(cls, settings: Any) -> "MPITransport":
+        """The transport a job with :class:`shoal.settings.Settings` ``settings`` uses."""
+        return cls(
+            settings.rendezvous_threshold, settings.frame_capacity, native=bool(settings.native),
+            heap_reuse=settings.heap_reuse,
+        )
+
     # -- sending -----------------------------------------------------------------
     def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
         if not 0 <= dest < self.size:
