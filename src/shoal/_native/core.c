@@ -50,6 +50,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     if (!local) return -1;
     self->local = local;
     if (!(self->on_value = PyObject_GetAttrString(rt, "_on_value"))) return -1;
+    if (!(self->route = PyObject_GetAttrString(self->locations, "route"))) return -1;
     self->local_append = PyObject_GetAttrString(local, "append");
     self->local_popleft = PyObject_GetAttrString(local, "popleft");
     if (!self->local_append || !self->local_popleft) return -1;
@@ -69,7 +70,6 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     if (PyErr_Occurred()) return -1;
     if ((self->off_info = slot_offset(proxy_cls, "_info")) < 0 || (self->off_index = slot_offset(proxy_cls, "_index")) < 0 ||
         (self->off_dest = slot_offset(proxy_cls, "_dest")) < 0 || (self->off_epoch = slot_offset(proxy_cls, "_epoch")) < 0 ||
-        (self->off_packed = slot_offset(proxy_cls, "_packed")) < 0 ||
         (self->off_loc_epoch = slot_offset(locations_cls, "epoch")) < 0 ||
         (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0 ||
         (self->off_waiting = slot_offset(channel_cls, "waiting")) < 0 || (self->off_into = slot_offset(channel_cls, "into")) < 0 ||
@@ -107,6 +107,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->local_popleft);
     Py_XDECREF(self->local);
     Py_XDECREF(self->on_value);
+    Py_XDECREF(self->route);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

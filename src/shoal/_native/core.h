@@ -43,7 +43,8 @@ struct Core {
     PyObject *local_popleft; /* rt.local.popleft */
     PyObject *local;         /* rt.local */
     PyObject *on_value;      /* rt._on_value(kind, entry, aux, coll, value): reduction messages */
-    Py_ssize_t off_info, off_index, off_dest, off_epoch, off_packed; /* ElementProxy slots */
+    PyObject *route;         /* rt.locations.route(proxy) -> PE, caching it on the proxy */
+    Py_ssize_t off_info, off_index, off_dest, off_epoch;              /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */

@@ -72,25 +72,35 @@ int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, P
 }
 
 int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs) {
-    /* where to: the proxy's cached PE, if no location changed since it was cached */
+    /* where to: the proxy's cached PE if no location changed since it was cached, else
+     * what the location manager says now (Locations.route caches it on the proxy) */
     PyObject *epoch = SLOT(proxy, c->off_epoch), *now = SLOT(c->locations, c->off_loc_epoch);
-    if (!epoch || !now) return 0;
-    if (epoch != now) {
-        int same = PyObject_RichCompareBool(epoch, now, Py_EQ);
-        if (same <= 0) { if (same < 0) PyErr_Clear(); return 0; }
+    PyObject *index = SLOT(proxy, c->off_index), *info = SLOT(proxy, c->off_info);
+    if (!epoch || !now || !index || !info || !PyTuple_Check(index)) return 0;
+    long dest;
+    int cached = epoch == now ? 1 : PyObject_RichCompareBool(epoch, now, Py_EQ);
+    if (cached < 0) return -1;
+    if (cached) {
+        dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
+    } else {
+        PyObject *d = PyObject_CallOneArg(c->route, proxy); /* a placement error propagates, as in Python */
+        if (!d) return -1;
+        dest = PyLong_AsLong(d);
+        Py_DECREF(d);
     }
-    long dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
-    PyObject *packed = SLOT(proxy, c->off_packed);
+    if (dest == -1 && PyErr_Occurred()) return -1;
     if (dest == (long)c->pe && kind == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
-    if (dest < 0 || dest == (long)c->pe || !packed || !PyBytes_CheckExact(packed) || nargs > MAX_ARGS) {
-        PyErr_Clear();
-        return 0;
+    Py_ssize_t nidx = PyTuple_GET_SIZE(index);
+    if (dest < 0 || dest == (long)c->pe || nargs > MAX_ARGS || nidx > MAX_INDEX) return 0;
+    char packed[8 * MAX_INDEX];
+    for (Py_ssize_t i = 0; i < nidx; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(index, i));
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        memcpy(packed + 8 * i, &v, 8);
     }
-    Py_ssize_t plen = PyBytes_GET_SIZE(packed);
-    if (plen > 8 * MAX_INDEX) return 0;
-    unsigned long long coll = PyLong_AsUnsignedLongLong(SLOT(SLOT(proxy, c->off_info), c->off_info_id));
+    unsigned long long coll = PyLong_AsUnsignedLongLong(SLOT(info, c->off_info_id));
     if (coll == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    return send_to(c, dest, kind, entry, aux, coll, PyBytes_AS_STRING(packed), plen, args, nargs);
+    return send_to(c, dest, kind, entry, aux, coll, packed, 8 * nidx, args, nargs);
 }
 
 /* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them

@@ -56,6 +56,10 @@ class CollectionInfo:
 
     def normalize(self, index: Any) -> tuple:
         """``index`` as the internal tuple; an error at the call site if it is out of range."""
+        if type(index) is int and self.ndims == 1 and self.kind != "group":  # a[i], the common case
+            shape = self.shape
+            if shape is None or 0 <= index < shape[0]:
+                return (index,)
         idx = index if type(index) is tuple else (index,)
         if self.kind == "group":
             if len(idx) != 1 or not isinstance(idx[0], (int, np.integer)):
