@@ -829,6 +829,19 @@ def test_shoal_cache_command(tmp_path, monkeypatch, capsys):
     assert "removed 1 kernels" in out and "0 kernels" in out
 
 
+def test_cache_bound_comes_from_the_environment():
+    import subprocess
+    import sys
+
+    code = "from shoal.stencil.build import CACHE_LIMIT; print(CACHE_LIMIT)"
+    run = lambda value: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "SHOAL_CACHE_MAX_MB": value}
+    )
+    assert run("64").stdout.strip() == str(64 << 20)
+    bad = run("lots")
+    assert bad.returncode != 0 and "SHOAL_CACHE_MAX_MB='lots' is not a size in megabytes" in bad.stderr
+
+
 def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
     """With the device check passed by hand and host memory for "managed" memory, a
     CUDA stencil records CUDA kernels, allocates its tiles through the managed-memory

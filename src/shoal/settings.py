@@ -40,7 +40,7 @@ class Settings:
     heap_reuse: int = 32 << 20
 
 
-_ENV_ONLY = {"SHOAL_MPIEXEC", "SHOAL_CACHE_DIR"}  # read by the launcher and the native builder
+_ENV_ONLY = {"SHOAL_MPIEXEC", "SHOAL_CACHE_DIR", "SHOAL_CACHE_MAX_MB"}  # read by the launcher and the builders
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:

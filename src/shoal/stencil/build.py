@@ -268,8 +268,20 @@ def load_copy(ndim: int, dtype: str, extra_flags: Sequence[str] = ()) -> tuple[C
 
 
 # -- the cache's size --------------------------------------------------------------------------
-#: the default bound of the kernel cache (objects and their sources)
-CACHE_LIMIT = 512 << 20
+def _cache_limit() -> int:
+    """The bound of the kernel cache: ``$SHOAL_CACHE_MAX_MB`` megabytes, else 512."""
+    raw = os.environ.get("SHOAL_CACHE_MAX_MB", "")
+    try:
+        mb = float(raw) if raw else 512.0
+    except ValueError:
+        mb = -1.0
+    if not mb >= 0:
+        raise ValueError(f"SHOAL_CACHE_MAX_MB={raw!r} is not a size in megabytes (a number >= 0)")
+    return int(mb * 2**20)
+
+
+#: the bound of the kernel cache (objects and their sources), in bytes
+CACHE_LIMIT = _cache_limit()
 #: objects used this recently (seconds) are never evicted by the automatic bound: another
 #: process of a job may be about to load them
 KEEP_RECENT = 600.0
