@@ -60,6 +60,9 @@ def test_entry_calls_round_trip(mpi_job, native):
             def dump(self):
                 return self.got
 
+            def take_kw(self, a, b=0, *rest, c=None, **more):
+                self.got.append((a, b, rest, c, more))
+
             async def relay(self, x, back):
                 y = await self.collection[0].double(x, ret=True)
                 back.send(y)
@@ -104,6 +107,13 @@ def test_entry_calls_round_trip(mpi_job, native):
                         assert np.array_equal(w[0], h[0])
                     else:
                         assert w == h, (w, h)
+            far.take_kw(1, c=np.arange(3), d="s")
+            far.take_kw(2, 3, 4, ret=False)
+            far.take_kw(5, b=6, c=None, ret=0)
+            kw = far.dump(ret=True).get()[len(sent):]
+            assert kw[0][:3] == (1, 0, ()) and np.array_equal(kw[0][3], np.arange(3)) and kw[0][4] == {"d": "s"}, kw
+            assert kw[1] == (2, 3, (4,), None, {}) and kw[2] == (5, 6, (), None, {}), kw
+            assert far.take_kw(7, c=8, ret=True).get() is None
             assert far.double(21, ret=True).get() == 42
             back = shoal.Future()
             far.relay(4, back)

@@ -3,10 +3,9 @@
  * This file: the Core object (one per runtime) and its counters; the paths are in
  * send.c and receive.c.
  *
- * Send: an entry-method call without keywords or reply, to an element whose PE the
- * proxy has cached and which is on another PE, is encoded (plain NumPy arrays as a
- * descriptor plus their memory, anything else by shoal's pickler), given its header
- * and sent as one eager frame, without entering Python.
+ * Send: an entry-method call without a reply, to an element on another PE, is encoded
+ * (plain NumPy arrays as a descriptor plus their memory, anything else by shoal's
+ * pickler), given its header and sent as one eager frame, without entering Python.
  *
  * Receive: an eager frame that calls an entry method without reply, on an element
  * that is here, becomes the call itself: arrays are rebuilt in fresh memory straight

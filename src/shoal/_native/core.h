@@ -70,7 +70,7 @@ PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs)
 
 /* receive.c */
 PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
-int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args);
+int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs);
 PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
 

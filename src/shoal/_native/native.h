@@ -56,10 +56,12 @@ int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hl
 int core_deliver(Core *core, const char *frame, Py_ssize_t n, Frames *frames);
 int frames_restart(Frames *self);
 
-/* An entry-method call without keywords to one element. 1: sent; 0: not handled
+/* An entry-method call (positional arguments) to one element. 1: sent; 0: not handled
  * (use the Python path, nothing was done); -1: error set. */
 int core_send_call(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs);
 int core_send(Core *core, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs);
+/* The same with keyword arguments `kwargs` (a dict); 0 for a local element (Python path). */
+int core_send_kw(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject *kwargs);
 
 /* The compiled core serving runtime `rt`, or NULL (borrowed). */
 Core *core_for(PyObject *rt);

@@ -2,9 +2,9 @@
  * _BoundElementEntry) is the reference.
  *
  * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
- * without keywords, on a PE whose runtime has a compiled core, goes straight to
- * core_send_call. Every other call (keywords, `ret=True`, a local element, no core)
- * goes to the Python hook, which is what the Python bound entry does.
+ * on a PE whose runtime has a compiled core goes straight to core_send_call (or
+ * core_send_kw with keywords). Every other call (`ret=True`, a local element with
+ * keywords, no core) goes to the Python hook, which is what the Python bound entry does.
  */
 #include "native.h"
 #include <structmember.h>
@@ -49,13 +49,41 @@ static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssi
     return r;
 }
 
+/* Keyword arguments of a call as a dict without `ret` (NULL: `ret` is true, or an error). */
+static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
+    PyObject *kwargs = PyDict_New();
+    if (!kwargs) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, "ret") == 0) {
+            int ret = PyObject_IsTrue(values[i]);
+            if (ret != 0) { Py_DECREF(kwargs); return NULL; }
+            continue;
+        }
+        if (PyDict_SetItem(kwargs, key, values[i]) < 0) { Py_DECREF(kwargs); return NULL; }
+    }
+    return kwargs;
+}
+
 static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && context_globals != NULL) {
+    if (context_globals != NULL) {
         PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
         Core *core = rt ? core_for(rt) : NULL;
         if (core) {
-            int r = core_send_call(core, self->proxy, self->entry, args, nargs);
+            int r;
+            if (kwnames == NULL) {
+                r = core_send_call(core, self->proxy, self->entry, args, nargs);
+            } else {
+                PyObject *kwargs = keywords(args + nargs, kwnames);
+                if (!kwargs) {
+                    if (PyErr_Occurred()) return NULL;
+                    return bound_call_slow(self, args, nargs, kwnames); /* ret=True: a future, in Python */
+                }
+                r = PyDict_GET_SIZE(kwargs) ? core_send_kw(core, self->proxy, self->entry, args, nargs, kwargs)
+                                            : core_send_call(core, self->proxy, self->entry, args, nargs);
+                Py_DECREF(kwargs);
+            }
             if (r < 0) return NULL;
             if (r) Py_RETURN_NONE;
         } else if (PyErr_Occurred()) {

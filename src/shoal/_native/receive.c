@@ -36,19 +36,20 @@ PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char 
     return out;
 }
 
-/* Run `fn(el, *args)` as the runtime's run_entry does, with no reply. */
-int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args) {
+/* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does,
+ * with no reply. */
+int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs) {
     PyObject *vec[MAX_ARGS + 2];
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     PyObject *r;
     c->depth++;
-    if (nargs <= MAX_ARGS) {
+    if (nargs <= MAX_ARGS && kwargs == NULL) {
         vec[1] = el;
         for (Py_ssize_t i = 0; i < nargs; i++) vec[i + 2] = PyTuple_GET_ITEM(args, i);
         r = PyObject_Vectorcall(fn, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     } else {
         PyObject *head = PyTuple_Pack(1, el), *all = head ? PySequence_Concat(head, args) : NULL;
-        r = all ? PyObject_Call(fn, all, NULL) : NULL;
+        r = all ? PyObject_Call(fn, all, kwargs) : NULL;
         Py_XDECREF(head);
         Py_XDECREF(all);
     }
@@ -85,8 +86,23 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
         PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
         args = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
         Py_XDECREF(stream);
-        if (args && !PyTuple_Check(args)) Py_CLEAR(args);
+    } else {
+        /* out-of-band buffers (arrays inside other values): each in fresh, writable memory */
+        PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]), *buffers = PyList_New(nseg - 1);
+        PyObject *kw = buffers ? Py_BuildValue("{sO}", "buffers", buffers) : NULL;
+        for (Py_ssize_t i = 1; kw && i < nseg; i++) {
+            PyObject *b = PyByteArray_FromStringAndSize(segs[i], lens[i]);
+            if (!b) Py_CLEAR(kw);
+            else PyList_SET_ITEM(buffers, i - 1, b);
+        }
+        PyObject *pos = stream && kw ? PyTuple_Pack(1, stream) : NULL;
+        args = pos ? PyObject_Call(c->loads, pos, kw) : NULL;
+        Py_XDECREF(pos);
+        Py_XDECREF(kw);
+        Py_XDECREF(buffers);
+        Py_XDECREF(stream);
     }
+    if (args && !PyTuple_Check(args)) Py_CLEAR(args);
     if (!args) PyErr_Clear(); /* the Python path decodes it again and reports any error in context */
     return args;
 }
@@ -205,7 +221,10 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     memcpy(&coll, h + 12, 8);
     int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
     int value = k == KIND_EXCHANGE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
-    if (!(channel || value || (k == 0 && aux == 0)) || (kind & KIND_KWARGS) || nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx) return 0;
+    int keywords = (kind & KIND_KWARGS) != 0;
+    if (!(channel || value || (k == 0 && aux == 0)) || (keywords && (k != 0 || (kind & KIND_ARRAYS))) ||
+        nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx)
+        return 0;
     const char *segs[MAX_ARGS + 1];
     Py_ssize_t lens[MAX_ARGS + 1];
     Py_ssize_t pos = off + hlen;
@@ -248,7 +267,17 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     Py_DECREF(funcs);
 
     /* the arguments, out of the receive buffer; then it can take the next frame */
-    PyObject *args = decode_args(c, kind, segs, lens, nseg);
+    PyObject *args = decode_args(c, kind & ~KIND_KWARGS, segs, lens, nseg), *kwargs = NULL;
+    if (args && keywords) { /* the pickle holds (args, kwargs) */
+        PyObject *pair = args;
+        if (PyTuple_GET_SIZE(pair) == 2 && PyTuple_Check(PyTuple_GET_ITEM(pair, 0)) && PyDict_Check(PyTuple_GET_ITEM(pair, 1))) {
+            args = Py_NewRef(PyTuple_GET_ITEM(pair, 0));
+            kwargs = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+        } else {
+            args = NULL;
+        }
+        Py_DECREF(pair);
+    }
     if (!args) {
         Py_DECREF(fn);
         return 0;
@@ -257,11 +286,12 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     int err = frames_restart(frames);
     if (!err) {
         if (coll != SYSTEM_ID) c->received++;
-        err = run_entry(c, el, fn, args);
+        err = run_entry(c, el, fn, args, kwargs);
     }
     Py_DECREF(el);
     Py_DECREF(fn);
     Py_DECREF(args);
+    Py_XDECREF(kwargs);
     return err ? -1 : 1;
 }
 
@@ -292,7 +322,7 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
                 Py_INCREF(fn);
                 Py_INCREF(el);
                 if (PyLong_AsLong(coll) != SYSTEM_ID) c->received++;
-                int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3));
+                int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3), NULL);
                 Py_DECREF(el);
                 Py_DECREF(fn);
                 r = err ? NULL : Py_NewRef(Py_None);

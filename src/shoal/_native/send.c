@@ -71,36 +71,106 @@ int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, P
     return core_send(c, proxy, 0, (uint16_t)entry, 0, args, nargs);
 }
 
-int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs) {
-    /* where to: the proxy's cached PE if no location changed since it was cached, else
-     * what the location manager says now (Locations.route caches it on the proxy) */
+/* Where a message for the element of `proxy` goes: the PE into `*dest` and the index
+ * into `packed` (`*plen` bytes). 1 found; 0 not a case for the compiled path; -1 error
+ * (a placement that fails raises, as in Python). */
+static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t *plen, unsigned long long *coll) {
+    /* the proxy's cached PE if no location changed since it was cached, else what the
+     * location manager says now (Locations.route caches it on the proxy) */
     PyObject *epoch = SLOT(proxy, c->off_epoch), *now = SLOT(c->locations, c->off_loc_epoch);
     PyObject *index = SLOT(proxy, c->off_index), *info = SLOT(proxy, c->off_info);
     if (!epoch || !now || !index || !info || !PyTuple_Check(index)) return 0;
-    long dest;
     int cached = epoch == now ? 1 : PyObject_RichCompareBool(epoch, now, Py_EQ);
     if (cached < 0) return -1;
     if (cached) {
-        dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
+        *dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
     } else {
-        PyObject *d = PyObject_CallOneArg(c->route, proxy); /* a placement error propagates, as in Python */
+        PyObject *d = PyObject_CallOneArg(c->route, proxy);
         if (!d) return -1;
-        dest = PyLong_AsLong(d);
+        *dest = PyLong_AsLong(d);
         Py_DECREF(d);
     }
-    if (dest == -1 && PyErr_Occurred()) return -1;
-    if (dest == (long)c->pe && kind == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
+    if (*dest == -1 && PyErr_Occurred()) return -1;
     Py_ssize_t nidx = PyTuple_GET_SIZE(index);
-    if (dest < 0 || dest == (long)c->pe || nargs > MAX_ARGS || nidx > MAX_INDEX) return 0;
-    char packed[8 * MAX_INDEX];
+    if (nidx > MAX_INDEX) return 0;
     for (Py_ssize_t i = 0; i < nidx; i++) {
         long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(index, i));
         if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
         memcpy(packed + 8 * i, &v, 8);
     }
-    unsigned long long coll = PyLong_AsUnsignedLongLong(SLOT(info, c->off_info_id));
-    if (coll == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    return send_to(c, dest, kind, entry, aux, coll, packed, 8 * nidx, args, nargs);
+    *plen = 8 * nidx;
+    *coll = PyLong_AsUnsignedLongLong(SLOT(info, c->off_info_id));
+    if (*coll == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return 1;
+}
+
+int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs) {
+    long dest;
+    char packed[8 * MAX_INDEX];
+    Py_ssize_t plen;
+    unsigned long long coll;
+    int found = route(c, proxy, &dest, packed, &plen, &coll);
+    if (found <= 0) return found;
+    if (dest == (long)c->pe && kind == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
+    if (dest < 0 || dest == (long)c->pe || nargs > MAX_ARGS) return 0;
+    return send_to(c, dest, kind, entry, aux, coll, packed, plen, args, nargs);
+}
+
+/* The header of a message from this PE: kind, index rank, entry, source, aux, collection, index. */
+static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
+                              const char *packed, Py_ssize_t plen) {
+    header[0] = (char)kind;
+    header[1] = (char)(plen / 8);
+    memcpy(header + 2, &entry, 2);
+    memcpy(header + 4, &c->pe, 4);
+    memcpy(header + 8, &aux, 4);
+    memcpy(header + 12, &coll, 8);
+    if (plen) memcpy(header + HSIZE, packed, plen);
+    return HSIZE + plen;
+}
+
+/* Send `segments` (a list of buffers: the pickle stream, then out-of-band buffers) after
+ * `header`: one eager frame if they fit, else the Python transport. 1 sent; -1 error. */
+static int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObject *segments) {
+    Py_ssize_t nseg = PyList_GET_SIZE(segments);
+    Py_buffer views[MAX_ARGS];
+    const char *segs[MAX_ARGS] = {NULL};
+    Py_ssize_t lens[MAX_ARGS] = {0}, got = 0;
+    int sent = 0;
+    if (nseg <= MAX_ARGS) {
+        for (; got < nseg; got++) {
+            if (PyObject_GetBuffer(PyList_GET_ITEM(segments, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; break; }
+            segs[got] = views[got].buf;
+            lens[got] = views[got].len;
+        }
+        if (sent == 0) sent = frames_send_inline(c->frames, (int)dest, header, hlen, segs, lens, nseg);
+        for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    }
+    if (sent == 0) sent = send_slow(c, dest, header, hlen, segments);
+    return sent;
+}
+
+int core_send_kw(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject *kwargs) {
+    long dest;
+    char packed[8 * MAX_INDEX], header[HSIZE + 8 * MAX_INDEX];
+    Py_ssize_t plen;
+    unsigned long long coll;
+    int found = route(c, proxy, &dest, packed, &plen, &coll);
+    if (found <= 0) return found;
+    if (dest < 0 || dest == (long)c->pe) return 0;
+    PyObject *tuple = PyTuple_New(nargs);
+    if (!tuple) return -1;
+    for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tuple, i, args[i]); }
+    PyObject *payload = PyTuple_Pack(2, tuple, kwargs);
+    Py_DECREF(tuple);
+    PyObject *segments = payload ? PyObject_CallOneArg(c->encode, payload) : NULL;
+    Py_XDECREF(payload);
+    if (!segments) { PyErr_Clear(); return 0; } /* the Python path names the argument that failed */
+    Py_ssize_t hlen = make_header(c, header, KIND_KWARGS, (uint16_t)entry, 0, coll, packed, plen);
+    int sent = send_segments(c, dest, header, hlen, segments);
+    Py_DECREF(segments);
+    if (sent > 0 && coll != SYSTEM_ID) c->sent++;
+    return sent;
 }
 
 /* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them
@@ -109,19 +179,11 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs) {
     char header[HSIZE + 8 * MAX_INDEX];
-    uint8_t nidx = (uint8_t)(plen / 8);
     uint64_t cid = coll;
     int all_arrays = nargs > 0;
     for (Py_ssize_t i = 0; i < nargs && all_arrays; i++) all_arrays = plain_array(args[i]);
     if (all_arrays) kind |= KIND_ARRAYS;
-    header[0] = (char)kind;
-    header[1] = (char)nidx;
-    memcpy(header + 2, &entry, 2);
-    memcpy(header + 4, &c->pe, 4);
-    memcpy(header + 8, &aux, 4);
-    memcpy(header + 12, &cid, 8);
-    if (plen) memcpy(header + HSIZE, packed, plen);
-    Py_ssize_t hlen = HSIZE + plen;
+    Py_ssize_t hlen = make_header(c, header, kind, entry, aux, cid, packed, plen);
 
     int sent;
     if (all_arrays) {
@@ -156,21 +218,7 @@ int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsi
         PyObject *segments = PyObject_CallOneArg(c->encode, tuple);
         Py_DECREF(tuple);
         if (!segments) { PyErr_Clear(); return 0; } /* the Python path names the argument that failed */
-        Py_ssize_t nseg = PyList_GET_SIZE(segments);
-        Py_buffer views[MAX_ARGS];
-        const char *segs[MAX_ARGS];
-        Py_ssize_t lens[MAX_ARGS], got = 0;
-        sent = 0;
-        if (nseg <= MAX_ARGS) {
-            for (; got < nseg; got++) {
-                if (PyObject_GetBuffer(PyList_GET_ITEM(segments, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; break; }
-                segs[got] = views[got].buf;
-                lens[got] = views[got].len;
-            }
-            if (sent == 0) sent = frames_send_inline(c->frames, (int)dest, header, hlen, segs, lens, nseg);
-            for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
-        }
-        if (sent == 0) sent = send_slow(c, dest, header, hlen, segments);
+        sent = send_segments(c, dest, header, hlen, segments);
         Py_DECREF(segments);
     }
     if (sent > 0 && cid != SYSTEM_ID) c->sent++;

@@ -25,8 +25,8 @@ __all__ = ["make_core", "slow_call"]
 
 
 def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
-    """An entry-method call the compiled path did not take (keywords, ``ret=True``, a
-    local element, a stale route): the Python path of :class:`_BoundElementEntry`."""
+    """An entry-method call the compiled path did not take (``ret=True``, keywords to a
+    local element, an unusual index): the Python path of :class:`_BoundElementEntry`."""
     ret = kwargs.pop("ret", False) if kwargs else False
     rt = context._current or context.current("calling an entry method")
     return rt.invoke(proxy, entry, name, args, kwargs, ret)
