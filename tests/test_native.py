@@ -228,3 +228,42 @@ def test_channels_round_trip(mpi_job, native):
     )
     assert job.returncode == 0, job
     assert "['mismatch reported: True'" in job.stdout and "not reported" not in job.stdout, job
+
+
+@BOTH
+def test_broadcasts_run_every_local_element(mpi_job, native):
+    """A broadcast without reply runs on every element (keywords too); an error in one
+    element ends the job naming it."""
+    job = mpi_job(
+        """
+        import shoal
+
+        class Cell(shoal.Chare):
+            def __init__(self):
+                self.seen = []
+
+            def hear(self, x, scale=1):
+                self.seen.append(x * scale)
+
+            def report(self):
+                return self.seen
+
+            def boom(self, bad):
+                if self.index == (bad,):
+                    raise KeyError(f"element {bad} refuses")
+
+        async def main(args):
+            cells = shoal.Array(Cell, 7)
+            cells.hear(2)
+            cells.hear(3, scale=10)
+            assert await cells.report(ret=True) == [[2, 30]] * 7
+            print("broadcasts ok", flush=True)
+            cells.boom(5)
+            await shoal.Future()
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert "broadcasts ok" in job.stdout, job
+    assert job.returncode != 0 and "KeyError: 'element 5 refuses'" in job.stderr and "Cell.boom" in job.stderr, job

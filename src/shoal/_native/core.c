@@ -119,6 +119,7 @@ static PyMemberDef Core_members[] = {
 
 static PyMethodDef Core_methods[] = {
     {"send_value", (PyCFunction)(void (*)(void))Core_send_value, METH_FASTCALL, "send_value(dest, kind, entry, aux, coll, value) -> bool"},
+    {"run_each", (PyCFunction)(void (*)(void))Core_run_each, METH_FASTCALL, "run_each(elements, entry, args, kwargs): a broadcast's local calls"},
     {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},

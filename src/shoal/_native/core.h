@@ -73,5 +73,6 @@ PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char 
 int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs);
 PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -337,3 +337,35 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     }
     return PyLong_FromSsize_t(n);
 }
+
+/* run_each(elements, entry, args, kwargs) -> None: entry method `entry` on every element
+ * of the list, no replies (a broadcast's local part; Runtime._broadcast_here). An
+ * exception goes to the runtime's error handler, as each call's would. */
+PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "run_each(elements: list, entry, args: tuple, kwargs: dict | None)");
+        return NULL;
+    }
+    long entry = PyLong_AsLong(args[1]);
+    if (entry == -1 && PyErr_Occurred()) return NULL;
+    PyObject *kwargs = args[3] == Py_None ? NULL : args[3];
+    PyObject *elements = args[0];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements); i++) {
+        PyObject *el = PyList_GET_ITEM(elements, i);
+        PyObject *funcs = PyObject_GetAttr(el, str_funcs);
+        if (!funcs) return NULL;
+        if (!PyTuple_Check(funcs) || entry < 0 || entry >= PyTuple_GET_SIZE(funcs)) {
+            Py_DECREF(funcs);
+            PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
+            return NULL;
+        }
+        PyObject *fn = Py_NewRef(PyTuple_GET_ITEM(funcs, entry));
+        Py_DECREF(funcs);
+        Py_INCREF(el);
+        int err = run_entry(c, el, fn, args[2], kwargs);
+        Py_DECREF(el);
+        Py_DECREF(fn);
+        if (err) return NULL;
+    }
+    Py_RETURN_NONE;
+}

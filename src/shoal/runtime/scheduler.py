@@ -136,6 +136,7 @@ class Runtime:
         self.channel_send = core.channel_send if core is not None else None
         self._run_local = core.run_local if core is not None else None
         self._send_value = core.send_value if core is not None else None
+        self._run_each = core.run_each if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -453,6 +454,9 @@ class Runtime:
             return
         args, kwargs = decode_call(kind, segments)
         if not aux:
+            if self._run_each is not None:  # compiled
+                self._run_each(list(cs.elements.values()), entry, args, kwargs)
+                return
             for el in list(cs.elements.values()):
                 self.run_entry(el, entry, args, kwargs, None)
             return
