@@ -267,3 +267,54 @@ def test_broadcasts_run_every_local_element(mpi_job, native):
     )
     assert "broadcasts ok" in job.stdout, job
     assert job.returncode != 0 and "KeyError: 'element 5 refuses'" in job.stderr and "Cell.boom" in job.stderr, job
+
+
+@BOTH
+def test_replies_of_ret_true_calls(mpi_job, native):
+    """ret=True: plain values and arrays come back, a coroutine's value too, a remote
+    error is raised at the caller with its type, and so is a value that cannot travel."""
+    job = mpi_job(
+        """
+        import threading
+        import numpy as np
+        import shoal
+
+        class Server(shoal.Chare):
+            def twice(self, x):
+                return 2 * x
+
+            async def later(self, x):
+                return await self.collection[0].twice(x, ret=True) + 1
+
+            def bad(self, x):
+                raise ValueError(f"no {x}")
+
+            def lock(self):
+                return threading.Lock()
+
+        def place(i, n):
+            return i % n
+
+        def main(args):
+            far = shoal.Array(Server, 2, placement=place)[1]
+            assert far.twice(21, ret=True).get() == 42
+            got = far.twice(np.arange(4.0), ret=True).get()
+            assert got.dtype == np.float64 and np.array_equal(got, 2 * np.arange(4.0))
+            assert far.later(5, ret=True).get() == 11
+            try:
+                far.bad("way", ret=True).get()
+            except ValueError as exc:
+                assert "no way" in str(exc) and any("PE 1" in n for n in exc.__notes__), exc.__notes__
+            else:
+                raise AssertionError("no error")
+            futs = [far.twice(i, ret=True) for i in range(50)]
+            assert shoal.gather(*futs).get() == [2 * i for i in range(50)]
+            print("replies ok", flush=True)
+            far.lock(ret=True).get()
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert "replies ok" in job.stdout, job
+    assert job.returncode != 0 and "cannot send lock to a future" in job.stderr, job

@@ -50,6 +50,8 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     self->local = local;
     if (!(self->on_value = PyObject_GetAttrString(rt, "_on_value"))) return -1;
     if (!(self->route = PyObject_GetAttrString(self->locations, "route"))) return -1;
+    if (!(self->send_future = PyObject_GetAttrString(rt, "send_future"))) return -1;
+    if (!(self->replier = PyObject_GetAttrString(rt, "_replier"))) return -1;
     self->local_append = PyObject_GetAttrString(local, "append");
     self->local_popleft = PyObject_GetAttrString(local, "popleft");
     if (!self->local_append || !self->local_popleft) return -1;
@@ -107,6 +109,8 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->local);
     Py_XDECREF(self->on_value);
     Py_XDECREF(self->route);
+    Py_XDECREF(self->send_future);
+    Py_XDECREF(self->replier);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -119,6 +123,7 @@ static PyMemberDef Core_members[] = {
 
 static PyMethodDef Core_methods[] = {
     {"send_value", (PyCFunction)(void (*)(void))Core_send_value, METH_FASTCALL, "send_value(dest, kind, entry, aux, coll, value) -> bool"},
+    {"send", (PyCFunction)(void (*)(void))Core_send, METH_FASTCALL, "send(proxy, entry, aux, *args) -> bool: an entry call whose reply goes to future aux"},
     {"run_each", (PyCFunction)(void (*)(void))Core_run_each, METH_FASTCALL, "run_each(elements, entry, args, kwargs): a broadcast's local calls"},
     {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},

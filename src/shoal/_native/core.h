@@ -21,6 +21,8 @@
 #define KIND_KWARGS 0x80
 #define KIND_MASK 0x3F
 #define SYSTEM_ID 0
+#define NO_COLL 1 /* the collection field of messages of no collection (futures) */
+#define KIND_FUTURE 3
 #define KIND_REDUCE 4
 #define KIND_RESULT 5
 #define KIND_CHANNEL 8
@@ -44,6 +46,8 @@ struct Core {
     PyObject *local;         /* rt.local */
     PyObject *on_value;      /* rt._on_value(kind, entry, aux, coll, value): reduction messages */
     PyObject *route;         /* rt.locations.route(proxy) -> PE, caching it on the proxy */
+    PyObject *send_future;   /* rt.send_future(owner, fid, value) */
+    PyObject *replier;       /* rt._replier(owner, fid) -> the reply callable of a ret=True call */
     Py_ssize_t off_info, off_index, off_dest, off_epoch;              /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
@@ -66,11 +70,12 @@ int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsi
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_send(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* receive.c */
 PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
-int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs);
+int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid);
 PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs);

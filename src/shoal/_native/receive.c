@@ -36,9 +36,22 @@ PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char 
     return out;
 }
 
-/* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does,
- * with no reply. */
-int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs) {
+/* The reply of a `ret=True` call: the value to future `fid` of PE `src`, compiled when
+ * it can go out as one message, else by Runtime.send_future. 0 or -1. */
+static int reply(Core *c, uint32_t src, uint32_t fid, PyObject *value) {
+    if (src != c->pe) {
+        int sent = send_to(c, (long)src, KIND_FUTURE, 0, fid, NO_COLL, NULL, 0, &value, 1);
+        if (sent) return sent < 0 ? -1 : 0;
+    }
+    PyObject *r = PyObject_CallFunction(c->send_future, "IIO", src, fid, value);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does;
+ * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. */
+int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid) {
     PyObject *vec[MAX_ARGS + 2];
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     PyObject *r;
@@ -54,23 +67,30 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
         Py_XDECREF(all);
     }
     c->depth--;
-    PyObject *follow = NULL;
-    if (r == NULL) {
-        PyObject *type, *value, *tb;
+    if (r != NULL && !PyCoro_CheckExact(r)) {
+        int err = fid ? reply(c, src, fid, r) : 0;
+        Py_DECREF(r);
+        return err;
+    }
+    /* an error or a coroutine: the runtime's handlers, with the replier if there is one */
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    if (r == NULL) { /* taken before any other call */
         PyErr_Fetch(&type, &value, &tb);
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb) PyException_SetTraceback(value, tb);
-        follow = PyObject_CallFunctionObjArgs(c->failed, el, fn, value, Py_None, NULL);
+    }
+    PyObject *replier = fid ? PyObject_CallFunction(c->replier, "II", src, fid) : Py_NewRef(Py_None);
+    PyObject *follow = NULL;
+    if (r == NULL) {
+        if (replier) follow = PyObject_CallFunctionObjArgs(c->failed, el, fn, value, replier, NULL);
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
-    } else if (PyCoro_CheckExact(r)) {
-        follow = PyObject_CallFunctionObjArgs(c->start_task, el, fn, r, Py_None, NULL);
-        Py_DECREF(r);
     } else {
+        if (replier) follow = PyObject_CallFunctionObjArgs(c->start_task, el, fn, r, replier, NULL);
         Py_DECREF(r);
-        return 0;
     }
+    Py_XDECREF(replier);
     if (!follow) return -1;
     Py_DECREF(follow);
     return 0;
@@ -220,9 +240,9 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     memcpy(&aux, h + 8, 4);
     memcpy(&coll, h + 12, 8);
     int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
-    int value = k == KIND_EXCHANGE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
+    int value = k == KIND_EXCHANGE || k == KIND_FUTURE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
     int keywords = (kind & KIND_KWARGS) != 0;
-    if (!(channel || value || (k == 0 && aux == 0)) || (keywords && (k != 0 || (kind & KIND_ARRAYS))) ||
+    if (!(channel || value || k == 0) || (keywords && (k != 0 || (kind & KIND_ARRAYS))) ||
         nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx)
         return 0;
     const char *segs[MAX_ARGS + 1];
@@ -286,7 +306,9 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     int err = frames_restart(frames);
     if (!err) {
         if (coll != SYSTEM_ID) c->received++;
-        err = run_entry(c, el, fn, args, kwargs);
+        uint32_t src;
+        memcpy(&src, h + 4, 4);
+        err = run_entry(c, el, fn, args, kwargs, src, aux);
     }
     Py_DECREF(el);
     Py_DECREF(fn);
@@ -322,7 +344,7 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
                 Py_INCREF(fn);
                 Py_INCREF(el);
                 if (PyLong_AsLong(coll) != SYSTEM_ID) c->received++;
-                int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3), NULL);
+                int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3), NULL, 0, 0);
                 Py_DECREF(el);
                 Py_DECREF(fn);
                 r = err ? NULL : Py_NewRef(Py_None);
@@ -362,7 +384,7 @@ PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         PyObject *fn = Py_NewRef(PyTuple_GET_ITEM(funcs, entry));
         Py_DECREF(funcs);
         Py_INCREF(el);
-        int err = run_entry(c, el, fn, args[2], kwargs);
+        int err = run_entry(c, el, fn, args[2], kwargs, 0, 0);
         Py_DECREF(el);
         Py_DECREF(fn);
         if (err) return NULL;

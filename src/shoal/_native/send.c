@@ -111,7 +111,7 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     unsigned long long coll;
     int found = route(c, proxy, &dest, packed, &plen, &coll);
     if (found <= 0) return found;
-    if (dest == (long)c->pe && kind == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
+    if (dest == (long)c->pe && kind == 0 && aux == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
     if (dest < 0 || dest == (long)c->pe || nargs > MAX_ARGS) return 0;
     return send_to(c, dest, kind, entry, aux, coll, packed, plen, args, nargs);
 }
@@ -345,4 +345,16 @@ PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs) {
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
     return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
+}
+
+/* send(proxy, entry, aux, *args) -> bool: an entry-method call whose value goes to
+ * future `aux` of this PE (ret=True; Runtime.invoke made the future). False: not
+ * handled (a local element, arguments the compiled path does not take). */
+PyObject *Core_send(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 3) { PyErr_SetString(PyExc_TypeError, "send(proxy, entry, aux, *args)"); return NULL; }
+    long entry = PyLong_AsLong(args[1]);
+    unsigned long aux = PyLong_AsUnsignedLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    int r = core_send(c, args[0], 0, (uint16_t)entry, (uint32_t)aux, args + 3, nargs - 3);
+    return r < 0 ? NULL : PyBool_FromLong(r);
 }

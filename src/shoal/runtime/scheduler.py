@@ -137,6 +137,7 @@ class Runtime:
         self._run_local = core.run_local if core is not None else None
         self._send_value = core.send_value if core is not None else None
         self._run_each = core.run_each if core is not None else None
+        self._core_send = core.send if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
@@ -204,16 +205,18 @@ class Runtime:
                         self.counts.sent += 1
                     self.local.append((None, (proxy._info.id, proxy._index, entry, copies)))
                     return None
+        fut = Future(_depth=4) if ret else None
+        if fut is not None and not kwargs and self._core_send is not None:
+            if self._core_send(proxy, entry, fut.fid, *args):  # compiled, the reply to `fut`
+                return fut
         try:
             flag, segments = encode_call(args, kwargs)
         except Exception as exc:
+            if fut is not None:
+                self.forget_future(fut.fid)
             raise unpicklable(proxy._info.cls, name, args, kwargs, exc) from None
-        if ret:
-            fut = Future(_depth=4)
-            self._to_element(proxy, flag, entry, fut.fid, segments)  # Kind.INVOKE == 0
-            return fut
-        self._to_element(proxy, flag, entry, 0, segments)
-        return None
+        self._to_element(proxy, flag, entry, fut.fid if fut is not None else 0, segments)  # Kind.INVOKE == 0
+        return fut
 
     def _to_element(self, proxy: "ElementProxy", kind: int, entry: int, aux: int, segments: list) -> None:
         """Send a message to one element (the per-message path: cached route and index)."""
@@ -251,10 +254,10 @@ class Runtime:
             fut._resolve(value)
             return
         try:
-            segments = encode(value)
+            flag, segments = encode_call((value,), None)  # a plain array goes without pickle
         except Exception as exc:
             raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
-        self.send_raw(owner, pack_header(Kind.FUTURE, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
+        self.send_raw(owner, pack_header(Kind.FUTURE | flag, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
 
     def send_channel(self, remote: "ElementProxy", tag: int, seq: int, flag: int, segments: list) -> None:
         self._to_element(remote, Kind.CHANNEL | flag, seq, tag, segments)
@@ -476,14 +479,17 @@ class Runtime:
         return reply
 
     def _on_future(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        fut = self.futures.get(aux)
+        self._resolve_future(aux, decode_call(kind, segments)[0][0])
+
+    def _resolve_future(self, fid: int, value: Any) -> None:
+        fut = self.futures.get(fid)
         if fut is None:
             self.fail(
-                ShoalError(f"PE {src} sent a value to future #{aux} of PE {self.pe}, which was already resolved"),
+                ShoalError(f"a value came for future #{fid} of PE {self.pe}, which was already resolved"),
                 "Future.send",
             )
             return
-        fut._resolve(decode(segments))
+        fut._resolve(value)
 
     def _on_reduce(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         if entry:  # compact (see ReductionManager._maybe_done)
@@ -511,9 +517,11 @@ class Runtime:
             el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append((kind, segments))
 
     def _on_value(self, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
-        """A reduction message of one value, decoded by the compiled core (compact REDUCE
-        or RESULT, or EXCHANGE): what their handlers do after decoding."""
-        if kind == Kind.EXCHANGE:
+        """A message of one value, decoded by the compiled core (a future's value, a
+        compact REDUCE or RESULT, an EXCHANGE): what their handlers do after decoding."""
+        if kind == Kind.FUTURE:
+            self._resolve_future(aux, value)
+        elif kind == Kind.EXCHANGE:
             self.reductions.on_exchange(coll, aux, entry, value)
         elif kind == Kind.REDUCE:
             self.reductions.receive_compact(coll, aux, entry, value)
