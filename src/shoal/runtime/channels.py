@@ -25,7 +25,17 @@ if TYPE_CHECKING:
 
 __all__ = ["Channel"]
 
-_new_future = Future.__new__
+
+
+class ChannelFuture(Future):
+    """A channel receive. Only message delivery resolves it, when no entry method or
+    coroutine is running, so the coroutine awaiting it resumes there and then."""
+
+    __slots__ = ()
+    _resume_now = True
+
+
+_new_future = ChannelFuture.__new__
 
 
 def _endpoint(proxy: "ElementProxy") -> tuple:
@@ -97,7 +107,7 @@ class Channel:
             if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
                 raise ChannelError("recv(into=...) needs a writable, C-contiguous NumPy array")
             self.checked = into  # the usual loop posts one buffer again and again: check it once
-        fut = _new_future(Future)  # Future.local, inlined: one per message
+        fut = _new_future(ChannelFuture)  # Future.local, inlined: one per message
         fut._rt, fut.owner, fut.fid = self._rt, self._rt.pe, 0
         fut._state, fut._value, fut._callbacks, fut._origin = 0, None, None, self
         if self.inbox:

@@ -75,6 +75,9 @@ class Future:
     """A value that will be available later; resolve it once with :meth:`send`."""
 
     __slots__ = ("_rt", "owner", "fid", "_state", "_value", "_callbacks", "_origin", "__weakref__")
+    #: a coroutine awaiting this future resumes the moment it resolves, not at the next
+    #: step (only for futures resolved while messages are delivered: channel receives)
+    _resume_now = False
 
     def __init__(self, *, _depth: int = 2) -> None:
         rt = current("shoal.Future()")
@@ -251,7 +254,7 @@ def gather(*futures: Future) -> Future:
 class Task:
     """Drives one coroutine (an ``async`` entry method or main) on its PE."""
 
-    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "_counts")
+    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "wake_now", "_counts")
 
     def __init__(self, rt: "Runtime", coro: Any, on_done: Callable[[Any, BaseException | None], None], where: str):
         self.rt = rt
@@ -261,6 +264,7 @@ class Task:
         self.waiting: Future | None = None
         self.resume = self.step  # bound once: a coroutine waits and resumes many times
         self.wake = self._wake
+        self.wake_now = self._wake_now
         self._counts = rt.counts
 
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:
@@ -289,16 +293,22 @@ class Task:
             return
         self.waiting = awaited
         self.rt.suspended.add(self)
+        wake = self.wake_now if awaited._resume_now else self.wake
         if awaited._state == _PENDING and awaited._callbacks is None:
-            awaited._callbacks = [self.wake]  # add_done_callback, inlined
+            awaited._callbacks = [wake]  # add_done_callback, inlined
         else:
-            awaited.add_done_callback(self.wake)
+            awaited.add_done_callback(wake)
 
     def _wake(self, fut: Future) -> None:
         self.waiting = None
         rt = self.rt
         rt.suspended.discard(self)
         rt.ready.append(self.resume)
+
+    def _wake_now(self, fut: Future) -> None:
+        self.waiting = None
+        self.rt.suspended.discard(self)
+        self.step()
 
     def throw(self, exc: BaseException) -> None:
         """Resume the coroutine by raising ``exc`` at its ``await``."""
