@@ -285,7 +285,7 @@ def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
         ci = cis[s]
         ci_text = "-" if ci is None else f"{_us(ci[0])} .. {_us(ci[1])}"
         print(f"  {s:<14} {_us(results[s].value):>10} {ci_text:>20}  {results[s].status}")
-    print(f"# efficiency by -iter (granularity µs / efficiency %):")
+    print("# efficiency by -iter (granularity µs / efficiency %):")
     for s in systems:
         print(f"  {s}: " + "  ".join(f"{p.iterations}:{p.granularity * 1e6:.3g}/{p.efficiency * 100:.0f}" for p in curves[s]))
     print(f"# results: {out / 'metg.json'}  figure: {figure}")
