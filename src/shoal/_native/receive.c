@@ -133,6 +133,7 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
  * queues or reports); -1 error. */
 static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
                            const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
+    /* `frames` NULL: a message from this PE's local queue (no receive buffer to restart) */
     PyObject *table = PyObject_GetAttr(el, str_channels);
     if (!table) return -1;
     PyObject *ch = NULL;
@@ -177,7 +178,7 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
             value = values;
         }
     }
-    if (frames_restart(frames)) { Py_DECREF(value); r = -1; goto done; }
+    if (frames && frames_restart(frames)) { Py_DECREF(value); r = -1; goto done; }
     if (coll != SYSTEM_ID) c->received++;
     /* Channel.arrive + Future._resolve: the next sequence number, the value, the callbacks */
     PyObject *next = PyLong_FromLong((PyLong_AsLong(arrived) + 1) & 0xFFFF);
@@ -317,6 +318,48 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     return err ? -1 : 1;
 }
 
+/* A queued channel message of one array between elements of this PE (send.c,
+ * send_local_channel): completed here like one from the network. 1 done; 0 Python path. */
+static int local_channel(Core *c, PyObject *header, PyObject *body) {
+    if (!PyBytes_Check(header) || PyBytes_GET_SIZE(header) < HSIZE || !PyList_Check(body) || PyList_GET_SIZE(body) != 2)
+        return 0;
+    const unsigned char *h = (const unsigned char *)PyBytes_AS_STRING(header);
+    uint8_t kind = h[0], nidx = h[1];
+    if ((kind & KIND_MASK) != KIND_CHANNEL || !(kind & KIND_ARRAYS) || nidx > MAX_INDEX ||
+        PyBytes_GET_SIZE(header) != HSIZE + 8 * nidx)
+        return 0;
+    PyObject *desc = PyList_GET_ITEM(body, 0), *data = PyList_GET_ITEM(body, 1);
+    if (!PyBytes_Check(desc) || !PyArray_Check(data) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) return 0;
+    uint32_t tag;
+    uint64_t coll;
+    memcpy(&tag, h + 8, 4);
+    memcpy(&coll, h + 12, 8);
+    PyObject *key = PyLong_FromUnsignedLongLong(coll);
+    if (!key) return -1;
+    PyObject *cs = PyDict_GetItemWithError(c->colls, key);
+    Py_DECREF(key);
+    PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
+    if (!elements || !PyDict_Check(elements)) return PyErr_Occurred() ? -1 : 0;
+    PyObject *index = PyTuple_New(nidx);
+    if (!index) return -1;
+    for (int i = 0; i < nidx; i++) {
+        int64_t v;
+        memcpy(&v, h + HSIZE + 8 * i, 8);
+        PyObject *o = PyLong_FromLongLong(v);
+        if (!o) { Py_DECREF(index); return -1; }
+        PyTuple_SET_ITEM(index, i, o);
+    }
+    PyObject *el = PyDict_GetItemWithError(elements, index);
+    Py_DECREF(index);
+    if (!el) return PyErr_Occurred() ? -1 : 0;
+    const char *segs[2] = {PyBytes_AS_STRING(desc), PyArray_DATA((PyArrayObject *)data)};
+    Py_ssize_t lens[2] = {PyBytes_GET_SIZE(desc), PyArray_NBYTES((PyArrayObject *)data)};
+    Py_INCREF(el);
+    int r = channel_deliver(c, el, kind, tag, coll, segs, lens, 2, NULL);
+    Py_DECREF(el);
+    return r;
+}
+
 /* run_local(deliver, deliver_direct) -> count: the messages queued for this PE's own
  * elements when it was called (Runtime.step's local loop). Array calls of elements that
  * are here run in C; the rest go to deliver(header, segments) or
@@ -331,7 +374,9 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         PyObject *header = PyTuple_GET_ITEM(item, 0), *body = PyTuple_GET_ITEM(item, 1);
         PyObject *r = NULL;
         if (header != Py_None) {
-            r = PyObject_CallFunctionObjArgs(args[0], header, body, NULL);
+            int done = local_channel(c, header, body);
+            if (done < 0) { Py_DECREF(item); return NULL; }
+            r = done ? Py_NewRef(Py_None) : PyObject_CallFunctionObjArgs(args[0], header, body, NULL);
         } else {
             PyObject *coll = PyTuple_GET_ITEM(body, 0), *index = PyTuple_GET_ITEM(body, 1);
             PyObject *cs = PyDict_GetItemWithError(c->colls, coll);

@@ -104,6 +104,29 @@ static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t 
     return 1;
 }
 
+static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
+                              const char *packed, Py_ssize_t plen);
+
+/* A channel message of one plain array to an element of this PE: the message as the
+ * Python path queues it (header, [descriptor, a copy of the array]); Core.run_local
+ * delivers it. */
+static int send_local_channel(Core *c, uint16_t seq, uint32_t tag, unsigned long long coll,
+                              const char *packed, Py_ssize_t plen, PyObject *array) {
+    char header[HSIZE + 8 * MAX_INDEX], desc[1 + 64], *p = desc;
+    *p++ = 1;
+    if (!(p = describe(p, desc + sizeof desc, (PyArrayObject *)array))) return 0;
+    Py_ssize_t hlen = make_header(c, header, KIND_CHANNEL | KIND_ARRAYS, seq, tag, coll, packed, plen);
+    PyObject *copy = PyArray_NewCopy((PyArrayObject *)array, NPY_CORDER);
+    PyObject *item = copy ? Py_BuildValue("(y#[y#N])", header, hlen, desc, (Py_ssize_t)(p - desc), copy) : NULL;
+    if (!item) return -1;
+    PyObject *r = PyObject_CallOneArg(c->local_append, item);
+    Py_DECREF(item);
+    if (!r) return -1;
+    Py_DECREF(r);
+    if (coll != SYSTEM_ID) c->sent++;
+    return 1;
+}
+
 int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs) {
     long dest;
     char packed[8 * MAX_INDEX];
@@ -112,6 +135,8 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     int found = route(c, proxy, &dest, packed, &plen, &coll);
     if (found <= 0) return found;
     if (dest == (long)c->pe && kind == 0 && aux == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
+    if (dest == (long)c->pe && kind == KIND_CHANNEL && nargs == 1 && plain_array(args[0]))
+        return send_local_channel(c, entry, aux, coll, packed, plen, args[0]);
     if (dest < 0 || dest == (long)c->pe || nargs > MAX_ARGS) return 0;
     return send_to(c, dest, kind, entry, aux, coll, packed, plen, args, nargs);
 }
