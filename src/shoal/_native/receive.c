@@ -127,6 +127,40 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
     return args;
 }
 
+/* Element `index` (nidx int64s as the wire header carries them) of collection `coll`,
+ * if it is on this PE (borrowed); NULL with no error if not, NULL with an error. */
+static PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx) {
+    PyObject *key = PyLong_FromUnsignedLongLong(coll);
+    if (!key) return NULL;
+    PyObject *cs = PyDict_GetItemWithError(c->colls, key);
+    Py_DECREF(key);
+    PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
+    if (!elements || !PyDict_Check(elements)) return NULL;
+    PyObject *index = PyTuple_New(nidx);
+    if (!index) return NULL;
+    for (int i = 0; i < nidx; i++) {
+        int64_t v;
+        memcpy(&v, index_bytes + 8 * i, 8);
+        PyObject *o = PyLong_FromLongLong(v);
+        if (!o) { Py_DECREF(index); return NULL; }
+        PyTuple_SET_ITEM(index, i, o);
+    }
+    PyObject *el = PyDict_GetItemWithError(elements, index);
+    Py_DECREF(index);
+    return el;
+}
+
+/* Entry method `entry` of element `el` (a new reference); NULL with no error if the
+ * element's class has no such entry, NULL with an error. */
+static PyObject *entry_of(PyObject *el, long entry) {
+    PyObject *funcs = PyObject_GetAttr(el, str_funcs);
+    if (!funcs) return NULL;
+    PyObject *fn = PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)
+        ? Py_NewRef(PyTuple_GET_ITEM(funcs, entry)) : NULL;
+    Py_DECREF(funcs);
+    return fn;
+}
+
 /* A channel message for element `el` that completes a pending receive: its values go
  * straight to the channel (into the posted array, if the receive posted one that
  * matches). 1 done; 0 for the Python path (no receive pending, a mismatch: it
@@ -261,31 +295,11 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     if (value) return value_deliver(c, kind, entry, aux, coll, segs, lens, nseg, frames);
 
     /* the element, if it is here (else the Python path forwards, holds or fails) */
-    PyObject *key = PyLong_FromUnsignedLongLong(coll);
-    if (!key) return -1;
-    PyObject *cs = PyDict_GetItemWithError(c->colls, key);
-    Py_DECREF(key);
-    if (!cs) return PyErr_Occurred() ? -1 : 0;
-    PyObject *elements = SLOT(cs, c->off_elements);
-    PyObject *index = PyTuple_New(nidx);
-    if (!index) return -1;
-    for (int i = 0; i < nidx; i++) {
-        int64_t v;
-        memcpy(&v, h + HSIZE + 8 * i, 8);
-        PyObject *o = PyLong_FromLongLong(v);
-        if (!o) { Py_DECREF(index); return -1; }
-        PyTuple_SET_ITEM(index, i, o);
-    }
-    PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
-    Py_DECREF(index);
+    PyObject *el = element_at(c, coll, h + HSIZE, nidx);
     if (!el) return PyErr_Occurred() ? -1 : 0;
     if (channel) return channel_deliver(c, el, kind, aux, coll, segs, lens, nseg, frames);
-    PyObject *funcs = PyObject_GetAttr(el, str_funcs);
-    if (!funcs) return -1;
-    if (!PyTuple_Check(funcs) || entry >= PyTuple_GET_SIZE(funcs)) { Py_DECREF(funcs); return 0; }
-    PyObject *fn = PyTuple_GET_ITEM(funcs, entry);
-    Py_INCREF(fn);
-    Py_DECREF(funcs);
+    PyObject *fn = entry_of(el, entry);
+    if (!fn) return PyErr_Occurred() ? -1 : 0;
 
     /* the arguments, out of the receive buffer; then it can take the next frame */
     PyObject *args = decode_args(c, kind & ~KIND_KWARGS, segs, lens, nseg), *kwargs = NULL;
@@ -334,23 +348,7 @@ static int local_channel(Core *c, PyObject *header, PyObject *body) {
     uint64_t coll;
     memcpy(&tag, h + 8, 4);
     memcpy(&coll, h + 12, 8);
-    PyObject *key = PyLong_FromUnsignedLongLong(coll);
-    if (!key) return -1;
-    PyObject *cs = PyDict_GetItemWithError(c->colls, key);
-    Py_DECREF(key);
-    PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
-    if (!elements || !PyDict_Check(elements)) return PyErr_Occurred() ? -1 : 0;
-    PyObject *index = PyTuple_New(nidx);
-    if (!index) return -1;
-    for (int i = 0; i < nidx; i++) {
-        int64_t v;
-        memcpy(&v, h + HSIZE + 8 * i, 8);
-        PyObject *o = PyLong_FromLongLong(v);
-        if (!o) { Py_DECREF(index); return -1; }
-        PyTuple_SET_ITEM(index, i, o);
-    }
-    PyObject *el = PyDict_GetItemWithError(elements, index);
-    Py_DECREF(index);
+    PyObject *el = element_at(c, coll, h + HSIZE, nidx);
     if (!el) return PyErr_Occurred() ? -1 : 0;
     const char *segs[2] = {PyBytes_AS_STRING(desc), PyArray_DATA((PyArrayObject *)data)};
     Py_ssize_t lens[2] = {PyBytes_GET_SIZE(desc), PyArray_NBYTES((PyArrayObject *)data)};
@@ -382,11 +380,8 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
             PyObject *cs = PyDict_GetItemWithError(c->colls, coll);
             PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
             PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
-            PyObject *funcs = el ? PyObject_GetAttr(el, str_funcs) : NULL;
-            long entry = PyLong_AsLong(PyTuple_GET_ITEM(body, 2));
-            if (funcs && PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)) {
-                PyObject *fn = PyTuple_GET_ITEM(funcs, entry);
-                Py_INCREF(fn);
+            PyObject *fn = el ? entry_of(el, PyLong_AsLong(PyTuple_GET_ITEM(body, 2))) : NULL;
+            if (fn) {
                 Py_INCREF(el);
                 if (PyLong_AsLong(coll) != SYSTEM_ID) c->received++;
                 int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3), NULL, 0, 0);
@@ -396,7 +391,6 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
             } else if (!PyErr_Occurred()) {
                 r = PyObject_Call(args[1], body, NULL); /* not here (yet): the Python path */
             }
-            Py_XDECREF(funcs);
         }
         Py_DECREF(item);
         if (!r) return NULL;
@@ -419,15 +413,11 @@ PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *elements = args[0];
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements); i++) {
         PyObject *el = PyList_GET_ITEM(elements, i);
-        PyObject *funcs = PyObject_GetAttr(el, str_funcs);
-        if (!funcs) return NULL;
-        if (!PyTuple_Check(funcs) || entry < 0 || entry >= PyTuple_GET_SIZE(funcs)) {
-            Py_DECREF(funcs);
-            PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
+        PyObject *fn = entry_of(el, entry);
+        if (!fn) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
             return NULL;
         }
-        PyObject *fn = Py_NewRef(PyTuple_GET_ITEM(funcs, entry));
-        Py_DECREF(funcs);
         Py_INCREF(el);
         int err = run_entry(c, el, fn, args[2], kwargs, 0, 0);
         Py_DECREF(el);

@@ -299,7 +299,8 @@ class Runtime:
         """Transport callback: count the message, then handle it.
 
         The common case (an entry method of an element that is here, no reply) is
-        handled inline; everything else goes to the handler of its kind.
+        handled here; everything else goes to the handler of its kind. With the MPI
+        transport the compiled core (``_native/receive.c``) does this before Python.
         """
         fields = _WHOLE[header[1]].unpack(header)  # fixed part and index in one call
         kind, _, entry, src, aux, coll = fields[:6]
@@ -312,17 +313,7 @@ class Runtime:
             el = cs.elements.get(index) if cs is not None else None
             if el is not None:
                 args, kwargs = decode_call(kind, segments)
-                fn = el._shoal_funcs[entry]  # run_entry, inlined: this is the per-message path
-                self.counts.depth += 1
-                try:
-                    r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
-                except BaseException as exc:  # noqa: BLE001
-                    self.counts.depth -= 1
-                    self._entry_failed(el, fn, exc, None)
-                    return
-                self.counts.depth -= 1
-                if type(r) is CoroutineType:
-                    self._start_task(el, fn, r, None)
+                self.run_entry(el, entry, args, kwargs, None)
                 return
         elif k == 8:  # Kind.CHANNEL
             cs = self.colls.get(coll)
