@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import shoal
 from shoal.stencil import (
     CompilerError,
     GhostDepthError,
@@ -24,51 +23,15 @@ from shoal.stencil import (
     ShapeError,
     Stencil,
     UnsupportedOperationError,
-    maximum,
-    minimum,
     norm,
-    sqrt,
-    where,
 )
 from shoal.stencil.interface import decompose, tile_bounds
-from shoal.stencil.nodes import Assign, Axis, Binary, Const, Read, Unary, digest, dumps, loads
+from shoal.stencil.nodes import Assign, Axis, Binary, Const, Read, digest, dumps, loads
+from stencil_support import Grid, finish, grouped, program, run_on, same, start
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 HERE = os.path.abspath(__file__)
-
-
-def run_on(pes, body):
-    """Run ``body()`` as the main program of an in-process job; return its value."""
-    out = {}
-
-    def main(args):
-        out["value"] = body()
-
-    code = shoal.run(main, [], transport="inproc", pes=pes, deadlock_timeout=5.0)
-    assert code == 0
-    return out["value"]
-
-
-def same(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-
-
-class Grid(Stencil):
-    fields = {"u": "float64", "v": "float64", "w": "float32"}
-
-
-def start(shape, rng, **options):
-    g = Grid(shape, **options)
-    arrays = {"u": rng.standard_normal(shape), "v": rng.standard_normal(shape),
-              "w": rng.standard_normal(shape).astype(np.float32)}
-    for name, a in arrays.items():
-        getattr(g, name).from_numpy(a)
-    return g, arrays
-
-
-def finish(g):
-    return {name: getattr(g, name).to_numpy() for name in ("u", "v", "w")}
 
 
 # -- nodes ----------------------------------------------------------------------------------
@@ -106,26 +69,6 @@ def test_decomposition_covers_the_grid_once(shape, ntiles, ghost):
 
 
 # -- exactness ------------------------------------------------------------------------------
-def program(u, v, w, d):
-    """Every operation, reads at offsets 1 and 2, aliasing, strides, integer indices."""
-    inner = (slice(2, -2),) * d
-
-    def sh(k):
-        return tuple(slice(2 + k, (-2 + k) or None) for _ in range(d))
-
-    v[inner] = 0.5 * u[sh(1)] + u[sh(-2)] ** 2 - abs(u[inner]) / 3
-    w[inner] = where(v[inner] > 0.1, w[sh(1)] * 0.3, -w[inner]) + np.float32(1.5)
-    u[inner] = minimum(u[sh(1)], v[inner]) + maximum(u[sh(-1)], 0.0) + sqrt(abs(w[inner]))  # reads u at offsets
-    u[(0,) * d] = 7.0
-    v[(slice(None, None, -3),) * d] = u[(slice(None, None, -3),) * d] * 2
-    v[(slice(1, None, 2),) * d] = v[(slice(0, -1, 2),) * d] ** 0.5 - 1 / v[(slice(1, None, 2),) * d]
-    if d >= 2:
-        w[1:-1, 0] = w[:-2, 1] + w[2:, 0]  # a diagonal read: corners
-        u[..., 1:-1] = u[..., :-2] * np.float64(0.25) - u[..., 2:] ** -1
-    u[...] = u + np.exp(v) * 1e-3 + np.sin(u) - np.cos(w)  # exp: NumPy's own, kept exact
-    u[sh(0)] = v[sh(1)] ** 3
-
-
 @pytest.mark.parametrize("pes", [1, 2, 3])
 @pytest.mark.parametrize("shape", [(23,), (17, 13), (9, 7, 11)], ids=["1d", "2d", "3d"])
 def test_program_is_bit_for_bit_numpy(pes, shape):
@@ -143,17 +86,6 @@ def test_program_is_bit_for_bit_numpy(pes, shape):
         got, ref = run_on(pes, body)
     for name in ref:
         assert same(got[name], ref[name]), name
-
-
-def grouped(u, v, w, d):
-    """Three statements that share one loop nest: later ones read, at the same point, the
-    values earlier ones wrote (v twice; w is float32)."""
-    c = (slice(1, -1),) * d
-    up = (slice(2, None),) + (slice(1, -1),) * (d - 1)
-    down = (slice(None, -2),) + (slice(1, -1),) * (d - 1)
-    v[c] = u[up] * 0.5 + u[down]
-    w[c] = v[c] * 2 + u[c]
-    v[c] = v[c] + w[c] / 3
 
 
 @pytest.mark.parametrize("shape", [(37,), (21, 19), (9, 8, 13)], ids=["1d", "2d", "3d"])
@@ -202,75 +134,6 @@ def test_both_backends_and_multi_axis_tiles(backend, monkeypatch):
         assert same(got[name], ref[name]), name
     assert bool(loaded) == (backend == "c")
     assert {dt for _, dt, _ in loaded} <= {"float64", "float32"}
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
-def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
-    from shoal.stencil.backend import _aligned
-    from shoal.stencil.build import find_compiler, load_copy
-
-    if find_compiler() is None:
-        pytest.skip("no C compiler")
-    import ctypes
-
-    raw, a = _aligned(shape, dtype, 2)
-    a[...] = np.random.default_rng(3).standard_normal(shape)
-    strides = (ctypes.c_long * len(shape))(*(s // a.itemsize for s in a.strides))
-    pack, unpack = load_copy(len(shape), dtype)
-    L = ctypes.c_long * len(shape)
-    # a thin face of the contiguous axis (its own loop order), and a face of the axis before
-    for ax in {len(shape) - 1, max(0, len(shape) - 2)}:
-        b, n = [0] * len(shape), list(shape)
-        b[ax], n[ax] = 1, 2
-        idx = tuple(slice(x, x + k) for x, k in zip(b, n))
-        buf = np.empty(n, dtype)
-        pack(a.ctypes.data, buf.ctypes.data, L(*b), L(*n), strides)
-        assert same(buf, a[idx].copy())
-        before = a.copy()
-        twice = buf * 2
-        unpack(a.ctypes.data, twice.ctypes.data, L(*b), L(*n), strides)
-        before[idx] *= 2
-        assert same(a, before)
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
-def test_tile_rows_start_a_chosen_column_on_a_cache_line(dtype, shape):
-    from shoal.stencil.backend import _aligned, _first_written
-
-    for column in (0, 1, 2, 4):
-        raw, a = _aligned(shape, dtype, column)
-        assert a.shape == shape and a.dtype == dtype and not a.any()
-        assert raw.flags.c_contiguous and a.base is not None
-        assert a.ctypes.data % 64 == (-column * a.itemsize) % 64
-        if len(shape) > 1:
-            assert a.strides[-2] % 64 == 0 and a.strides[-2] // a.itemsize == raw.shape[-1]
-    # ``u[1:-1] = ...`` with ghost 1 starts its rows at global column 1: local 2 in the
-    # first tile of the axis; other tiles align their first owned point
-    assert _first_written(0, 100, 1) == 2 and _first_written(0, 100, 2) == 4
-    assert _first_written(50, 100, 1) == 1 and _first_written(0, 1, 1) == 1
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("shape", [(6, 8), (5, 4, 10), (4, 19), (3, 8192)])
-def test_tiles_spanning_the_last_axis_keep_whole_rows(dtype, shape):
-    """A tile that spans the last axis stores owned points only per row (64 KiB rows for
-    8192 doubles); its ghost columns alias the neighbouring rows' ends and are never
-    touched, and the first written column still starts a cache line."""
-    from shoal.stencil.backend import _whole_rows
-
-    for g in (1, 2):
-        local = tuple(n + 2 * g for n in shape)
-        raw, v = _whole_rows(local, dtype, 2 * g, g)
-        owned = (slice(g, -g),) * len(shape)
-        ref = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
-        v[owned] = ref
-        assert v.shape == local and same(v[owned], ref)
-        assert raw.shape[-1] == -(-shape[-1] // 16) * 16 and raw.flags.c_contiguous
-        assert v.strides[:-1] == raw.strides[:-1] and v.strides[-1] == v.itemsize
-        assert (v.ctypes.data + 2 * g * v.itemsize) % 64 == 0
-        assert same(raw[(slice(g, -g),) * (len(shape) - 1) + (slice(0, shape[-1]),)], ref)  # rows: owned only
 
 
 def test_fields_start_as_zeros_and_values_come_back():
@@ -569,37 +432,6 @@ def test_bench_stencil_pipeline_runs():
     assert "one backend loop" in proc.stdout and "backend_freq=5" in proc.stdout and "failed" not in proc.stdout
 
 
-# -- code generation ------------------------------------------------------------------------
-def test_jacobi_kernel_inner_loop_is_vectorized(tmp_path):
-    """GCC must vectorize the contiguous inner loop (without care it stays scalar)."""
-    from shoal.stencil.analysis import analyze
-    from shoal.stencil.build import BASE_FLAGS, find_compiler
-    from shoal.stencil.expr import index_axes
-    from shoal.stencil.lowering import lower_statement
-    from shoal.stencil.printer_c import print_kernel
-
-    cc = find_compiler()
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout if cc else ""
-    if not cc or "gcc" not in version.lower() and "free software foundation" not in version.lower():
-        pytest.skip("needs GCC for -fopt-info-vec")
-    shape = (64, 64)
-    x = lambda *i: Read(0, index_axes(i, shape, "x"))  # noqa: E731
-    value = Binary("mul", Const(0.25), Binary("add", Binary("add", Binary("add",
-                   x(slice(None, -2), slice(1, -1)), x(slice(2, None), slice(1, -1))),
-                   x(slice(1, -1), slice(None, -2))), x(slice(1, -1), slice(2, None))))
-    stmt = Assign(Read(1, index_axes((slice(1, -1), slice(1, -1)), shape, "y")), value)
-    info = analyze(stmt, ["float64", "float64"], ["x", "y"], 1)
-    source = print_kernel(lower_statement(stmt, info, ["float64", "float64"]).kernel)
-    src = tmp_path / "k.c"
-    src.write_text(source)
-    proc = subprocess.run([cc, *BASE_FLAGS, "-fopt-info-vec-optimized", str(src), "-o", str(tmp_path / "k.so")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "loop vectorized" in proc.stderr, proc.stderr
-    assert "-ffp-contract=off" in BASE_FLAGS and "-ffast-math" not in BASE_FLAGS
-    assert "restrict" in source and "0x1.0000000000000p-2" in source
-
-
 def test_exchange_ghosts_accepts_only_fields_of_the_stencil():
     def body():
         g, h = Grid((8,)), Grid((8,))
@@ -687,77 +519,6 @@ def test_frontend_pe_can_be_kept_free_of_tiles():
     assert same(v, want)
 
 
-def test_fast_math_is_opt_in_and_compiles_libm_calls():
-    def body():
-        g = Grid((40,), fast_math=True)
-        g.u.from_numpy(np.linspace(-1, 1, 40))
-        g.v[...] = np.exp(g.u) * 2.0
-        entry = next(e for e in g._rec.statements.values() if e.stmt.target.field == 1)
-        return entry.source, g.v.to_numpy()
-
-    source, v = run_on(2, body)
-    assert source is not None and "exp(" in source  # compiled (not the NumPy evaluator)
-    assert np.allclose(v, np.exp(np.linspace(-1, 1, 40)) * 2.0, rtol=1e-14)
-
-
-# -- CUDA target ------------------------------------------------------------------------------
-def test_cuda_printer_output_compiles_with_nvcc(tmp_path, monkeypatch):
-    """Every kernel shape a program produces (statement groups, aliased statements with a
-    scratch box, strided boxes, float32, 1-3 axes, every reduction) prints as CUDA that
-    nvcc compiles with --fmad=false, and the PTX has no fused multiply-add. Compile-tested
-    only: this machine has no GPU."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from shoal.stencil.build import CUDA_FLAGS, compile_kernel, find_nvcc
-    from shoal.stencil.printer_cuda import print_cuda_kernel
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc is not installed")
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
-
-    def body():
-        kernels = []
-        for shape in [(23,), (17, 13), (9, 7, 11)]:
-            g, _ = start(shape, np.random.default_rng(0), ghost_depth=2)
-            with np.errstate(all="ignore"):
-                program(g.u, g.v, g.w, len(shape))
-                grouped(g.u, g.v, g.w, len(shape))
-                for r in (norm(g.u - g.v), norm(g.u - g.v, np.inf), g.w.sum(), g.u.max(), g.v.min()):
-                    r.get()
-            kernels += [e.lowered.kernel for e in g._rec.statements.values() if e.source is not None]
-            kernels += [e.lowered.kernel for e in g._rec.reductions.values() if e.source is not None]
-        return kernels
-
-    kernels = run_on(1, body)
-    assert any(k.more for k in kernels) and any(k.scratch for k in kernels) and any(k.reduce for k in kernels)
-    assert {k.ndim for k in kernels} == {1, 2, 3} and any(max(k.steps) > 1 for k in kernels)
-    sources = [print_cuda_kernel(k, f"kernel {i}") for i, k in enumerate(kernels)]
-    with ThreadPoolExecutor(2) as pool:
-        paths = list(pool.map(lambda src: compile_kernel(src, device="cuda"), sources))
-    assert all(p.exists() and p.suffix == ".so" for p in paths)
-    assert "--fmad=false" in CUDA_FLAGS and "--use_fast_math" not in CUDA_FLAGS
-    src = tmp_path / "burgers.cu"
-    src.write_text(next(s for s, k in zip(sources, kernels) if k.more))
-    ptx = tmp_path / "burgers.ptx"
-    flags = [f for f in CUDA_FLAGS if f not in ("-Xcompiler", "-fPIC", "-shared", "-cudart", "shared")]
-    proc = subprocess.run([nvcc, *flags, "--ptx", str(src), "-o", str(ptx)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    text = ptx.read_text()
-    assert "mul.rn.f" in text and "fma." not in text and "mad." not in text
-
-
-def test_cuda_keeps_inexact_functions_on_numpy():
-    from shoal.stencil.analysis import numpy_only_reason
-
-    x = Read(0, (Axis(0, 1, 4, False),))
-    for op in ("sin", "cos"):
-        node = Unary(op, x)
-        assert numpy_only_reason(node, ["float64"]) is None  # glibc's, as NumPy's
-        assert numpy_only_reason(node, ["float64"], device="cuda") == f"{op} on float64"
-    assert numpy_only_reason(Unary("sqrt", x), ["float64"], device="cuda") is None  # IEEE on both
-
-
 def test_device_cuda_without_a_gpu_fails_clearly():
     from shoal.stencil import DeviceError
     from shoal.stencil.build import cuda_status
@@ -778,99 +539,3 @@ def test_device_cuda_without_a_gpu_fails_clearly():
     assert text.startswith(HERE + ":") or "test_stencil.py:" in text
 
 
-# -- the kernel cache ---------------------------------------------------------------------------
-def test_kernel_cache_evicts_least_recently_used(tmp_path, monkeypatch):
-    from shoal.stencil import build
-
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    folder = tmp_path / "stencil"
-    folder.mkdir()
-    for i, key in enumerate(["old", "mid", "new"]):
-        for ext in (".so", ".c", ".lock"):
-            (folder / (key + ext)).write_bytes(b"x" * (1000 if ext == ".so" else 10))
-        os.utime(folder / f"{key}.so", (1000 + i, 1000 + i))
-    (folder / "gone.123.tmp.so").write_bytes(b"x" * 5)  # a killed compile's leftover
-    os.utime(folder / "gone.123.tmp.so", (10, 10))
-    assert build.cache_usage() == (4, 3 * 1020 + 5)
-    assert build.prune_cache(limit=2100, keep_recent=0) == (2, 1025)
-    assert sorted(p.name for p in folder.iterdir()) == ["mid.c", "mid.lock", "mid.so", "new.c", "new.lock", "new.so"]
-    os.utime(folder / "new.so")  # used just now: the automatic bound spares it
-    assert build.prune_cache(limit=0) == (1, 1020)
-    assert build.clear_cache() == (1, 1020) and not any(folder.iterdir())
-
-
-def test_kernel_cache_marks_use_and_rebuilds_an_evicted_object(tmp_path, monkeypatch):
-    from shoal.stencil import build
-
-    if build.find_compiler() is None:
-        pytest.skip("no C compiler")
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    source = "double shoal_reduce(void **p, const long *b, const long *n, const long *s) { return 42.0; }\n"
-    path = build.compile_kernel(source)
-    os.utime(path, (1000, 1000))
-    lib = build._open(source, False, (), "", "cpu")
-    assert path.stat().st_mtime > 1000 and lib.shoal_reduce  # marked used
-    assert build.clear_cache()[0] == 1 and not path.exists()
-    assert build._open(source, False, (), "", "cpu").shoal_reduce and path.exists()  # rebuilt
-
-
-def test_shoal_cache_command(tmp_path, monkeypatch, capsys):
-    from shoal.cli import main
-
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    (tmp_path / "stencil").mkdir()
-    (tmp_path / "stencil" / "k.so").write_bytes(b"x" * 2048)
-    assert main(["cache"]) == 0
-    assert "1 kernels" in capsys.readouterr().out
-    assert main(["cache", "prune", "--max-mb", "1"]) == 0
-    assert "removed 0" in capsys.readouterr().out
-    assert main(["cache", "clear"]) == 0
-    out = capsys.readouterr().out
-    assert "removed 1 kernels" in out and "0 kernels" in out
-
-
-def test_cache_bound_comes_from_the_environment():
-    import subprocess
-    import sys
-
-    code = "from shoal.stencil.build import CACHE_LIMIT; print(CACHE_LIMIT)"
-    run = lambda value: subprocess.run(  # noqa: E731
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "SHOAL_CACHE_MAX_MB": value}
-    )
-    assert run("64").stdout.strip() == str(64 << 20)
-    bad = run("lots")
-    assert bad.returncode != 0 and "SHOAL_CACHE_MAX_MB='lots' is not a size in megabytes" in bad.stderr
-
-
-def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
-    """With the device check passed by hand and host memory for "managed" memory, a
-    CUDA stencil records CUDA kernels, allocates its tiles through the managed-memory
-    hook, and a launch on this GPU-less machine raises DeviceError naming the statement
-    and the CUDA runtime's message."""
-    import shoal.stencil.backend as tiles
-    from shoal.stencil import DeviceError, build
-
-    if build.find_nvcc() is None or build._cudart() is None:
-        pytest.skip("needs nvcc and libcudart")
-    if build.cuda_status() is None:
-        pytest.skip("a CUDA device is present: the real path runs instead")
-    allocated = []
-    monkeypatch.setattr(build, "cuda_status", lambda: None)
-    monkeypatch.setattr(tiles, "managed_zeros", lambda n, dt: allocated.append(dt) or np.zeros(n, dt))
-
-    seen = {}
-
-    def body():
-        g = Grid((16, 8), device="cuda")
-        g.v[1:-1, :] = g.u[2:, :] + g.u[:-2, :]  # the marker line
-        seen["sources"] = [e.source for e in g._rec.statements.values()]
-        seen["describe"] = g.describe()
-        g.v.to_numpy()
-
-    with pytest.raises(DeviceError) as info:
-        run_on(1, body)
-    assert allocated == ["float64", "float64", "float32"]
-    assert all("__global__ void shoal_body" in src for src in seen["sources"])
-    assert "CUDA kernels" in seen["describe"]
-    message = str(info.value)
-    assert "CUDA error in a generated kernel" in message and "the marker line" in message, message
