@@ -133,6 +133,64 @@ def test_entry_calls_round_trip(mpi_job, native):
 
 
 @BOTH
+def test_calls_to_an_element_of_this_pe_get_copies(mpi_job, native):
+    """Plain arrays of every dtype, shape and byte order sent to an element of the
+    sender's PE arrive equal, in their own memory: a later change of the sender's
+    array does not reach the receiver (the compiled path copies them by hand)."""
+    job = mpi_job(
+        """
+        import numpy as np
+        import shoal
+
+        DTYPES = ("?", "i1", "u2", "<i4", "i8", "f2", "f4", "f8", "c8", "c16", ">f8", ">i2")
+
+        class Box(shoal.Chare):
+            def __init__(self):
+                self.got = []
+
+            def take(self, *arrays):
+                self.got.append(arrays)
+
+            def dump(self):
+                return self.got
+
+            def send_all(self):
+                other = self.collection[1]
+                sent = []
+                for d in DTYPES:
+                    a = (np.arange(6) % 2).astype(d).reshape(2, 3)
+                    other.take(a)
+                    sent.append((a.copy(),))
+                    a[...] = 0  # after the send: the receiver must not see this
+                for pair in ((np.zeros(()), np.zeros((0,))), (np.ones((2, 3, 4), np.float32), np.arange(5))):
+                    other.take(*pair)
+                    sent.append(tuple(p.copy() for p in pair))
+                return sent
+
+        def on_pe_0(i, n):
+            return 0
+
+        async def main(args):
+            boxes = shoal.Array(Box, 2, placement=on_pe_0)  # both elements on PE 0
+            sent = await boxes[0].send_all(ret=True)
+            await shoal.quiescence()
+            got = await boxes[1].dump(ret=True)
+            assert len(got) == len(sent), (len(got), len(sent))
+            for s, g in zip(sent, got):
+                for a, b in zip(s, g):
+                    assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), (a, b)
+                    assert b.flags.writeable and b.flags.c_contiguous
+            print("local copies ok", len(got))
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert "local copies ok 14" in job.stdout, job
+
+
+@BOTH
 def test_error_in_entry_method_names_it(mpi_job, native):
     job = mpi_job(
         """

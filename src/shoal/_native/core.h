@@ -66,6 +66,7 @@ extern PyTypeObject ChannelSendType;
 /* send.c */
 char *describe(char *p, char *end, PyArrayObject *a);
 int plain_array(PyObject *o);
+PyObject *copy_plain(PyArrayObject *a);
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);

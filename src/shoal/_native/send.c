@@ -23,6 +23,17 @@ char *describe(char *p, char *end, PyArrayObject *a) {
     return p;
 }
 
+/* A fresh copy of plain, C-contiguous array `a`: its descriptor and shape, its bytes
+ * memcpy'd (PyArray_NewCopy runs NumPy's casting machinery, several times the cost for
+ * the small arrays of fine-grained calls). A new reference, or NULL with an error. */
+PyObject *copy_plain(PyArrayObject *a) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a), NULL, NULL, 0, NULL);
+    if (out) memcpy(PyArray_DATA((PyArrayObject *)out), PyArray_DATA(a), PyArray_NBYTES(a));
+    return out;
+}
+
 int plain_array(PyObject *o) {
     if (!PyArray_CheckExact(o)) return 0;
     PyArrayObject *a = (PyArrayObject *)o;
@@ -53,12 +64,21 @@ static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const 
     PyObject *copies = PyTuple_New(nargs);
     if (!copies) return -1;
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        PyObject *a = PyArray_NewCopy((PyArrayObject *)args[i], NPY_CORDER);
+        PyObject *a = copy_plain((PyArrayObject *)args[i]);
         if (!a) { Py_DECREF(copies); return -1; }
         PyTuple_SET_ITEM(copies, i, a);
     }
-    PyObject *item = Py_BuildValue("(O(OOHN))", Py_None, coll, index, entry, copies);
-    if (!item) return -1;
+    /* (None, (coll, index, entry, copies)), built by hand: Py_BuildValue parses its format each call */
+    PyObject *number = PyLong_FromLong(entry), *body = number ? PyTuple_New(4) : NULL, *item = body ? PyTuple_New(2) : NULL;
+    if (!item) { Py_XDECREF(number); Py_XDECREF(body); Py_DECREF(copies); return -1; }
+    Py_INCREF(coll);
+    Py_INCREF(index);
+    PyTuple_SET_ITEM(body, 0, coll);
+    PyTuple_SET_ITEM(body, 1, index);
+    PyTuple_SET_ITEM(body, 2, number);
+    PyTuple_SET_ITEM(body, 3, copies);
+    PyTuple_SET_ITEM(item, 0, Py_NewRef(Py_None));
+    PyTuple_SET_ITEM(item, 1, body);
     PyObject *r = PyObject_CallOneArg(c->local_append, item);
     Py_DECREF(item);
     if (!r) return -1;
@@ -116,7 +136,7 @@ static int send_local_channel(Core *c, uint16_t seq, uint32_t tag, unsigned long
     *p++ = 1;
     if (!(p = describe(p, desc + sizeof desc, (PyArrayObject *)array))) return 0;
     Py_ssize_t hlen = make_header(c, header, KIND_CHANNEL | KIND_ARRAYS, seq, tag, coll, packed, plen);
-    PyObject *copy = PyArray_NewCopy((PyArrayObject *)array, NPY_CORDER);
+    PyObject *copy = copy_plain((PyArrayObject *)array);
     PyObject *item = copy ? Py_BuildValue("(y#[y#N])", header, hlen, desc, (Py_ssize_t)(p - desc), copy) : NULL;
     if (!item) return -1;
     PyObject *r = PyObject_CallOneArg(c->local_append, item);
