@@ -23,6 +23,7 @@ import numpy as np
 
 import shoal
 
+from .blocking import BlockStatement, TimeBlocker, cache_budget, plan
 from .build import load_copy, load_kernel, managed_zeros
 from .interface import GridSpec, tile_bounds
 from .lowering import tile_box
@@ -106,10 +107,12 @@ def _first_written(lo: int, hi: int, ghost: int) -> int:
 class _Prepared:
     """A statement or reduction ready to run on one tile: its box here, and a call."""
 
-    __slots__ = ("box", "run", "steps", "aliased")
+    __slots__ = ("box", "run", "steps", "aliased", "fn", "ptrs")
 
-    def __init__(self, box: Any, run: Callable[[Any], Any], steps: tuple, aliased: bool):
+    def __init__(self, box: Any, run: Callable[[Any], Any], steps: tuple, aliased: bool,
+                 fn: Any = None, ptrs: Any = None):
         self.box, self.run, self.steps, self.aliased = box, run, steps, aliased
+        self.fn, self.ptrs = fn, ptrs  # a compiled statement's kernel and slot pointers
 
 
 class Tile(shoal.Chare):
@@ -153,6 +156,8 @@ class Tile(shoal.Chare):
         self.solve_steps = 0
         self.stopped = -1
         self.piece_bytes = 0
+        self.blockers: dict[tuple, TimeBlocker | None] = {}
+        self.blocked = {"passes": 0, "steps": 0, "calls": 0, "depth": 0, "band": 0, "lag": 0}
 
     # -- requests, run in sequence order ------------------------------------------------
     def batch(self, batch: Batch, fut: shoal.Future) -> None:
@@ -171,10 +176,16 @@ class Tile(shoal.Chare):
         """This tile's index, PE and global box (for tests and reports)."""
         return self.index, shoal.my_pe(), tuple(self.lo), tuple(self.hi)
 
+    def blocking(self) -> dict:
+        """What temporal blocking did on this tile so far: passes, the steps they ran,
+        kernel calls, and the last plan (depth, band, lag); zeros if it never applied."""
+        return dict(self.blocked, index=self.index)
+
     def free(self) -> None:
         self.arrays, self.raw = [], []
         self.copy_args.clear()
         self.stmts.clear()
+        self.blockers.clear()
         self.reds.clear()
 
     def _queue(self, seq: int, request: tuple) -> None:
@@ -225,14 +236,8 @@ class Tile(shoal.Chare):
         if self.stopped != batch.solve:
             for item in batch.items:
                 if isinstance(item, Loop):
-                    p = len(item.body)
-                    for i in range(item.steps):
-                        step = item.body[i % p]
-                        self.solve_steps += 1
-                        check = step.check if self.solve_steps % item.check_every == 0 else None
-                        if await self._step(step.ops, check):
-                            converged = self.solve_steps
-                            break
+                    if await self._loop(item):
+                        converged = self.solve_steps
                 else:
                     assert isinstance(item, Step)
                     self.solve_steps += 1
@@ -242,6 +247,90 @@ class Tile(shoal.Chare):
                     self.stopped = batch.solve
                     break
         self.contribute(converged, shoal.reducers.max, fut)
+
+    async def _loop(self, item: Loop) -> bool:
+        """Run a backend loop; True if a check stopped it (``solve_steps`` is then the
+        step it stopped at). Several steps per pass where temporal blocking applies."""
+        p = len(item.body)
+        blocker = self._blocker(item)
+        i = 0
+        while i < item.steps:
+            if blocker is not None:
+                t = self._pass_length(item, i, blocker.plan.depth)
+                if t >= 1:
+                    calls = blocker.run(i % p, t)
+                    self.solve_steps += t
+                    i += t
+                    b = self.blocked
+                    b["passes"] += 1
+                    b["steps"] += t
+                    b["calls"] += calls
+                    b.update(blocker.plan._asdict())
+                    check = item.body[(i - 1) % p].check
+                    if check is not None and self.solve_steps % item.check_every == 0 and await self._check(check):
+                        return True
+                    continue
+            step = item.body[i % p]
+            i += 1
+            self.solve_steps += 1
+            check = step.check if self.solve_steps % item.check_every == 0 else None
+            if await self._step(step.ops, check):
+                return True
+        return False
+
+    def _pass_length(self, item: Loop, i: int, depth: int) -> int:
+        """Steps in the pass starting at step ``i`` of ``item``: up to ``depth``, ending
+        at the first step with a convergence check (it runs between passes)."""
+        p = len(item.body)
+        t = min(depth, item.steps - i)
+        for j in range(1, t + 1):
+            if item.body[(i + j - 1) % p].check is not None and (self.solve_steps + j) % item.check_every == 0:
+                return j
+        return t
+
+    def _blocker(self, item: Loop) -> TimeBlocker | None:
+        """The temporal blocker of ``item`` on this tile, or None where it does not apply:
+        a tile with neighbours (ghosts must be exchanged between steps), a GPU, a 1-d
+        grid, ``time_blocking=False``, or a statement run with NumPy or through scratch."""
+        spec = self.spec
+        if self.chan or spec.device != "cpu" or not spec.time_blocking or len(self.size) < 2:
+            return None
+        key = tuple(step.ops for step in item.body)
+        if key in self.blockers:
+            return self.blockers[key]
+        blocker = None
+        per_step: list[list[BlockStatement]] = []
+        ok = True
+        for step in item.body:
+            stmts = []
+            for op in step.ops:
+                if op[0] != "s":
+                    continue  # an exchange: nothing to do on a tile with no neighbours
+                entry, prep = self.stmts[op[1]]
+                if prep.fn is None or prep.aliased:
+                    ok = False
+                    break
+                if prep.box is not None:
+                    stmts.append(BlockStatement(ctypes.cast(prep.fn, ctypes.c_void_p).value or 0, prep.ptrs,
+                                                prep.box, prep.steps[0], entry.lowered.binding, entry.accesses))
+            per_step.append(stmts)
+        if ok and any(per_step):
+            fields = {f for stmts in per_step for s in stmts for f in s.fields}
+            layer = sum(self.raw[f].strides[0] for f in fields)
+            how = plan(per_step, layer, self.size[0] + 2 * spec.ghost, cache_budget())
+            if how is not None:
+                blocker = TimeBlocker(per_step, how, self.strides, len(self.size), spec.cflags)
+        self.blockers[key] = blocker
+        return blocker
+
+    async def _check(self, check: Check) -> bool:
+        """Evaluate a convergence check over all tiles."""
+        entry, prep = self.reds[check.rid]
+        partial = self._partial(entry, prep)
+        total = await self.allreduce(partial, getattr(shoal.reducers, _REDUCERS[entry.kind]))
+        if entry.finish == "sqrt":
+            total = float(np.sqrt(total))
+        return _COMPARE[check.op](total, check.threshold)
 
     async def _step(self, ops: tuple, check: Check | None) -> bool:
         i, n = 0, len(ops)
@@ -256,12 +345,7 @@ class Tile(shoal.Chare):
                 i += 2 if nxt else 1
         if check is None:
             return False
-        entry, prep = self.reds[check.rid]
-        partial = self._partial(entry, prep)
-        total = await self.allreduce(partial, getattr(shoal.reducers, _REDUCERS[entry.kind]))
-        if entry.finish == "sqrt":
-            total = float(np.sqrt(total))
-        return _COMPARE[check.op](total, check.threshold)
+        return await self._check(check)
 
     # -- statements ---------------------------------------------------------------------------
     def _ptrs(self, binding: tuple, scratch: np.ndarray | None) -> Any:
@@ -310,8 +394,8 @@ class Tile(shoal.Chare):
                 else:
                     run_c(tb)
 
-            return _Prepared(box, run_c_fast, steps, low.kernel.scratch)
-        return _Prepared(box, run_c, steps, low.kernel.scratch)
+            return _Prepared(box, run_c_fast, steps, low.kernel.scratch, fn, ptrs)
+        return _Prepared(box, run_c, steps, low.kernel.scratch, fn, ptrs)
 
     def _prepare_reduction(self, r: ReductionEntry) -> _Prepared:
         low = r.lowered

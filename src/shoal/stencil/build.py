@@ -25,11 +25,11 @@ import numpy as np
 
 from ..native import cache_dir
 from .errors import CompilerError, DeviceError
-from .printer_c import print_copy
+from .printer_c import print_copy, print_wavefront
 
 __all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
            "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros", "CACHE_LIMIT", "cache_usage",
-           "prune_cache", "clear_cache"]
+           "prune_cache", "clear_cache", "load_wavefront"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
@@ -265,6 +265,25 @@ def load_copy(ndim: int, dtype: str, extra_flags: Sequence[str] = ()) -> tuple[C
             fn.restype = None
         pair = _copies[key] = (lib.shoal_pack, lib.shoal_unpack)
     return pair
+
+
+_wavefronts: dict[tuple, Callable] = {}
+
+
+def load_wavefront(extra_flags: Sequence[str] = ()) -> Callable:
+    """The temporal-blocking driver ``shoal_wavefront`` (built, cached and loaded like
+    kernels); see :func:`~shoal.stencil.printer_c.print_wavefront` for its arguments."""
+    key = tuple(extra_flags)
+    fn = _wavefronts.get(key)
+    if fn is None:
+        lib = _open(print_wavefront(), False, extra_flags, "", "cpu")
+        fn = lib.shoal_wavefront
+        long_p = ctypes.POINTER(ctypes.c_long)
+        fn.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p, long_p, long_p, long_p,
+                       long_p, ctypes.c_long, ctypes.c_long]
+        fn.restype = ctypes.c_long
+        _wavefronts[key] = fn
+    return fn
 
 
 # -- the cache's size --------------------------------------------------------------------------

@@ -65,6 +65,7 @@ class Stencil:
         max_inflight: int = 2,
         frontend_tiles: bool = True,
         device: str = "cpu",
+        time_blocking: bool = True,
     ) -> Any:
         """Create the grid's fields on the backend; returns the field handles.
 
@@ -77,7 +78,9 @@ class Stencil:
         the PEs of this job); ``frontend_tiles=False``: with several PEs, keep PE 0 for
         the frontend and put the tiles on the other PEs only; ``device="cuda"``: run the
         compiled statements as CUDA kernels on tiles in managed memory (needs a GPU, the
-        CUDA runtime and nvcc; raises :class:`DeviceError` otherwise).
+        CUDA runtime and nvcc; raises :class:`DeviceError` otherwise);
+        ``time_blocking=False``: run every step of a backend loop as its own pass over
+        the tile, even where several steps per pass would be exact (see blocking.py).
         """
         shape = (int(n), int(n)) if isinstance(n, (int, np.integer)) else tuple(int(s) for s in n)
         if not 1 <= len(shape) <= 3 or any(s < 1 for s in shape):
@@ -109,7 +112,7 @@ class Stencil:
         self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags, device)
         self._iface = connect(interface)
         spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles,
-                        self._rec.backend, device)
+                        self._rec.backend, device, bool(time_blocking))
         self._handle = self._iface.create(spec)
         self._steps: list[Step] = []
         self._items: list = []

@@ -29,6 +29,7 @@ class GridSpec(NamedTuple):
     frontend_tiles: bool = True  # PE 0 (the frontend's PE) hosts tiles too
     backend: str = "c"  # "c": halos are packed by generated C too; "numpy": NumPy only
     device: str = "cpu"  # "cuda": tiles in managed memory, statements as CUDA kernels
+    time_blocking: bool = True  # several steps of a backend loop per pass where valid (blocking.py)
 
 
 class BatchResult(NamedTuple):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .lowering import Kernel
 
-__all__ = ["print_kernel", "print_copy"]
+__all__ = ["print_kernel", "print_copy", "print_wavefront"]
 
 _CTYPE = {"float64": "double", "float32": "float"}
 _SUFFIX = {"float64": "", "float32": "f"}
@@ -255,3 +255,52 @@ def print_copy(ndim: int, dtype: str) -> str:
             out.append(f"{indent}}}")
         out.append("}")
     return "\n".join(out) + "\n"
+
+
+def print_wavefront() -> str:
+    """The C source of the temporal-blocking driver (one fixed function, any kernels).
+
+    ``long shoal_wavefront(m, d, fns, ptrs, b, n, st, s, lag, band)`` runs ``m``
+    statement kernels (``fns[k]`` with its slot pointers ``ptrs[k]``, its tile-local box
+    ``b[k*d:(k+1)*d]``, ``n[...]`` and outer-axis step ``st[k]``) as a wavefront along
+    the outer axis: in each wave, statement ``k`` computes its outer-axis layers below
+    ``R - k * lag``, then ``R`` moves on by ``band``. With ``lag`` at least the deepest
+    outer-axis offset any statement reads, every layer a statement reads was written by
+    the statements before it and not yet overwritten by those after it, so each point
+    gets the value of the plain order; the layers of the few statements in flight stay
+    in cache. Returns the number of kernel calls."""
+    return """\
+/* temporal blocking: a wavefront of statement kernels along the outer axis */
+typedef void (*shoal_fn)(void **ptrs, const long *b, const long *n, const long *s);
+
+long shoal_wavefront(const long m, const long d, void *const *fns, void *const *ptrs, const long *b,
+                     const long *n, const long *st, const long *s, const long lag, const long band)
+{
+    long done[m];
+    long lo = b[0], calls = 0;
+    for (long k = 0; k < m; ++k) {
+        done[k] = 0;
+        if (b[k * d] < lo) lo = b[k * d];
+    }
+    long bb[8], nn[8];
+    for (long R = lo + band;; R += band) {
+        int finished = 1;
+        for (long k = 0; k < m; ++k) {
+            const long *bk = b + k * d, *nk = n + k * d;
+            const long rk = R - k * lag; /* layers below rk may be computed now */
+            long i1 = rk <= bk[0] ? 0 : (rk - bk[0] + st[k] - 1) / st[k];
+            if (i1 > nk[0]) i1 = nk[0];
+            if (i1 > done[k]) {
+                for (long a = 1; a < d; ++a) { bb[a] = bk[a]; nn[a] = nk[a]; }
+                bb[0] = bk[0] + st[k] * done[k];
+                nn[0] = i1 - done[k];
+                ((shoal_fn)fns[k])((void **)ptrs[k], bb, nn, s);
+                done[k] = i1;
+                ++calls;
+            }
+            if (done[k] < nk[0]) finished = 0;
+        }
+        if (finished) return calls;
+    }
+}
+"""
