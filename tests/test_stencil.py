@@ -391,6 +391,48 @@ def test_jacobi_time_blocked_with_convergence_checks(steps, tol, every, thin_ban
     assert passes == (k if tol and every == 1 else -(-k // depth) if not tol else -(-k // every))
 
 
+@pytest.mark.parametrize("freq, nsteps", [(10, 37), (3, 8), (1, 5)])
+def test_streamed_batches_are_time_blocked_too(freq, nsteps, thin_bands):
+    """The CharmStencil spelling: the frontend records every step and sends
+    ``backend_freq`` of them per batch; on a tile with no neighbours each batch's run of
+    steps is blocked in time like a backend loop, and stays bit for bit NumPy's."""
+    shape = (90, 23)
+    x0 = np.zeros(shape)
+    x0[0, :] = x0[-1, :] = x0[:, 0] = x0[:, -1] = 100.0
+
+    class Streamed(Stencil):
+        def __init__(self):
+            self.x, self.y = self.initialize(shape, backend_freq=freq, num_fields=2)
+            self.count = 0
+
+        def iterate(self, n):
+            jacobi_numpy(self.x, self.y)
+            self.x, self.y = self.y, self.x
+            self.count += 1
+            return self.count < n
+
+    def body():
+        g = Streamed()
+        g.x.from_numpy(x0)
+        g.y.from_numpy(x0)
+        g.solve(nsteps)
+        return g.x.to_numpy(), blocked_stats(g)
+
+    x, stats = run_on(1, body)
+    a, b = x0.copy(), x0.copy()
+    for _ in range(nsteps):
+        jacobi_numpy(a, b)
+        a, b = b, a
+    assert same(x, a)
+    [(passes, done, depth, band)] = stats
+    if freq == 1:  # one step per batch: nothing to block
+        assert (passes, done) == (0, 0)
+    else:  # every full batch, and the last partial one, ran blocked
+        batches = [min(freq, nsteps - k) for k in range(0, nsteps, freq)]
+        assert done == sum(n for n in batches if n >= 2) and depth >= 2
+        assert passes == sum(-(-n // depth) for n in batches if n >= 2)
+
+
 def fourth_order(u, v, w):
     """Reads two layers away along the outer axis (lag 2) in consecutive statements, a
     strided box, a boundary row."""

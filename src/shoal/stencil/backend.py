@@ -104,6 +104,30 @@ def _first_written(lo: int, hi: int, ghost: int) -> int:
     return ghost - lo + ghost if lo <= ghost < hi else ghost
 
 
+#: loop bodies whose blocking plan a tile keeps (batches streamed by the frontend each make one)
+_MAX_BLOCKERS = 64
+
+
+def _steps_as_loops(items: tuple) -> list:
+    """``items`` with each run of two or more consecutive steps as one loop over them, so
+    a batch streamed from the frontend (``backend_freq`` steps) is blocked in time as a
+    backend loop is. Same steps, same order, same checks (``check_every`` 1)."""
+    out: list = []
+    run: list[Step] = []
+    for item in (*items, None):
+        if isinstance(item, Step):
+            run.append(item)
+            continue
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            out.append(Loop(tuple(run), len(run)))
+        run = []
+        if item is not None:
+            out.append(item)
+    return out
+
+
 class _Prepared:
     """A statement or reduction ready to run on one tile: its box here, and a call."""
 
@@ -234,7 +258,8 @@ class Tile(shoal.Chare):
             self.solve_id, self.solve_steps = batch.solve, 0
         converged = -1
         if self.stopped != batch.solve:
-            for item in batch.items:
+            items = _steps_as_loops(batch.items) if self._may_block() else batch.items
+            for item in items:
                 if isinstance(item, Loop):
                     if await self._loop(item):
                         converged = self.solve_steps
@@ -288,16 +313,24 @@ class Tile(shoal.Chare):
                 return j
         return t
 
+    def _may_block(self) -> bool:
+        """Whether temporal blocking can apply on this tile: no neighbours (no ghosts to
+        exchange between steps), a CPU, a grid of 2 or more axes, not turned off."""
+        spec = self.spec
+        return not self.chan and spec.device == "cpu" and spec.time_blocking and len(self.size) >= 2
+
     def _blocker(self, item: Loop) -> TimeBlocker | None:
         """The temporal blocker of ``item`` on this tile, or None where it does not apply:
         a tile with neighbours (ghosts must be exchanged between steps), a GPU, a 1-d
         grid, ``time_blocking=False``, or a statement run with NumPy or through scratch."""
-        spec = self.spec
-        if self.chan or spec.device != "cpu" or not spec.time_blocking or len(self.size) < 2:
+        if not self._may_block():
             return None
+        spec = self.spec
         key = tuple(step.ops for step in item.body)
         if key in self.blockers:
             return self.blockers[key]
+        if len(self.blockers) >= _MAX_BLOCKERS:  # a frontend streaming ever-new step sequences
+            self.blockers.clear()
         blocker = None
         per_step: list[list[BlockStatement]] = []
         ok = True
