@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[mpich,test,bench,charm4py,dask,ray]'
+	$(PY) -m pip install --quiet -e '.[mpich,test,bench,charm4py,dask,ray,numba]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## a representative job: 4 PEs, arrays, broadcasts, reductions, channels
