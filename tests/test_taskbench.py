@@ -314,7 +314,7 @@ def test_shoal_runs_every_pattern_in_process():
     from shoal.bench.taskbench.systems import shoal_system
 
     app = parse([*ALL_PATTERNS, "--system", "shoal", "--transport", "inproc", "-n", "3"])
-    for api in ("entry", "channel"):
+    for api in ("entry", "channel", "set"):
         app.api = api
         out = io.StringIO()
         assert shoal_system.main(app, out) == 0
@@ -330,7 +330,8 @@ def _taskbench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("system", [["--system", "mpi4py"], ["--system", "shoal", "--api", "entry"],
-                                    ["--system", "shoal", "--api", "channel"]], ids=["mpi4py", "shoal-entry", "shoal-channel"])
+                                    ["--system", "shoal", "--api", "channel"], ["--system", "shoal", "--api", "set"]],
+                         ids=["mpi4py", "shoal-entry", "shoal-channel", "shoal-set"])
 def test_system_runs_every_pattern_under_mpiexec(system):
     proc = _taskbench("-n", "2", *system, *ALL_PATTERNS)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -376,7 +377,7 @@ def test_corrupted_output_fails_the_shoal_job_in_process():
     from shoal.bench.taskbench.systems import shoal_system
 
     app = parse("-type stencil_1d -width 4 -steps 5 --corrupt 2,1 --transport inproc -n 2".split())
-    for api in ("entry", "channel"):
+    for api in ("entry", "channel", "set"):
         app.api = api
         with pytest.raises(ValidationError) as info:  # in-process jobs re-raise a PE's fatal error
             shoal_system.main(app, io.StringIO())
@@ -385,9 +386,9 @@ def test_corrupted_output_fails_the_shoal_job_in_process():
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("system", [["--system", "mpi4py"], ["--system", "shoal", "--api", "entry"],
-                                    ["--system", "shoal", "--api", "channel"], ["--system", "charm4py"],
-                                    ["--system", "dask"]],
-                         ids=["mpi4py", "shoal-entry", "shoal-channel", "charm4py", "dask"])
+                                    ["--system", "shoal", "--api", "channel"], ["--system", "shoal", "--api", "set"],
+                                    ["--system", "charm4py"], ["--system", "dask"]],
+                         ids=["mpi4py", "shoal-entry", "shoal-channel", "shoal-set", "charm4py", "dask"])
 def test_a_wrong_dependency_fails_loudly_on_every_system(system):
     package = {"charm4py": "charm4py", "dask": "distributed"}.get(system[1])
     if package and importlib.util.find_spec(package) is None:

@@ -21,6 +21,7 @@ from .runtime.context import my_pe, num_pes
 from .runtime.engine import exit, mpi_comm, quiescence, run, start
 from .runtime.futures import Future, gather
 from .runtime.proxy import CollectionProxy, ElementProxy, SectionProxy
+from .runtime.receive_sets import ReceiveSet
 from .runtime.reductions import Reducer, reducers
 
 __version__ = "0.1.0"
@@ -42,6 +43,7 @@ __all__ = [
     "Future",
     "gather",
     "Channel",
+    "ReceiveSet",
     "reducers",
     "Reducer",
     "quiescence",

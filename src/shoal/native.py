@@ -22,7 +22,7 @@ from types import ModuleType
 __all__ = ["load_native", "native_status", "cache_dir", "find_mpicc"]
 
 _FOLDER = Path(__file__).parent / "_native"
-_SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "proxies.c")]
+_SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "sets.c", "proxies.c")]
 _HEADERS = [_FOLDER / name for name in ("native.h", "core.h")]
 _status = "not loaded"
 _module: ModuleType | None = None

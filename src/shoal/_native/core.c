@@ -19,7 +19,7 @@
 #include "core.h"
 
 Core *active = NULL;
-PyObject *str_funcs, *str_channels;
+PyObject *str_funcs, *str_channels, *str_append, *str_popleft;
 
 Core *core_for(PyObject *rt) {
     return active != NULL && active->rt == rt ? active : NULL;
@@ -37,14 +37,20 @@ static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
 }
 
 static int Core_init(Core *self, PyObject *args, PyObject *kw) {
-    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls;
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
+    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls, *set_cls;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
                           &self->start_task, &self->failed, &self->encode, &self->loads, &self->layouts,
                           &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls,
-                          &channel_cls, &future_cls))
+                          &channel_cls, &future_cls, &set_cls))
         return -1;
     PyObject **refs[] = {&self->locations, &self->colls, &self->start_task, &self->failed, &self->encode,
                          &self->loads, &self->layouts, &self->layout, &self->slow_send};
+    if (!PyType_Check(set_cls)) {
+        PyErr_SetString(PyExc_TypeError, "the receive-set class must be a class");
+        return -1;
+    }
+    Py_INCREF(set_cls);
+    Py_XSETREF(self->set_cls, set_cls);
     PyObject *local = PyObject_GetAttrString(rt, "local");
     if (!local) return -1;
     self->local = local;
@@ -77,7 +83,10 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_arrived = slot_offset(channel_cls, "arrived")) < 0 || (self->off_sent = slot_offset(channel_cls, "sent")) < 0 ||
         (self->off_tag = slot_offset(channel_cls, "tag")) < 0 || (self->off_remote = slot_offset(channel_cls, "remote")) < 0 || (self->off_state = slot_offset(future_cls, "_state")) < 0 ||
         (self->off_value = slot_offset(future_cls, "_value")) < 0 || (self->off_callbacks = slot_offset(future_cls, "_callbacks")) < 0 ||
-        (self->off_fid = slot_offset(future_cls, "fid")) < 0)
+        (self->off_fid = slot_offset(future_cls, "fid")) < 0 ||
+        (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
+        (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
+        (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0)
         return -1;
     self->frames->core = self;
     active = self;
@@ -111,6 +120,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->route);
     Py_XDECREF(self->send_future);
     Py_XDECREF(self->replier);
+    Py_XDECREF(self->set_cls);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -127,6 +137,7 @@ static PyMethodDef Core_methods[] = {
     {"run_each", (PyCFunction)(void (*)(void))Core_run_each, METH_FASTCALL, "run_each(elements, entry, args, kwargs): a broadcast's local calls"},
     {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
+    {"set_post", (PyCFunction)(void (*)(void))Core_set_post, METH_FASTCALL, "set_post(set, fallback) -> the receive set's compiled post()"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };
@@ -151,9 +162,10 @@ static PyMethodDef core_functions[] = {
 
 int core_init(PyObject *m) {
     if (_import_array() < 0) return -1;
-    if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")))
+    if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")) ||
+        !(str_append = PyUnicode_InternFromString("append")) || !(str_popleft = PyUnicode_InternFromString("popleft")))
         return -1;
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&ChannelSendType) < 0) return -1;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&ChannelSendType) < 0 || PyType_Ready(&SetPostType) < 0) return -1;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) return -1;
     Py_INCREF(&ChannelSendType);

@@ -52,13 +52,16 @@ struct Core {
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
+    Py_ssize_t off_inbox, off_landed;                                /* more Channel slots */
+    PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
+    Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
     uint32_t pe;
     long long sent, received, depth;
 };
 
 extern Core *active; /* the core of the runtime in this process (one MPI PE per process) */
-extern PyObject *str_funcs, *str_channels;
-extern PyTypeObject ChannelSendType;
+extern PyObject *str_funcs, *str_channels, *str_append, *str_popleft;
+extern PyTypeObject ChannelSendType, SetPostType;
 
 /* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -80,5 +83,21 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
 PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx);
+
+/* sets.c */
+/* Land one array message (descriptor `desc`, `nbytes` of `data`) in the buffer that set
+ * `set` posted on channel `ch`, queueing the set's then() if it was the last; `frames`
+ * (if not NULL) restarts its receive once the data is copied. 1 landed; 0 it does not
+ * fit the buffer (nothing done: the Python path reports it); -1 error. Not counted. */
+int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t dlen, const char *data,
+             Py_ssize_t nbytes, Frames *frames);
+/* A channel message of one plain array to an element of this PE, delivered at once if
+ * nothing of that channel is still on its way: into the buffer a receive set posted
+ * for it, or (a copy) into the channel's inbox when no receive is pending. Counted as
+ * sent and received. 1 delivered; 0 not a case for this (queue it); -1 error. */
+int channel_direct(Core *c, unsigned long long coll, const char *packed, Py_ssize_t plen, uint16_t seq, uint32_t tag,
+               PyObject *array);
+PyObject *Core_set_post(Core *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -1,14 +1,15 @@
-/* Shared declarations of shoal's compiled parts (one extension module, five files):
+/* Shared declarations of shoal's compiled parts (one extension module, six files):
  *
  *   frames.c    the MPI transport's eager frames: send, poll, idle wait;
  *   core.c      the Core object of one runtime (its counters and methods), with
  *   send.c      the send paths: an entry-method call from proxy to MPI_Isend, and
  *   receive.c   the receive paths: from a received frame to the method call;
+ *   sets.c      receive sets: posting a round, landing messages, queueing then();
  *   proxies.c   element proxies' entry methods as C descriptors and bound calls.
  *
  * The Python code they shadow (transport/mpi.py, runtime/scheduler.py,
- * runtime/proxy.py) is the readable reference and the fallback: every case these
- * files do not handle goes back to it.
+ * runtime/proxy.py, runtime/receive_sets.py) is the readable reference and the
+ * fallback: every case these files do not handle goes back to it.
  */
 #ifndef SHOAL_NATIVE_H
 #define SHOAL_NATIVE_H

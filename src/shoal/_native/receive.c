@@ -129,7 +129,7 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
 
 /* Element `index` (nidx int64s as the wire header carries them) of collection `coll`,
  * if it is on this PE (borrowed); NULL with no error if not, NULL with an error. */
-static PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx) {
+PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx) {
     PyObject *key = PyLong_FromUnsignedLongLong(coll);
     if (!key) return NULL;
     PyObject *cs = PyDict_GetItemWithError(c->colls, key);
@@ -182,6 +182,15 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
     if (!ch) return PyErr_Occurred() ? -1 : 0;
     int r = 0;
     PyObject *fut = SLOT(ch, c->off_waiting), *into = SLOT(ch, c->off_into), *arrived = SLOT(ch, c->off_arrived);
+    if (fut && Py_TYPE(fut) == (PyTypeObject *)c->set_cls) { /* a receive set's: land it in the posted buffer */
+        if ((kind & KIND_ARRAYS) && nseg == 2) {
+            Py_INCREF(fut);
+            r = set_land(c, ch, fut, segs[0], lens[0], segs[1], lens[1], frames);
+            Py_DECREF(fut);
+            if (r > 0 && coll != SYSTEM_ID) c->received++;
+        }
+        goto done;
+    }
     /* a pending receive of a local future (fid 0) that nothing resolved yet */
     if (!fut || fut == Py_None || !into || !arrived || !SLOT(fut, c->off_fid) || !SLOT(fut, c->off_state) ||
         PyLong_AsLong(SLOT(fut, c->off_fid)) != 0 || PyLong_AsLong(SLOT(fut, c->off_state)) != 0) {

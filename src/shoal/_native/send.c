@@ -127,11 +127,13 @@ static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t 
 static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
                               const char *packed, Py_ssize_t plen);
 
-/* A channel message of one plain array to an element of this PE: the message as the
- * Python path queues it (header, [descriptor, a copy of the array]); Core.run_local
- * delivers it. */
+/* A channel message of one plain array to an element of this PE: delivered at once
+ * when it can be (channel_direct, sets.c), else the message as the Python path queues
+ * it (header, [descriptor, a copy of the array]), which Core.run_local delivers. */
 static int send_local_channel(Core *c, uint16_t seq, uint32_t tag, unsigned long long coll,
                               const char *packed, Py_ssize_t plen, PyObject *array) {
+    int landed = channel_direct(c, coll, packed, plen, seq, tag, array);
+    if (landed) return landed;
     char header[HSIZE + 8 * MAX_INDEX], desc[1 + 64], *p = desc;
     *p++ = 1;
     if (!(p = describe(p, desc + sizeof desc, (PyArrayObject *)array))) return 0;

@@ -71,7 +71,7 @@ class Channel:
         self.chare = chare
         self.remote = remote
         self.inbox: deque = deque()
-        self.waiting: Future | None = None
+        self.waiting: Any = None  # the pending receive: a Future, or a ReceiveSet (both take `_resolve`)
         self.into: np.ndarray | None = None
         self.landed = False  # a rendezvous segment was written into `into`
         self.checked: np.ndarray | None = None  # the last buffer posted, known to be fit
@@ -135,9 +135,8 @@ class Channel:
         self.waiting, self.into = None, None
         self._complete(fut, (kind, segments), into, self.landed)
 
-    def _complete(self, fut: Future, message: tuple, into: np.ndarray | None, landed: bool = False) -> None:
-        values = decode_call(*message)[0]
-        value = values[0] if len(values) == 1 else values
+    def _complete(self, fut: Future, message: Any, into: np.ndarray | None, landed: bool = False) -> None:
+        value = message_value(message)
         if into is not None:
             try:
                 value = _fill(into, value, self, landed)
@@ -147,6 +146,15 @@ class Channel:
 
     def __repr__(self) -> str:
         return f"<Channel {self.chare.proxy!r} <-> {self.remote!r}>"
+
+
+def message_value(message: Any) -> Any:
+    """The value of an inbox entry: ``(kind, segments)`` as it came, or an array that
+    a sender on this PE delivered straight to the inbox (already a copy)."""
+    if type(message) is np.ndarray:
+        return message
+    values = decode_call(*message)[0]
+    return values[0] if len(values) == 1 else values
 
 
 def _fill(into: np.ndarray, value: Any, ch: Channel, landed: bool) -> np.ndarray:

@@ -17,6 +17,7 @@ from .collections import CollectionInfo, CollectionState
 from .futures import Future
 from .location import Locations
 from .proxy import ElementProxy, EntryRef, use_native_entries
+from .receive_sets import ReceiveSet
 
 if TYPE_CHECKING:
     from .scheduler import Runtime
@@ -38,7 +39,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     core = module.Core(
         frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
         message.encode, pickle.loads, message._layouts, message._layout, transport.send,
-        ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future,
+        ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future, ReceiveSet,
     )
     module.configure_proxies(vars(context), slow_call, EntryRef)
     use_native_entries(module.EntryDescriptor, module.BoundEntry)

@@ -134,6 +134,8 @@ class Runtime:
         self.counts: Counts = core or Counts()
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
+        #: ``set_post(set, fallback)``: a receive set's compiled ``post`` (None without a core)
+        self.set_post = core.set_post if core is not None else None
         self._run_local = core.run_local if core is not None else None
         self._send_value = core.send_value if core is not None else None
         self._run_each = core.run_each if core is not None else None

@@ -33,7 +33,7 @@ class App:
     system: str = "mpi4py"
     pes: int = 2
     mpiexec: str | None = None
-    api: str | None = None  # shoal: "entry" or "channel"
+    api: str | None = None  # shoal: "set", "entry" or "channel"
     transport: str | None = None  # shoal: "mpi" or "inproc"
     nodes: int = 0
     verbose: int = 0
@@ -174,7 +174,8 @@ Job:
   -n N                 number of processes (PEs/ranks) to launch (default 2); inside an
                        MPI job the job's size is used
   --system NAME        shoal | mpi4py | charm4py | dask | ray (default mpi4py)
-  --api NAME           shoal only: entry (entry methods) | channel (default: entry)
+  --api NAME           shoal only: set (receive sets) | entry (entry methods) |
+                       channel (coroutines awaiting channels) (default: set)
   --transport NAME     shoal only: mpi (default) | inproc (all PEs in one process)
   --mpiexec PATH       launcher to use (default: $SHOAL_MPIEXEC, then PATH)
   --iter-sweep LIST    run once per -iter value in LIST (comma-separated), a report each

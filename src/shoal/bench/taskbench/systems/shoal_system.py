@@ -1,19 +1,23 @@
 """Task Bench on shoal: every point of a graph is an element of a chare Array.
 
 The Array has ``max_width`` elements spread in blocks over the PEs, so
-``-width`` = PEs x tasks per PE sets the over-decomposition. Two ways to move data:
+``-width`` = PEs x tasks per PE sets the over-decomposition. Three ways to move data:
 
-* ``--api entry`` (default): message-driven. A finished task calls the entry method
+* ``--api set`` (default): one channel per neighbour, and per list of producers a
+  :class:`shoal.ReceiveSet` over their channels into the point's input rows. The
+  runtime copies each input into its row as it arrives (from a sender on the same PE,
+  at send time) and calls the entry method ``compute`` once, when the last one lands.
+  One Python call per task, none per dependency.
+* ``--api entry``: message-driven. A finished task calls the entry method
   ``take(message)`` of each consumer, where ``message`` is one array: the timestep
   and point (two int64s) followed by the output, so it takes shoal's pickle-free
   path for NumPy arguments. An element runs its next task as soon as the last of its
-  inputs has arrived. No coroutines, no waiting: the PE runs whichever element has
-  its inputs, which is what over-decomposition needs.
+  inputs has arrived: one Python call per dependency.
 * ``--api channel``: each element is a coroutine that, step by step, awaits
   ``recv(into=row)`` on a channel per producer, runs its task and sends its output
-  on a channel per consumer.
+  on a channel per consumer: a coroutine resumption per dependency.
 
-``docs/taskbench.md`` has the measurement that picked the default. A run is timed on
+``docs/taskbench.md`` has the measurements that picked the default. A run is timed on
 PE 0 from the broadcast that starts it to the reduction that says every element has
 finished; it is repeated (``--runs``) and the last run is reported.
 """
@@ -33,7 +37,7 @@ from ..app import App
 from ..execute import PointRunner, ValidationError
 from ..graph import TaskGraph, expand
 
-__all__ = ["main", "run", "EntryPoint", "ChannelPoint", "APIS"]
+__all__ = ["main", "run", "EntryPoint", "ChannelPoint", "SetPoint", "APIS"]
 
 _HEADER = struct.Struct("=qq")  # timestep, point: the head of an EntryPoint message
 
@@ -169,10 +173,87 @@ class ChannelPoint(shoal.Chare):
         self.contribute(None, shoal.reducers.nop, done)
 
 
-APIS = {"entry": EntryPoint, "channel": ChannelPoint}
+class SetPoint(shoal.Chare):
+    """One point whose inputs from other points land by a :class:`shoal.ReceiveSet`.
+
+    Per distinct list of producers, one set over their channels into the rows they
+    fill; ``compute`` runs when the set of the current timestep is complete, copies
+    its own previous output (a point's own input is no message), runs the task, sends
+    its output on each consumer's channel and posts the next timestep's set."""
+
+    def __init__(self, graph: TaskGraph, corrupt: tuple[int, int] | None = None):
+        g = self.g = _canonical(graph)
+        p = self.p = self.index[0]
+        self.runner = PointRunner(g, p, corrupt=corrupt)
+        peers: set[int] = set()
+        for dset in range(g.max_dependence_sets()):
+            peers.update(expand(g.dependencies(dset, p)))
+            peers.update(expand(g.reverse_dependencies(dset, p)))
+        peers.discard(p)
+        ch = {q: shoal.Channel(self, remote=self.collection[q]) for q in sorted(peers)}
+        rows = self.runner.rows
+        sets: dict[tuple[int, ...], shoal.ReceiveSet] = {}
+        self.plan = []
+        for t in range(g.timesteps):
+            deps = g.inputs(t, p)
+            remote = tuple(q for q in deps if q != p)
+            rset = None
+            if remote:
+                rset = sets.get(deps)
+                if rset is None:
+                    rset = sets[deps] = shoal.ReceiveSet([ch[q] for q in remote],
+                                                         [rows[k] for k, q in enumerate(deps) if q != p], self.compute)
+            own = deps.index(p) if p in deps else -1
+            self.plan.append((rset.post if rset else None, own, g.active(t, p),
+                              tuple(ch[c].send for c in g.outputs(t, p) if c != p)))
+        self.steps = g.timesteps
+        self.t = self.steps
+        self.done: Any = None
+
+    def ready(self) -> None:
+        """A no-op, to know that every element has been built."""
+
+    def start(self, done: Any) -> None:
+        """Run this point's tasks of one run; contribute to ``done`` when they are over."""
+        self.runner.reset()
+        self.done = done
+        self.t = 0
+        self._next()
+
+    def compute(self) -> None:
+        """The inputs of task ``self.t`` are in: run it and every following one that needs none."""
+        runner, plan = self.runner, self.plan
+        rows, output = runner.rows, runner.output
+        t = self.t
+        _, own, active, sends = plan[t]
+        while True:
+            if own >= 0:
+                rows[own][:] = output
+            if active:
+                runner.execute(t)
+                for send in sends:
+                    send(output)
+            t = self.t = t + 1
+            if t == self.steps:
+                self.contribute(None, shoal.reducers.nop, self.done)
+                return
+            post, own, active, sends = plan[t]
+            if post is not None:
+                post()
+                return
+
+    def _next(self) -> None:
+        post = self.plan[0][0]
+        if post is not None:
+            post()
+        else:
+            self.compute()
 
 
-def run(app: App, api: str = "entry") -> float:
+APIS = {"entry": EntryPoint, "channel": ChannelPoint, "set": SetPoint}
+
+
+def run(app: App, api: str = "set") -> float:
     """In ``main`` on PE 0: run every graph ``app.runs`` times; the last run's seconds."""
     cls = APIS[api]
     arrays = [shoal.Array(cls, g.max_width, args=(g, app.corrupt)) for g in app.graphs]
@@ -183,7 +264,7 @@ def run(app: App, api: str = "entry") -> float:
         started = time.perf_counter()
         for arr in arrays:
             done = shoal.Future()
-            if api == "entry":
+            if api in ("entry", "set"):
                 arr.start(done)
             else:
                 arr.run(done)
@@ -194,7 +275,7 @@ def run(app: App, api: str = "entry") -> float:
 
 def main(app: App, out: TextIO = sys.stdout) -> int:
     """Every PE: start shoal; PE 0 runs each configuration of the sweep and prints."""
-    api = app.api or "entry"
+    api = app.api or "set"
     if api not in APIS:
         print(f"shoal bench taskbench: --api {api!r} is not one of {', '.join(APIS)}", file=sys.stderr)
         return 2

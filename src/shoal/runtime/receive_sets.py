@@ -1,0 +1,113 @@
+"""Receive sets: one receive on each of several channels, into buffers posted in
+advance, and one entry method run once all of them have landed.
+
+A chare that waits for inputs from several peers (a task's dependencies, a tile's
+ghost faces) would otherwise pay a future, a callback or a coroutine resumption per
+input. A set costs one entry-method call per round: the runtime copies each message
+into its buffer as it arrives (on this PE, at send time), counts, and queues
+``then()`` when the last one lands.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import ChannelError
+from .channels import Channel, _fill, message_value
+from .chare import entry_table
+from .context import current
+from .futures import Failure
+
+if TYPE_CHECKING:
+    from .scheduler import Runtime
+
+__all__ = ["ReceiveSet"]
+
+_SYSTEM_ID = 0  # the runtime's own collection: its messages are not counted
+
+
+class ReceiveSet:
+    """Receives on ``channels``, the k-th into ``into[k]``; ``then()`` runs when all have landed.
+
+    ``then`` is an entry method of the chare that owns the channels, given bound
+    (``then=self.compute``). ``post()`` posts the receives of one round: each takes the
+    next message of its channel, which must be one NumPy array of its buffer's shape
+    and dtype. ``then`` never runs inside ``post()`` or inside a sender's call: it is
+    queued like a message to the chare, also when every input was already there.
+    ``post`` is an attribute, not a method: the runtime's compiled post when it has one.
+    """
+
+    __slots__ = ("chare", "channels", "buffers", "remaining", "item", "post", "_rt")
+    post: Callable[[], None]
+
+    def __init__(self, channels: Sequence[Channel], into: Sequence[np.ndarray], then: Callable[[], Any]):
+        rt = current("shoal.ReceiveSet()")
+        channels, into = tuple(channels), tuple(into)
+        if not all(isinstance(ch, Channel) for ch in channels):
+            raise TypeError("shoal.ReceiveSet(channels, into, then): channels must be shoal.Channel objects")
+        if len(into) != len(channels):
+            raise ValueError(f"shoal.ReceiveSet: {len(channels)} channels but {len(into)} buffers; give one buffer per channel")
+        if len({id(ch) for ch in channels}) != len(channels):
+            raise ValueError("shoal.ReceiveSet: a channel appears twice; one receive per channel and round")
+        chare = getattr(then, "__self__", None)
+        if chare is None or any(ch.chare is not chare for ch in channels):
+            raise ValueError("shoal.ReceiveSet: then must be an entry method of the chare that owns every channel, "
+                             "given bound (then=self.method)")
+        for k, buf in enumerate(into):
+            if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
+                raise ChannelError(f"shoal.ReceiveSet: buffer {k} must be a writable, C-contiguous NumPy array")
+        table = entry_table(type(chare))
+        name = getattr(then, "__name__", "")
+        if table.ids.get(name) is None or table.funcs[table.ids[name]] is not then.__func__:  # type: ignore[attr-defined]
+            raise ValueError(f"shoal.ReceiveSet: then={name or then!r} is not an entry method of "
+                             f"{type(chare).__qualname__} (entry methods are its public methods)")
+        self.chare, self.channels, self.buffers, self._rt = chare, channels, into, rt
+        self.remaining = 0  # receives of the current round still to land
+        coll = chare.proxy._info.id
+        #: the queued call of ``then``, as Runtime._deliver_direct runs it
+        self.item = (None, (coll, chare.index, table.ids[name], ()))
+        self.post = rt.set_post(self, ReceiveSet._post) if rt.set_post is not None else self._post
+
+    def _post(self) -> None:
+        """Post one round of receives (the Python path of ``post``)."""
+        if self.remaining:
+            raise ChannelError(f"{self!r}: post() while {self.remaining} receive(s) of the last round are pending")
+        for ch in self.channels:
+            if ch.waiting is not None:
+                raise ChannelError(f"{ch!r} already has a receive pending; a channel of a ReceiveSet takes no other")
+        remaining = 0
+        for ch, buf in zip(self.channels, self.buffers):
+            if ch.inbox:  # it came early: take it now
+                try:
+                    _fill(buf, message_value(ch.inbox.popleft()), ch, False)
+                except ChannelError as exc:
+                    raise ChannelError(f"a receive of {self!r}: {exc}") from None
+            else:
+                ch.waiting, ch.into, ch.landed = self, buf, False
+                remaining += 1
+        self.remaining = remaining
+        if not remaining:
+            self._fire()
+
+    # -- called by the runtime ---------------------------------------------------
+    def _resolve(self, value: Any) -> None:
+        """One receive landed (Channel.arrive); a receive that failed ends the job."""
+        if isinstance(value, Failure):
+            self.remaining = 0
+            self._rt.fail(value.exc, f"a receive of {self!r}")
+            return
+        self.remaining -= 1
+        if not self.remaining:
+            self._fire()
+
+    def _fire(self) -> None:
+        rt: "Runtime" = self._rt
+        rt.local.append(self.item)
+        if self.item[1][0] != _SYSTEM_ID:
+            rt.counts.sent += 1
+
+    def __repr__(self) -> str:
+        then = entry_table(type(self.chare)).names[self.item[1][2]]
+        return f"<ReceiveSet of {self.chare!r}: {len(self.channels)} channels, then {then}()>"
