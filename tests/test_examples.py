@@ -22,6 +22,7 @@ CASES = [
     ("pingpong.py", ("50",), "pingpong: OK"),
     ("reduction.py", (), "reduction: OK"),
     ("channels.py", (), "channels: OK"),
+    ("receive_sets.py", (), "receive_sets: OK"),
     ("pool.py", (), "pool: OK"),
     ("pool.py", ("--async",), "pool: OK"),
     ("demo.py", (), "demo: OK"),

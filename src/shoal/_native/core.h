@@ -52,7 +52,7 @@ struct Core {
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
-    Py_ssize_t off_inbox, off_landed;                                /* more Channel slots */
+    Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch;      /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
     Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
     uint32_t pe;
@@ -92,12 +92,14 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
  * fit the buffer (nothing done: the Python path reports it); -1 error. Not counted. */
 int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t dlen, const char *data,
              Py_ssize_t nbytes, Frames *frames);
-/* A channel message of one plain array to an element of this PE, delivered at once if
- * nothing of that channel is still on its way: into the buffer a receive set posted
- * for it, or (a copy) into the channel's inbox when no receive is pending. Counted as
- * sent and received. 1 delivered; 0 not a case for this (queue it); -1 error. */
-int channel_direct(Core *c, unsigned long long coll, const char *packed, Py_ssize_t plen, uint16_t seq, uint32_t tag,
-               PyObject *array);
+/* The channel `tag` of element `el`, if the element has one (borrowed), else NULL. */
+PyObject *channel_of(PyObject *el, uint32_t tag);
+/* A channel message of one plain array from an element of this PE to channel `ch` of
+ * another, delivered at once if nothing of that channel is still on its way: into the
+ * buffer a receive set posted for it, or (a copy) into the channel's inbox when no
+ * receive is pending. Counted as sent and received if `counted`. 1 delivered; 0 not a
+ * case for this (queue it); -1 error. */
+int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counted);
 PyObject *Core_set_post(Core *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -367,15 +367,17 @@ static int local_channel(Core *c, PyObject *header, PyObject *body) {
     return r;
 }
 
+#define LOCAL_BATCH 64
+
 /* run_local(deliver, deliver_direct) -> count: the messages queued for this PE's own
  * elements when it was called (Runtime.step's local loop). Array calls of elements that
  * are here run in C; the rest go to deliver(header, segments) or
  * deliver_direct(coll, index, entry, args), the Python handlers. */
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "run_local(deliver, deliver_direct)"); return NULL; }
-    Py_ssize_t n = PyObject_Length(c->local);
+    Py_ssize_t n = PyObject_Length(c->local), k;
     if (n < 0) return NULL;
-    for (Py_ssize_t k = 0; k < n; k++) {
+    for (k = 0; k < n || (k < LOCAL_BATCH && PyObject_Length(c->local) > 0); k++) {
         PyObject *item = PyObject_CallNoArgs(c->local_popleft);
         if (!item) return NULL;
         PyObject *header = PyTuple_GET_ITEM(item, 0), *body = PyTuple_GET_ITEM(item, 1);
@@ -405,7 +407,7 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         if (!r) return NULL;
         Py_DECREF(r);
     }
-    return PyLong_FromSsize_t(n);
+    return PyLong_FromSsize_t(k);
 }
 
 /* run_each(elements, entry, args, kwargs) -> None: entry method `entry` on every element

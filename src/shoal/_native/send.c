@@ -127,13 +127,11 @@ static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t 
 static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
                               const char *packed, Py_ssize_t plen);
 
-/* A channel message of one plain array to an element of this PE: delivered at once
- * when it can be (channel_direct, sets.c), else the message as the Python path queues
- * it (header, [descriptor, a copy of the array]), which Core.run_local delivers. */
+/* A channel message of one plain array to an element of this PE that could not be
+ * delivered at once (channel_now): the message as the Python path queues it (header,
+ * [descriptor, a copy of the array]), which Core.run_local delivers. */
 static int send_local_channel(Core *c, uint16_t seq, uint32_t tag, unsigned long long coll,
                               const char *packed, Py_ssize_t plen, PyObject *array) {
-    int landed = channel_direct(c, coll, packed, plen, seq, tag, array);
-    if (landed) return landed;
     char header[HSIZE + 8 * MAX_INDEX], desc[1 + 64], *p = desc;
     *p++ = 1;
     if (!(p = describe(p, desc + sizeof desc, (PyArrayObject *)array))) return 0;
@@ -294,6 +292,26 @@ typedef struct {
     vectorcallfunc vectorcall;
 } ChannelSend;
 
+/* The other end of channel `ch` if it is on this PE (borrowed), else NULL (also with an
+ * error set). Found through the location manager and the element's channel table, then
+ * kept on `ch` (slots peer, peer_epoch) until a location changes. */
+static PyObject *local_peer(Core *c, PyObject *ch, uint32_t tag) {
+    PyObject *peer = SLOT(ch, c->off_peer), *epoch = SLOT(ch, c->off_peer_epoch), *now = SLOT(c->locations, c->off_loc_epoch);
+    if (!peer || !epoch || !now) return NULL;
+    if (peer != Py_None && epoch == now) return peer;
+    long dest;
+    char packed[8 * MAX_INDEX];
+    Py_ssize_t plen;
+    unsigned long long coll;
+    if (route(c, SLOT(ch, c->off_remote), &dest, packed, &plen, &coll) <= 0 || dest != (long)c->pe) return NULL;
+    PyObject *el = element_at(c, coll, (const unsigned char *)packed, (int)(plen / 8));
+    peer = el ? channel_of(el, tag) : NULL;
+    if (!peer) return NULL; /* not here, or its end is not open yet: look again next time */
+    Py_XSETREF(SLOT(ch, c->off_peer), Py_NewRef(peer));
+    Py_XSETREF(SLOT(ch, c->off_peer_epoch), Py_NewRef(now));
+    return peer;
+}
+
 static PyObject *channel_send_call(ChannelSend *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Core *c = self->core;
@@ -302,7 +320,16 @@ static PyObject *channel_send_call(ChannelSend *self, PyObject *const *args, siz
         long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
         unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
         if (PyErr_Occurred()) return NULL;
-        int r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
+        int r = 0;
+        if (nargs == 1 && plain_array(args[0])) { /* to an element of this PE: delivered now, if it can be */
+            PyObject *peer = local_peer(c, ch, (uint32_t)tag);
+            if (!peer && PyErr_Occurred()) return NULL;
+            if (peer) {
+                PyObject *info = SLOT(SLOT(ch, c->off_remote), c->off_info), *id = info ? SLOT(info, c->off_info_id) : NULL;
+                r = channel_now(c, peer, (uint16_t)seq, args[0], !id || PyLong_AsLong(id) != SYSTEM_ID);
+            }
+        }
+        if (r == 0) r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
         if (r < 0) return NULL;
         if (r) {
             PyObject *next = PyLong_FromLong((seq + 1) & 0xFFFF);

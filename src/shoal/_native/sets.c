@@ -60,8 +60,7 @@ int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t 
     return set_count(c, ch, set, arrived, left);
 }
 
-/* The channel `tag` of element `el`, if the element has one (borrowed), else NULL. */
-static PyObject *channel_of(PyObject *el, uint32_t tag) {
+PyObject *channel_of(PyObject *el, uint32_t tag) {
     PyObject *table = PyObject_GetAttr(el, str_channels);
     if (!table) return NULL;
     PyObject *ch = NULL;
@@ -83,12 +82,7 @@ static int same_layout(PyArrayObject *a, PyArrayObject *src) {
            memcmp(PyArray_DIMS(a), PyArray_DIMS(src), nd * sizeof(npy_intp)) == 0;
 }
 
-int channel_direct(Core *c, unsigned long long coll, const char *packed, Py_ssize_t plen, uint16_t seq, uint32_t tag,
-                   PyObject *array) {
-    PyObject *el = element_at(c, coll, (const unsigned char *)packed, (int)(plen / 8));
-    if (!el) return PyErr_Occurred() ? -1 : 0;
-    PyObject *ch = channel_of(el, tag);
-    if (!ch) return PyErr_Occurred() ? -1 : 0;
+int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counted) {
     PyObject *waiting = SLOT(ch, c->off_waiting), *arrived = SLOT(ch, c->off_arrived), *inbox = SLOT(ch, c->off_inbox);
     if (!waiting || !arrived || !inbox) return 0;
     long next = PyLong_AsLong(arrived);
@@ -120,7 +114,7 @@ int channel_direct(Core *c, unsigned long long coll, const char *packed, Py_ssiz
         r = 0; /* a coroutine's receive: it resumes when the queue delivers the message */
     }
     Py_DECREF(ch);
-    if (r > 0 && coll != SYSTEM_ID) { c->sent++; c->received++; }
+    if (r > 0 && counted) { c->sent++; c->received++; }
     return r;
 }
 

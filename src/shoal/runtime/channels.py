@@ -52,6 +52,7 @@ class Channel:
 
     __slots__ = (
         "chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "checked", "send", "_rt",
+        "peer", "peer_epoch",
     )
     send: Callable[..., None]
 
@@ -78,6 +79,8 @@ class Channel:
         self.sent = 0  # messages sent, mod 2**16: each carries its number
         self.arrived = 0  # messages arrived, mod 2**16: the next one to arrive has this number
         self._rt = rt
+        self.peer: Channel | None = None  # the other end, once the compiled send found it on this PE
+        self.peer_epoch = -1  # the location epoch `peer` was found in
         self.send = rt.channel_send(self, Channel._send) if rt.channel_send is not None else self._send
         table = chare._shoal_channels
         if table is None:
