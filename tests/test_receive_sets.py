@@ -220,6 +220,28 @@ def test_an_early_message_that_does_not_fit_fails_the_post():
         run_inproc(main, pes=2)
 
 
+class Lonely(shoal.Chare):
+    def __init__(self):
+        self.ch = shoal.Channel(self, remote=self.collection[1 - self.index[0]])
+        self.set = shoal.ReceiveSet([self.ch], [np.zeros(2)], then=self.never)
+
+    def wait(self):
+        self.set.post()  # nobody sends
+
+    def never(self):
+        pass
+
+
+def test_a_set_nobody_completes_is_named_in_the_deadlock_report():
+    def main(args):
+        shoal.Array(Lonely, 2)[1].wait()
+        shoal.Future().get()
+
+    with pytest.raises(shoal.DeadlockError, match=r"ReceiveSet of <Lonely element \(1,\)>: 1 channels, then never\(\)> "
+                                                   r"waits for 1 message\(s\), on <Channel <proxy Lonely\[1\]>"):
+        run_inproc(main, pes=2)
+
+
 BOTH = pytest.mark.parametrize("native", ["1", "0"])
 
 

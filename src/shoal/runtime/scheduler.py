@@ -41,6 +41,7 @@ from .message import (
 )
 from .proxy import proxy_classes
 from .quiescence import Detector
+from .receive_sets import ReceiveSet
 from .reductions import ReductionManager
 from .sections import Sections
 from .system import SYSTEM_ID, System
@@ -549,6 +550,8 @@ class Runtime:
         """What is blocked on this PE, for a deadlock report."""
         lines = [f"PE {self.pe}: {t.where} awaits {t.waiting!r}" for t in self.suspended]
         for cs in self.colls.values():
+            for el in cs.elements.values():
+                lines.extend(_pending_sets(el, self.pe))
             for index, msgs in cs.early.items():
                 lines.append(
                     f"PE {self.pe}: {len(msgs)} message(s) wait for element {index} of "
@@ -600,6 +603,17 @@ def _copy_plain_arrays(args: tuple) -> tuple | None:
         if type(a) is not np.ndarray or a.dtype.kind not in "biufc":
             return None
     return tuple([a.copy() for a in args])
+
+
+def _pending_sets(el: Chare, pe: int) -> list[str]:
+    """A line per receive set of ``el`` still waiting for messages, naming the channels."""
+    sets: dict[int, tuple[Any, list]] = {}
+    for ch in (el._shoal_channels or {}).values():
+        w = ch.waiting
+        if isinstance(w, ReceiveSet):
+            sets.setdefault(id(w), (w, []))[1].append(ch)
+    return [f"PE {pe}: {w!r} waits for {len(chs)} message(s), on " + ", ".join(map(repr, chs))
+            for w, chs in sets.values()]
 
 
 def _exit_code(exc: SystemExit) -> int:
