@@ -191,6 +191,21 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
         }
         goto done;
     }
+    if (fut == Py_None && (kind & KIND_ARRAYS) && nseg == 2 && arrived && SLOT(ch, c->off_inbox)) {
+        /* no receive pending: the array, rebuilt, joins the channel's inbox (Channel.arrive) */
+        PyObject *values = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, 1);
+        if (!values) { r = PyErr_Occurred() ? -1 : 0; goto done; }
+        long next = PyLong_AsLong(arrived);
+        PyObject *n = next == -1 && PyErr_Occurred() ? NULL : PyLong_FromLong((next + 1) & 0xFFFF);
+        PyObject *res = n ? PyObject_CallMethodOneArg(SLOT(ch, c->off_inbox), str_append, PyTuple_GET_ITEM(values, 0)) : NULL;
+        Py_DECREF(values);
+        if (!res || (frames && frames_restart(frames))) { Py_XDECREF(res); Py_XDECREF(n); r = -1; goto done; }
+        Py_DECREF(res);
+        Py_XSETREF(SLOT(ch, c->off_arrived), n);
+        if (coll != SYSTEM_ID) c->received++;
+        r = 1;
+        goto done;
+    }
     /* a pending receive of a local future (fid 0) that nothing resolved yet */
     if (!fut || fut == Py_None || !into || !arrived || !SLOT(fut, c->off_fid) || !SLOT(fut, c->off_state) ||
         PyLong_AsLong(SLOT(fut, c->off_fid)) != 0 || PyLong_AsLong(SLOT(fut, c->off_state)) != 0) {

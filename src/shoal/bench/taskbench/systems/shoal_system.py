@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import numpy as np
 
@@ -49,6 +49,21 @@ def _canonical(g: TaskGraph) -> TaskGraph:
     return _GRAPHS.setdefault(g, g)
 
 
+class _Shared:
+    """``make(key)``, made once per distinct key: timesteps that do the same share one
+    plan entry (as the mpi4py implementation's do), which keeps a point's plan small."""
+
+    def __init__(self, make: Callable[[Any], Any]):
+        self.make = make
+        self.made: dict[Any, Any] = {}
+
+    def __call__(self, key: Any) -> Any:
+        value = self.made.get(key)
+        if value is None:
+            value = self.made[key] = self.make(key)
+        return value
+
+
 class EntryPoint(shoal.Chare):
     """One point; inputs arrive as calls of ``take`` and the next task runs on the last."""
 
@@ -63,11 +78,10 @@ class EntryPoint(shoal.Chare):
         self.pending: dict[int, dict[int, np.ndarray]] = {}
         peers = {q: self.collection[q] for q in {c for t in range(g.timesteps) for c in g.outputs(t, p) if c != p}}
         # per timestep: producers, how many are other elements, and the consumers' proxies
-        self.plan = [
-            (g.inputs(t, p), sum(1 for q in g.inputs(t, p) if q != p), g.active(t, p),
-             tuple(peers[c].take for c in g.outputs(t, p) if c != p))
-            for t in range(g.timesteps)
-        ]
+        takes = _Shared(lambda consumers: tuple(peers[c].take for c in consumers))
+        steps = _Shared(lambda key: (key[0], sum(1 for q in key[0] if q != p), key[2], takes(key[1])))
+        self.plan = [steps((g.inputs(t, p), tuple(c for c in g.outputs(t, p) if c != p), g.active(t, p)))
+                     for t in range(g.timesteps)]
 
     def ready(self) -> None:
         """A no-op, to know that every element has been built."""
@@ -143,11 +157,10 @@ class ChannelPoint(shoal.Chare):
         # one channel per neighbour, opened in the same (sorted) order at both ends
         self.channels = {q: shoal.Channel(self, remote=self.collection[q]) for q in sorted(peers)}
         ch = self.channels
-        self.plan = [
-            (tuple((k, None if q == p else ch[q]) for k, q in enumerate(g.inputs(t, p))), g.active(t, p),
-             tuple(ch[c] for c in g.outputs(t, p) if c != p))
-            for t in range(g.timesteps)
-        ]
+        steps = _Shared(lambda key: (tuple((k, None if q == p else ch[q]) for k, q in enumerate(key[0])), key[2],
+                                     tuple(ch[c] for c in key[1])))
+        self.plan = [steps((g.inputs(t, p), tuple(c for c in g.outputs(t, p) if c != p), g.active(t, p)))
+                     for t in range(g.timesteps)]
 
     def ready(self) -> None:
         """A no-op, to know that every element has been built."""
@@ -192,20 +205,18 @@ class SetPoint(shoal.Chare):
         peers.discard(p)
         ch = {q: shoal.Channel(self, remote=self.collection[q]) for q in sorted(peers)}
         rows = self.runner.rows
-        sets: dict[tuple[int, ...], shoal.ReceiveSet] = {}
-        self.plan = []
-        for t in range(g.timesteps):
-            deps = g.inputs(t, p)
-            remote = tuple(q for q in deps if q != p)
-            rset = None
-            if remote:
-                rset = sets.get(deps)
-                if rset is None:
-                    rset = sets[deps] = shoal.ReceiveSet([ch[q] for q in remote],
-                                                         [rows[k] for k, q in enumerate(deps) if q != p], self.compute)
-            own = deps.index(p) if p in deps else -1
-            self.plan.append((rset.post if rset else None, own, g.active(t, p),
-                              tuple(ch[c].send for c in g.outputs(t, p) if c != p)))
+        # one set per list of producers, over their channels into the rows they fill
+        sets = _Shared(lambda deps: shoal.ReceiveSet([ch[q] for q in deps if q != p],
+                                                     [rows[k] for k, q in enumerate(deps) if q != p], self.compute))
+
+        def step(key: tuple) -> tuple:
+            deps, consumers, active = key
+            post = sets(deps).post if any(q != p for q in deps) else None
+            return post, deps.index(p) if p in deps else -1, active, tuple(ch[c].send for c in consumers)
+
+        steps = _Shared(step)
+        self.plan = [steps((g.inputs(t, p), tuple(c for c in g.outputs(t, p) if c != p), g.active(t, p)))
+                     for t in range(g.timesteps)]
         self.steps = g.timesteps
         self.t = self.steps
         self.done: Any = None
