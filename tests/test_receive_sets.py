@@ -249,7 +249,8 @@ BOTH = pytest.mark.parametrize("native", ["1", "0"])
 @BOTH
 def test_sets_under_mpiexec(mpi_job, native):
     """Near (same PE) and far (other PE) channels, early messages, arrays too large for
-    an eager frame, then a message that does not fit: a clear error and exit code."""
+    an eager frame, quiescence after them, then a message that does not fit: a clear
+    error and exit code."""
     job = mpi_job(
         """
         import numpy as np
@@ -301,6 +302,8 @@ def test_sets_under_mpiexec(mpi_job, native):
             fut = shoal.Future()
             nodes.start(fut)
             print("rounds", fut.get(), flush=True)
+            shoal.quiescence().get()  # every message counted as sent was counted as received
+            print("quiet", flush=True)
             nodes.misfit()
             shoal.Future().get()
 
@@ -308,7 +311,7 @@ def test_sets_under_mpiexec(mpi_job, native):
         """,
         env={"SHOAL_NATIVE": native},
     )
-    assert "rounds 800" in job.stdout, job
+    assert "rounds 800" in job.stdout and "quiet" in job.stdout, job
     assert job.returncode != 0, job
     assert "ChannelError" in job.stderr and "shape (2,)" in job.stderr and "shape (7,)" in job.stderr, job
     assert "ReceiveSet of <Node element (2,)>" in job.stderr and "PE 1" in job.stderr, job
