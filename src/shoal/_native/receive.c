@@ -161,10 +161,11 @@ static PyObject *entry_of(PyObject *el, long entry) {
     return fn;
 }
 
-/* A channel message for element `el` that completes a pending receive: its values go
- * straight to the channel (into the posted array, if the receive posted one that
- * matches). 1 done; 0 for the Python path (no receive pending, a mismatch: it
- * queues or reports); -1 error. */
+/* A channel message for element `el`: its values complete the pending receive (into
+ * the posted array, if the receive posted one that matches; a receive set's goes to
+ * sets.c), or, with no receive pending, one plain array joins the channel's inbox.
+ * 1 done; 0 for the Python path (anything else, a mismatch: it queues or reports);
+ * -1 error. */
 static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
                            const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
     /* `frames` NULL: a message from this PE's local queue (no receive buffer to restart) */

@@ -1,8 +1,8 @@
 /* Receive sets, compiled (reference: shoal/runtime/receive_sets.py): posting a round of
  * receives, landing a message in its posted buffer (from the network, from this PE's
  * queue, or straight from a sender on this PE) and queueing `then()` when the last
- * one lands. Anything unusual (an early message, a buffer that does not match) goes
- * back to the Python path, which queues it or reports it. */
+ * one lands. Anything unusual (a message that is not one plain array, a buffer that
+ * does not match it) goes back to the Python path, which takes it or reports it. */
 #include "core.h"
 
 /* The set's `then()` joins this PE's queue as the call Runtime._deliver_direct runs. 0 or -1. */
