@@ -111,11 +111,11 @@ def test_statement_groups_are_bit_for_bit_numpy(shape):
 def test_both_backends_and_multi_axis_tiles(backend, monkeypatch):
     """Faces of the inner axis are packed and unpacked by generated C with compiled
     kernels, by NumPy without: both give NumPy's bits."""
-    import shoal.stencil.backend as tiles
+    import shoal.stencil.halo as halo
 
     loaded = []
-    real = tiles.load_copy
-    monkeypatch.setattr(tiles, "load_copy", lambda *a: loaded.append(a) or real(*a))
+    real = halo.load_copy
+    monkeypatch.setattr(halo, "load_copy", lambda *a: loaded.append(a) or real(*a))
     shape = (6, 30)  # 2 PEs x odf 3 = 6 tiles: 3 along axis 0, 2 along axis 1
 
     def body():

@@ -5,12 +5,7 @@ every field. Requests from the frontend (batches of steps, gathers, scatters,
 reductions) carry sequence numbers and run strictly in order, one at a time, in an
 ``async`` driver; awaiting halos or a reduction lets the PE's other tiles run.
 
-Halos move over one channel per neighbour: a face along the outer axis is contiguous
-and is sent as it is and received straight into the ghost layer (``recv(into=)``);
-other faces are packed into a buffer and unpacked from one by generated C (NumPy's
-strided copies without compiled kernels). After sending its faces, a tile computes the
-part of the next statement that reads no ghost, then receives and computes the rim.
-Tile arrays are laid out so every row's first owned point starts a cache line (see
+Halos move over one channel per neighbour (:mod:`shoal.stencil.halo`). Tile arrays are laid out so every row's first owned point starts a cache line (see
 :func:`_aligned` and :func:`_first_written`).
 """
 
@@ -24,7 +19,8 @@ import numpy as np
 import shoal
 
 from .blocking import BlockStatement, TimeBlocker, cache_budget, plan
-from .build import load_copy, load_kernel, managed_zeros
+from .build import load_kernel, managed_zeros
+from .halo import Halos
 from .interface import GridSpec, tile_bounds
 from .lowering import tile_box
 from .numpy_eval import run_reduction, run_statement
@@ -139,7 +135,7 @@ class _Prepared:
         self.fn, self.ptrs = fn, ptrs  # a compiled statement's kernel and slot pointers
 
 
-class Tile(shoal.Chare):
+class Tile(Halos, shoal.Chare):
     """One box of the grid (all fields), its ghosts, and its channels to neighbours."""
 
     def __init__(self, spec: GridSpec, dims: tuple[int, ...]):
@@ -463,180 +459,3 @@ class Tile(shoal.Chare):
         else:
             for tb in boxes:
                 prep.run(tb)
-
-    # -- halos ------------------------------------------------------------------------------------
-    def _face(self, f: int, a: int, start: int, stop: int) -> np.ndarray:
-        idx = [slice(None)] * len(self.size)
-        idx[a] = slice(start, stop)
-        return self.arrays[f][tuple(idx)]
-
-    async def _exchange(self, op: tuple, then: int | None) -> None:
-        """Exchange ghosts (``op``), computing the interior of statement ``then``
-        (which follows the exchange) while the halos travel."""
-        _, items, corners = op
-        d = len(self.size)
-        g = self.spec.ghost
-        phases = [[a] for a in range(d)] if corners else [list(range(d))]
-        overlap = then is not None and not corners
-        for phase in phases:
-            for f, lo, hi in items:
-                for a in phase:
-                    low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
-                    if low is not None and hi[a]:
-                        self._send(low, self._outgoing(f, a, g, g + hi[a]))
-                    if high is not None and lo[a]:
-                        self._send(high, self._outgoing(f, a, g + self.size[a] - lo[a], g + self.size[a]))
-            rim = None
-            if overlap:
-                assert then is not None
-                rim = self._interior_first(op, then)
-            for f, lo, hi in items:
-                for a in phase:
-                    low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
-                    if low is not None and lo[a]:
-                        await self._recv(low, f, a, g - lo[a], g)
-                    if high is not None and hi[a]:
-                        await self._recv(high, f, a, g + self.size[a], g + self.size[a] + hi[a])
-            if overlap:
-                self._run(then, rim)  # type: ignore[arg-type]
-        if then is not None and not overlap:
-            self._run(then, None)
-
-    def _send(self, ch: shoal.Channel, face: np.ndarray) -> None:
-        """Send a (contiguous) face in pieces below the rendezvous threshold. A rendezvous
-        send returns only once the receiver has taken the data, and a neighbour busy in a
-        kernel takes it only when the kernel ends: neighbours would compute in turn."""
-        flat = face.reshape(-1)
-        step = self._piece(flat.itemsize)
-        for i in range(0, flat.size, step):
-            ch.send(flat[i:i + step])
-
-    def _slab(self, f: int, start: int, stop: int) -> np.ndarray:
-        """Layers ``[start, stop)`` of the outer axis, as one contiguous array (whole
-        padded rows: neighbours along the outer axis have the same row layout)."""
-        return self.arrays[f][start:stop] if len(self.size) == 1 else self.raw[f][start:stop]
-
-    def _copier(self, f: int, a: int, start: int, stop: int) -> tuple | None:
-        """The generated (pack, unpack) functions and their arguments for one face of an
-        inner axis; None without compiled kernels (NumPy copies the face then)."""
-        key = (f, a, start, stop)
-        args = self.copy_args.get(key)
-        if args is None:
-            if self.spec.backend != "c":
-                return None
-            d = len(self.size)
-            arr = self.arrays[f]
-            b = [0] * d
-            n = list(arr.shape)
-            b[a], n[a] = start, stop - start
-            pack, unpack = load_copy(d, self.spec.dtypes[f], self.spec.cflags)
-            args = self.copy_args[key] = (pack, unpack, arr.ctypes.data, (ctypes.c_long * d)(*b),
-                                          (ctypes.c_long * d)(*n), tuple(n))
-        return args
-
-    def _outgoing(self, f: int, a: int, start: int, stop: int) -> np.ndarray:
-        """A face to send, contiguous: an outer-axis face is sent as it lies; the others
-        are packed into a new buffer (the transport may still hold the last one)."""
-        if a == 0:
-            return self._slab(f, start, stop)
-        c = self._copier(f, a, start, stop)
-        if c is None:
-            return np.ascontiguousarray(self._face(f, a, start, stop))
-        pack, _, ptr, b, n, shape = c
-        buf = np.empty(shape, self.arrays[f].dtype)
-        pack(ptr, buf.ctypes.data, b, n, self.strides)
-        return buf
-
-    async def _recv(self, ch: shoal.Channel, f: int, a: int, start: int, stop: int) -> None:
-        if a == 0:
-            buf = self._slab(f, start, stop)  # contiguous: receive in place
-        else:
-            key = (f, a, start, stop)
-            if key not in self.bufs:
-                view = self._face(f, a, start, stop)
-                self.bufs[key] = np.empty(view.shape, view.dtype)
-                self.buf_ptrs[key] = self.bufs[key].ctypes.data
-            buf = self.bufs[key]
-        flat = buf.reshape(-1)
-        step = self._piece(flat.itemsize)
-        for i in range(0, flat.size, step):
-            await ch.recv(into=flat[i:i + step])
-        if a != 0:
-            c = self._copier(f, a, start, stop)
-            if c is None:
-                self._face(f, a, start, stop)[...] = buf
-            else:
-                _, unpack, ptr, b, n, _ = c
-                unpack(ptr, self.buf_ptrs[key], b, n, self.strides)
-
-    def _piece(self, itemsize: int) -> int:
-        """Elements per halo message: half the eager limit of the runtime's transport."""
-        if self.piece_bytes == 0:
-            from ..runtime.context import current
-
-            s = current("a stencil tile").settings
-            self.piece_bytes = max(1024, min(s.rendezvous_threshold, s.frame_capacity) // 2)
-        return max(1, self.piece_bytes // itemsize)
-
-    def _interior_first(self, op: tuple, sid: int) -> list:
-        """Run the part of statement ``sid`` that reads no ghost this exchange fills;
-        return the boxes left (the rim) to run once the halos are in."""
-        key = (op, sid)
-        plan = self.split.get(key)
-        if plan is None:
-            plan = self.split[key] = self._split_plan(op, sid)
-        interior, rim = plan
-        entry, prep = self.stmts[sid]
-        if prep.box is None:
-            return []
-        if interior is None:
-            return [prep.box]
-        prep.run(interior)
-        return rim
-
-    def _split_plan(self, op: tuple, sid: int) -> tuple:
-        entry, prep = self.stmts[sid]
-        box = prep.box
-        if box is None or prep.aliased:
-            return None, [box] if box is not None else []
-        g = self.spec.ghost
-        d = len(self.size)
-        need_lo, need_hi = [0] * d, [0] * d
-        exchanged = {f for f, _, _ in op[1]}
-        for field, off in entry.accesses:
-            if field in exchanged:
-                for a, o in enumerate(off):
-                    if o < 0 and (a, -1) in self.chan:
-                        need_lo[a] = max(need_lo[a], -o)
-                    if o > 0 and (a, 1) in self.chan:
-                        need_hi[a] = max(need_hi[a], o)
-        # per axis: index range [i0, i1) of the box's points whose reads stay inside the owned box
-        ranges = []
-        for a, ((b, n), st) in enumerate(zip(box, prep.steps)):
-            first_ok = g + need_lo[a]
-            last_ok = g + self.size[a] - need_hi[a]  # exclusive
-            i0 = max(0, -((b - first_ok) // st))
-            i1 = min(n, -((b - last_ok) // st))
-            ranges.append((i0, max(i0, i1)))
-        if any(i1 <= i0 for i0, i1 in ranges) or all(r == (0, n) for r, (_, n) in zip(ranges, box)):
-            return None, [box]
-        interior = tuple((b + st * i0, i1 - i0) for (b, _), st, (i0, i1) in zip(box, prep.steps, ranges))
-        rim = []
-        # the box minus the interior: for each axis, the slabs below and above it, with the
-        # earlier axes limited to the interior range and the later axes whole
-        for a in range(d):
-            (b, n), st, (i0, i1) = box[a], prep.steps[a], ranges[a]
-            for lo_i, hi_i in ((0, i0), (i1, n)):
-                if hi_i <= lo_i:
-                    continue
-                part = []
-                for k in range(d):
-                    if k < a:
-                        part.append(interior[k])
-                    elif k == a:
-                        part.append((b + st * lo_i, hi_i - lo_i))
-                    else:
-                        part.append(box[k])
-                rim.append(tuple(part))
-        return interior, rim
-
