@@ -1,4 +1,5 @@
-/* The runtime's per-message paths, compiled: shoal/runtime/scheduler.py is the reference.
+/* The runtime's per-message paths, compiled: shoal/runtime/scheduler.py and sending.py
+ * are the reference.
  *
  * This file: the Core object (one per runtime) and its counters; the paths are in
  * send.c and receive.c.

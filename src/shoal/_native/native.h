@@ -8,8 +8,8 @@
  *   proxies.c   element proxies' entry methods as C descriptors and bound calls.
  *
  * The Python code they shadow (transport/mpi.py, runtime/scheduler.py,
- * runtime/proxy.py, runtime/receive_sets.py) is the readable reference and the
- * fallback: every case these files do not handle goes back to it.
+ * runtime/sending.py, runtime/proxy.py, runtime/receive_sets.py) is the readable
+ * reference and the fallback: every case these files do not handle goes back to it.
  */
 #ifndef SHOAL_NATIVE_H
 #define SHOAL_NATIVE_H

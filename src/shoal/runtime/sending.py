@@ -1,0 +1,154 @@
+"""How a runtime sends: entry-method calls, broadcasts, futures' values, channel
+messages and its own messages, to another PE or to this PE's queue.
+
+:class:`Sending` is a part of :class:`shoal.runtime.scheduler.Runtime` (a mixin: the
+runtime holds the state below). With the MPI transport most calls leave through the
+compiled core (``_native/send.c``); this is its reference and its fallback.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..errors import ShoalError
+from .collections import CollectionInfo
+from .futures import Future
+from .location import Locations
+from .message import HEADER, Kind, encode, encode_call, pack_header, pack_index, unpicklable
+from .system import SYSTEM_ID
+
+if TYPE_CHECKING:
+    from ..transport.base import Transport
+    from .proxy import ElementProxy
+
+__all__ = ["Sending"]
+
+_NO_COLL = 1  # collection field of messages that belong to no collection (futures)
+_pack = HEADER.pack
+
+
+def _own(segments: list) -> list:
+    """Private copies of out-of-band buffers, so a local send has value semantics."""
+    if len(segments) == 1:
+        return segments
+    return [segments[0], *[np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
+
+
+def _copy_plain_arrays(args: tuple) -> tuple | None:
+    """Copies of ``args`` if they are all numeric NumPy arrays (whose copy is a full copy)."""
+    for a in args:
+        if type(a) is not np.ndarray or a.dtype.kind not in "biufc":
+            return None
+    return tuple([a.copy() for a in args])
+
+
+class Sending:
+    """The send paths of a runtime."""
+
+    pe: int
+    transport: "Transport"
+    counts: Any
+    local: deque
+    locations: Locations
+    futures: dict[int, Future]
+    _send_eager: Callable[..., bool] | None
+    _send_value: Callable[..., bool] | None
+    _core_send: Callable[..., bool] | None
+    forget_future: Callable[[int], None]
+
+    def send_raw(self, dest: int, header: bytes, segments: list, coll: int) -> None:
+        if coll != SYSTEM_ID:
+            self.counts.sent += 1
+        if dest == self.pe:
+            self.local.append((header, _own(segments)))
+        elif self._send_eager is None or not self._send_eager(dest, header, segments):
+            self.transport.send(dest, header, segments)
+
+    def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
+        """Encode and send one runtime message."""
+        self.send_raw(dest, pack_header(kind, entry, self.pe, aux, coll, index), encode(payload), coll)
+
+    def post_value(self, dest: int, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
+        """Send one value the way entry-method arguments go (a plain array without pickle)."""
+        send = self._send_value
+        if send is not None and send(dest, kind, entry, aux, coll, value):
+            return
+        flag, segments = encode_call((value,), None)
+        self.send_raw(dest, pack_header(kind | flag, entry, self.pe, aux, coll), segments, coll)
+
+    def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
+        try:
+            return encode_call(args, kwargs)
+        except Exception as exc:
+            raise unpicklable(info.cls, name, args, kwargs, exc) from None
+
+    def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
+        """Send entry method ``entry`` to one element."""
+        if not ret and not kwargs and args and type(args[0]) is np.ndarray:
+            loc = self.locations
+            if (proxy._dest if proxy._epoch == loc.epoch else loc.route(proxy)) == self.pe:
+                copies = _copy_plain_arrays(args)
+                if copies is not None:  # same PE, only arrays: no encoding, just copies
+                    if proxy._info.id != SYSTEM_ID:
+                        self.counts.sent += 1
+                    self.local.append((None, (proxy._info.id, proxy._index, entry, copies)))
+                    return None
+        fut = Future(_depth=4) if ret else None
+        if fut is not None and not kwargs and self._core_send is not None:
+            if self._core_send(proxy, entry, fut.fid, *args):  # compiled, the reply to `fut`
+                return fut
+        try:
+            flag, segments = encode_call(args, kwargs)
+        except Exception as exc:
+            if fut is not None:
+                self.forget_future(fut.fid)
+            raise unpicklable(proxy._info.cls, name, args, kwargs, exc) from None
+        self._to_element(proxy, flag, entry, fut.fid if fut is not None else 0, segments)  # Kind.INVOKE == 0
+        return fut
+
+    def _to_element(self, proxy: "ElementProxy", kind: int, entry: int, aux: int, segments: list) -> None:
+        """Send a message to one element (the per-message path: cached route and index)."""
+        coll = proxy._info.id
+        packed = proxy._packed
+        if packed is None:
+            packed = proxy._packed = pack_index(proxy._index)
+        header = _pack(kind, len(proxy._index), entry, self.pe, aux, coll) + packed
+        loc = self.locations
+        if proxy._epoch == loc.epoch:
+            dest = proxy._dest
+        else:
+            dest = loc.route(proxy)
+        if coll != SYSTEM_ID:
+            self.counts.sent += 1
+        if dest == self.pe:
+            self.local.append((header, _own(segments)))
+        elif self._send_eager is None or not self._send_eager(dest, header, segments):
+            self.transport.send(dest, header, segments)
+
+    def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
+        """Send entry method ``entry`` to every element, through the collection's root."""
+        flag, segments = self._encode_call(info, name, args, kwargs)
+        fut = Future(_depth=5) if ret else None
+        header = pack_header(Kind.BROADCAST | flag, entry, self.pe, fut.fid if fut else 0, info.id)
+        self.send_raw(info.root, header, segments, info.id)
+        return fut
+
+    def send_future(self, owner: int, fid: int, value: Any) -> None:
+        """Resolve future ``fid`` of PE ``owner`` with ``value``."""
+        if owner == self.pe:
+            fut = self.futures.get(fid)
+            if fut is None:
+                raise ShoalError(f"PE {self.pe}: future #{fid} was already resolved; a future resolves once")
+            fut._resolve(value)
+            return
+        try:
+            flag, segments = encode_call((value,), None)  # a plain array goes without pickle
+        except Exception as exc:
+            raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
+        self.send_raw(owner, pack_header(Kind.FUTURE | flag, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
+
+    def send_channel(self, remote: "ElementProxy", tag: int, seq: int, flag: int, segments: list) -> None:
+        self._to_element(remote, Kind.CHANNEL | flag, seq, tag, segments)
