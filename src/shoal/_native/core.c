@@ -157,6 +157,77 @@ PyTypeObject CoreType = {
     .tp_members = Core_members,
 };
 
+/* Compiled: see compiled_method in core.h. */
+typedef struct {
+    PyObject_HEAD
+    Core *core;
+    PyObject *obj;
+    PyObject *fallback;
+    fastfunc fast;
+    vectorcallfunc vectorcall;
+} Compiled;
+
+static PyObject *compiled_call(Compiled *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (kwnames == NULL && active == self->core) {
+        int r = self->fast(self->core, self->obj, args, nargs);
+        if (r < 0) return NULL;
+        if (r) Py_RETURN_NONE;
+    }
+    /* fallback(obj, *args, **kwargs): `obj` in front of the arguments */
+    PyObject *small[MAX_ARGS + 2], **vec = n <= MAX_ARGS ? small : PyMem_Malloc((n + 2) * sizeof(PyObject *));
+    if (!vec) return PyErr_NoMemory();
+    vec[1] = self->obj;
+    for (Py_ssize_t i = 0; i < n; i++) vec[i + 2] = args[i];
+    PyObject *r = PyObject_Vectorcall(self->fallback, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    if (vec != small) PyMem_Free(vec);
+    return r;
+}
+
+static int Compiled_traverse(Compiled *self, visitproc visit, void *arg) {
+    Py_VISIT(self->obj);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int Compiled_clear(Compiled *self) {
+    Py_CLEAR(self->obj);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void Compiled_dealloc(Compiled *self) {
+    PyObject_GC_UnTrack(self);
+    Compiled_clear(self);
+    Py_XDECREF(self->core);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject CompiledType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.Compiled",
+    .tp_basicsize = sizeof(Compiled),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A runtime object's method (a channel's send, a receive set's post), compiled.",
+    .tp_vectorcall_offset = offsetof(Compiled, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_traverse = (traverseproc)Compiled_traverse,
+    .tp_clear = (inquiry)Compiled_clear,
+    .tp_dealloc = (destructor)Compiled_dealloc,
+};
+
+PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast) {
+    Compiled *self = PyObject_GC_New(Compiled, &CompiledType);
+    if (!self) return NULL;
+    self->core = (Core *)Py_NewRef((PyObject *)c);
+    self->obj = Py_NewRef(obj);
+    self->fallback = Py_NewRef(fallback);
+    self->fast = fast;
+    self->vectorcall = (vectorcallfunc)compiled_call;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
 static PyMethodDef core_functions[] = {
     {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
     {NULL}
@@ -167,11 +238,9 @@ int core_init(PyObject *m) {
     if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")) ||
         !(str_append = PyUnicode_InternFromString("append")) || !(str_popleft = PyUnicode_InternFromString("popleft")))
         return -1;
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&ChannelSendType) < 0 || PyType_Ready(&SetPostType) < 0) return -1;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CompiledType) < 0) return -1;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) return -1;
-    Py_INCREF(&ChannelSendType);
-    if (PyModule_AddObject(m, "ChannelSend", (PyObject *)&ChannelSendType) < 0) return -1;
     return PyModule_AddFunctions(m, core_functions);
 }
 

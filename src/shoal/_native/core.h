@@ -61,10 +61,17 @@ struct Core {
 
 extern Core *active; /* the core of the runtime in this process (one MPI PE per process) */
 extern PyObject *str_funcs, *str_channels, *str_append, *str_popleft;
-extern PyTypeObject ChannelSendType, SetPostType;
+extern PyTypeObject CompiledType;
 
 /* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* core.c: a method of a runtime object (a channel's send, a receive set's post) with a
+ * compiled path. fast(core, obj, args, nargs) runs first when the call has no keywords
+ * and the core is serving: 1 done (the call returns None), 0 not handled, -1 error.
+ * Otherwise the call is fallback(obj, *args, **kwargs), the Python method. */
+typedef int (*fastfunc)(Core *c, PyObject *obj, PyObject *const *args, Py_ssize_t nargs);
+PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast);
 
 /* send.c */
 char *describe(char *p, char *end, PyArrayObject *a);
@@ -92,6 +99,9 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
  * fit the buffer (nothing done: the Python path reports it); -1 error. Not counted. */
 int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t dlen, const char *data,
              Py_ssize_t nbytes, Frames *frames);
+/* Channel.arrive of `array` (kept, not copied) on channel `ch` with no receive pending:
+ * it joins the inbox and the next sequence number is expected. 1, or -1 with an error. */
+int inbox_push(Core *c, PyObject *ch, PyObject *array);
 /* The channel `tag` of element `el`, if the element has one (borrowed), else NULL. */
 PyObject *channel_of(PyObject *el, uint32_t tag);
 /* A channel message of one plain array from an element of this PE to channel `ch` of

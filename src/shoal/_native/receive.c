@@ -192,19 +192,14 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
         }
         goto done;
     }
-    if (fut == Py_None && (kind & KIND_ARRAYS) && nseg == 2 && arrived && SLOT(ch, c->off_inbox)) {
-        /* no receive pending: the array, rebuilt, joins the channel's inbox (Channel.arrive) */
+    if (fut == Py_None && (kind & KIND_ARRAYS) && nseg == 2) {
+        /* no receive pending: the array, rebuilt, joins the channel's inbox */
         PyObject *values = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, 1);
         if (!values) { r = PyErr_Occurred() ? -1 : 0; goto done; }
-        long next = PyLong_AsLong(arrived);
-        PyObject *n = next == -1 && PyErr_Occurred() ? NULL : PyLong_FromLong((next + 1) & 0xFFFF);
-        PyObject *res = n ? PyObject_CallMethodOneArg(SLOT(ch, c->off_inbox), str_append, PyTuple_GET_ITEM(values, 0)) : NULL;
+        r = inbox_push(c, ch, PyTuple_GET_ITEM(values, 0));
         Py_DECREF(values);
-        if (!res || (frames && frames_restart(frames))) { Py_XDECREF(res); Py_XDECREF(n); r = -1; goto done; }
-        Py_DECREF(res);
-        Py_XSETREF(SLOT(ch, c->off_arrived), n);
-        if (coll != SYSTEM_ID) c->received++;
-        r = 1;
+        if (r > 0 && frames && frames_restart(frames)) r = -1;
+        if (r > 0 && coll != SYSTEM_ID) c->received++;
         goto done;
     }
     /* a pending receive of a local future (fid 0) that nothing resolved yet */

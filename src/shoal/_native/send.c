@@ -281,17 +281,6 @@ PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t narg
     return PyBytes_FromStringAndSize(desc, p - desc);
 }
 
-/* ChannelSend(core, channel, fallback): what `channel.send` is when the runtime has a
- * compiled core. Keyword-free sends of a channel to another PE go out here; anything
- * else calls fallback(channel, *values), the Python send (channels.py). */
-typedef struct {
-    PyObject_HEAD
-    Core *core;
-    PyObject *channel;
-    PyObject *fallback;
-    vectorcallfunc vectorcall;
-} ChannelSend;
-
 /* The other end of channel `ch` if it is on this PE (borrowed), else NULL (also with an
  * error set). Found through the location manager and the element's channel table, then
  * kept on `ch` (slots peer, peer_epoch) until a location changes. */
@@ -312,96 +301,30 @@ static PyObject *local_peer(Core *c, PyObject *ch, uint32_t tag) {
     return peer;
 }
 
-static PyObject *channel_send_call(ChannelSend *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Core *c = self->core;
-    PyObject *ch = self->channel;
-    if (kwnames == NULL && active == c && SLOT(ch, c->off_sent) && SLOT(ch, c->off_tag) && SLOT(ch, c->off_remote)) {
-        long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
-        unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
-        if (PyErr_Occurred()) return NULL;
-        int r = 0;
-        if (nargs == 1 && plain_array(args[0])) { /* to an element of this PE: delivered now, if it can be */
-            PyObject *peer = local_peer(c, ch, (uint32_t)tag);
-            if (!peer && PyErr_Occurred()) return NULL;
-            if (peer) {
-                PyObject *info = SLOT(SLOT(ch, c->off_remote), c->off_info), *id = info ? SLOT(info, c->off_info_id) : NULL;
-                r = channel_now(c, peer, (uint16_t)seq, args[0], !id || PyLong_AsLong(id) != SYSTEM_ID);
-            }
-        }
-        if (r == 0) r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
-        if (r < 0) return NULL;
-        if (r) {
-            PyObject *next = PyLong_FromLong((seq + 1) & 0xFFFF);
-            if (!next) return NULL;
-            Py_XSETREF(SLOT(ch, c->off_sent), next);
-            Py_RETURN_NONE;
+/* `channel.send(*values)`, compiled: keyword-free sends to an element of this PE are
+ * delivered at once when they can be (channel_now), others go out by core_send. 1 sent;
+ * 0 not handled (Channel._send, the Python path, takes it); -1 error. */
+static int channel_send_fast(Core *c, PyObject *ch, PyObject *const *args, Py_ssize_t nargs) {
+    if (!SLOT(ch, c->off_sent) || !SLOT(ch, c->off_tag) || !SLOT(ch, c->off_remote)) return 0;
+    long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
+    unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
+    if (PyErr_Occurred()) return -1;
+    int r = 0;
+    if (nargs == 1 && plain_array(args[0])) { /* to an element of this PE: delivered now, if it can be */
+        PyObject *peer = local_peer(c, ch, (uint32_t)tag);
+        if (!peer && PyErr_Occurred()) return -1;
+        if (peer) {
+            PyObject *info = SLOT(SLOT(ch, c->off_remote), c->off_info), *id = info ? SLOT(info, c->off_info_id) : NULL;
+            r = channel_now(c, peer, (uint16_t)seq, args[0], !id || PyLong_AsLong(id) != SYSTEM_ID);
         }
     }
-    PyObject *vec[MAX_ARGS + 2], *r;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs + nkw <= MAX_ARGS) {
-        vec[1] = ch;
-        for (Py_ssize_t i = 0; i < nargs + nkw; i++) vec[i + 2] = args[i];
-        r = PyObject_Vectorcall(self->fallback, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-    } else if (nkw) {
-        PyErr_SetString(PyExc_TypeError, "Channel.send() takes no keyword arguments");
-        return NULL;
-    } else {
-        PyObject *all = PyTuple_New(nargs + 1);
-        if (!all) return NULL;
-        Py_INCREF(ch);
-        PyTuple_SET_ITEM(all, 0, ch);
-        for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(all, i + 1, args[i]); }
-        r = PyObject_Call(self->fallback, all, NULL);
-        Py_DECREF(all);
-    }
-    return r;
+    if (r == 0) r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
+    if (r <= 0) return r;
+    PyObject *next = PyLong_FromLong((seq + 1) & 0xFFFF);
+    if (!next) return -1;
+    Py_XSETREF(SLOT(ch, c->off_sent), next);
+    return 1;
 }
-
-static int ChannelSend_init(ChannelSend *self, PyObject *args, PyObject *kw) {
-    PyObject *core, *channel, *fallback;
-    if (!PyArg_ParseTuple(args, "O!OO", &CoreType, &core, &channel, &fallback)) return -1;
-    Py_INCREF(core); Py_XSETREF(self->core, (Core *)core);
-    Py_INCREF(channel); Py_XSETREF(self->channel, channel);
-    Py_INCREF(fallback); Py_XSETREF(self->fallback, fallback);
-    self->vectorcall = (vectorcallfunc)channel_send_call;
-    return 0;
-}
-
-static int ChannelSend_traverse(ChannelSend *self, visitproc visit, void *arg) {
-    Py_VISIT(self->channel);
-    Py_VISIT(self->fallback);
-    return 0;
-}
-
-static int ChannelSend_clear(ChannelSend *self) {
-    Py_CLEAR(self->channel);
-    Py_CLEAR(self->fallback);
-    return 0;
-}
-
-static void ChannelSend_dealloc(ChannelSend *self) {
-    PyObject_GC_UnTrack(self);
-    ChannelSend_clear(self);
-    Py_XDECREF(self->core);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-PyTypeObject ChannelSendType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shoal._native.ChannelSend",
-    .tp_basicsize = sizeof(ChannelSend),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "ChannelSend(core, channel, fallback): a channel's send(*values), compiled.",
-    .tp_vectorcall_offset = offsetof(ChannelSend, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)ChannelSend_init,
-    .tp_traverse = (traverseproc)ChannelSend_traverse,
-    .tp_clear = (inquiry)ChannelSend_clear,
-    .tp_dealloc = (destructor)ChannelSend_dealloc,
-};
 
 /* send_value(dest, kind, entry, aux, coll, value) -> bool: one value to another PE, in a
  * message of no element (reductions); False: not handled, use Runtime.post_value's Python. */
@@ -418,7 +341,7 @@ PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs) {
 
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "channel_send(channel, fallback)"); return NULL; }
-    return PyObject_CallFunctionObjArgs((PyObject *)&ChannelSendType, (PyObject *)self, args[0], args[1], NULL);
+    return compiled_method(self, args[0], args[1], channel_send_fast);
 }
 
 /* send(proxy, entry, aux, *args) -> bool: an entry-method call whose value goes to

@@ -75,6 +75,20 @@ PyObject *channel_of(PyObject *el, uint32_t tag) {
     return ch;
 }
 
+int inbox_push(Core *c, PyObject *ch, PyObject *array) {
+    PyObject *arrived = SLOT(ch, c->off_arrived), *inbox = SLOT(ch, c->off_inbox);
+    long next = arrived ? PyLong_AsLong(arrived) : -1;
+    if (next == -1 || !inbox) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "a channel without arrived or inbox");
+        return -1;
+    }
+    PyObject *n = PyLong_FromLong((next + 1) & 0xFFFF), *res = n ? PyObject_CallMethodOneArg(inbox, str_append, array) : NULL;
+    if (!res) { Py_XDECREF(n); return -1; }
+    Py_DECREF(res);
+    Py_XSETREF(SLOT(ch, c->off_arrived), n);
+    return 1;
+}
+
 /* Whether plain array `src` has the dtype and shape of buffer `a`. */
 static int same_layout(PyArrayObject *a, PyArrayObject *src) {
     int nd = PyArray_NDIM(src);
@@ -90,15 +104,10 @@ int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counte
     if (next != (long)seq) return 0; /* an earlier message is still on its way: keep the order */
     int r;
     Py_INCREF(ch);
-    if (waiting == Py_None) {
-        /* no receive pending: a copy joins the channel's inbox, as Channel.arrive would put it */
-        PyObject *copy = copy_plain((PyArrayObject *)array), *n = PyLong_FromLong((next + 1) & 0xFFFF);
-        PyObject *res = copy && n ? PyObject_CallMethodOneArg(inbox, str_append, copy) : NULL;
-        r = res ? 1 : -1;
-        Py_XDECREF(res);
+    if (waiting == Py_None) { /* no receive pending: a copy joins the channel's inbox */
+        PyObject *copy = copy_plain((PyArrayObject *)array);
+        r = copy ? inbox_push(c, ch, copy) : -1;
         Py_XDECREF(copy);
-        if (r > 0) Py_XSETREF(SLOT(ch, c->off_arrived), n);
-        else Py_XDECREF(n);
     } else if (Py_TYPE(waiting) == (PyTypeObject *)c->set_cls) {
         /* a set's receive: straight into its buffer, if it is of the same dtype and shape */
         long arrived_, left;
@@ -118,22 +127,14 @@ int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counte
     return r;
 }
 
-/* SetPost(core, set, fallback): what `set.post` is when the runtime has a compiled core.
- * It posts the round when no channel holds an early message and none has another
- * receive pending; anything else calls fallback(set), the Python post, which takes
- * early messages or raises. */
-typedef struct {
-    PyObject_HEAD
-    Core *core;
-    PyObject *set;
-    PyObject *fallback;
-    vectorcallfunc vectorcall;
-} SetPost;
-
-static int post_now(Core *c, PyObject *set) {
+/* `set.post()`, compiled: the round is posted here when no channel holds an early
+ * message that is not one plain array of its buffer's layout and none has another
+ * receive pending. 1 posted; 0 not handled (ReceiveSet._post, the Python path, takes
+ * early messages or raises); -1 error. */
+static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *channels = SLOT(set, c->off_channels), *buffers = SLOT(set, c->off_buffers),
              *remaining = SLOT(set, c->off_remaining);
-    if (active != c || !channels || !buffers || !remaining || !PyTuple_Check(channels) || !PyTuple_Check(buffers) ||
+    if (nargs != 0 || !channels || !buffers || !remaining || !PyTuple_Check(channels) || !PyTuple_Check(buffers) ||
         PyTuple_GET_SIZE(channels) != PyTuple_GET_SIZE(buffers) || PyLong_AsLong(remaining) != 0)
         return 0;
     /* every channel free, and any message already in is a plain array that fits its buffer */
@@ -172,68 +173,7 @@ static int post_now(Core *c, PyObject *set) {
     return 1;
 }
 
-static PyObject *set_post_call(SetPost *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    if (PyVectorcall_NARGS(nargsf) == 0 && kwnames == NULL) {
-        int r = post_now(self->core, self->set);
-        if (r < 0) return NULL;
-        if (r) Py_RETURN_NONE;
-    }
-    PyObject *vec[MAX_ARGS + 2];
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs + nkw > MAX_ARGS) {
-        PyErr_SetString(PyExc_TypeError, "ReceiveSet.post() takes no arguments");
-        return NULL;
-    }
-    vec[1] = self->set;
-    for (Py_ssize_t i = 0; i < nargs + nkw; i++) vec[i + 2] = args[i];
-    return PyObject_Vectorcall(self->fallback, vec + 1, (size_t)(nargs + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-}
-
-static int SetPost_init(SetPost *self, PyObject *args, PyObject *kw) {
-    PyObject *core, *set, *fallback;
-    if (!PyArg_ParseTuple(args, "O!OO", &CoreType, &core, &set, &fallback)) return -1;
-    Py_INCREF(core); Py_XSETREF(self->core, (Core *)core);
-    Py_INCREF(set); Py_XSETREF(self->set, set);
-    Py_INCREF(fallback); Py_XSETREF(self->fallback, fallback);
-    self->vectorcall = (vectorcallfunc)set_post_call;
-    return 0;
-}
-
-static int SetPost_traverse(SetPost *self, visitproc visit, void *arg) {
-    Py_VISIT(self->set);
-    Py_VISIT(self->fallback);
-    return 0;
-}
-
-static int SetPost_clear(SetPost *self) {
-    Py_CLEAR(self->set);
-    Py_CLEAR(self->fallback);
-    return 0;
-}
-
-static void SetPost_dealloc(SetPost *self) {
-    PyObject_GC_UnTrack(self);
-    SetPost_clear(self);
-    Py_XDECREF(self->core);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-PyTypeObject SetPostType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shoal._native.SetPost",
-    .tp_basicsize = sizeof(SetPost),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "SetPost(core, set, fallback): a receive set's post(), compiled.",
-    .tp_vectorcall_offset = offsetof(SetPost, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)SetPost_init,
-    .tp_traverse = (traverseproc)SetPost_traverse,
-    .tp_clear = (inquiry)SetPost_clear,
-    .tp_dealloc = (destructor)SetPost_dealloc,
-};
-
 PyObject *Core_set_post(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "set_post(set, fallback)"); return NULL; }
-    return PyObject_CallFunctionObjArgs((PyObject *)&SetPostType, (PyObject *)self, args[0], args[1], NULL);
+    return compiled_method(self, args[0], args[1], post_now);
 }

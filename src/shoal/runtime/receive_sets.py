@@ -19,14 +19,12 @@ from .channels import Channel, _fill, message_value
 from .chare import entry_table
 from .context import current
 from .futures import Failure
+from .system import SYSTEM_ID
 
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
 __all__ = ["ReceiveSet"]
-
-_SYSTEM_ID = 0  # the runtime's own collection: its messages are not counted
-
 
 class ReceiveSet:
     """Receives on ``channels``, the k-th into ``into[k]``; ``then()`` runs when all have landed.
@@ -105,7 +103,7 @@ class ReceiveSet:
     def _fire(self) -> None:
         rt: "Runtime" = self._rt
         rt.local.append(self.item)
-        if self.item[1][0] != _SYSTEM_ID:
+        if self.item[1][0] != SYSTEM_ID:  # the runtime's own messages are not counted
             rt.counts.sent += 1
 
     def __repr__(self) -> str:

@@ -117,16 +117,8 @@ class Sending:
             packed = proxy._packed = pack_index(proxy._index)
         header = _pack(kind, len(proxy._index), entry, self.pe, aux, coll) + packed
         loc = self.locations
-        if proxy._epoch == loc.epoch:
-            dest = proxy._dest
-        else:
-            dest = loc.route(proxy)
-        if coll != SYSTEM_ID:
-            self.counts.sent += 1
-        if dest == self.pe:
-            self.local.append((header, _own(segments)))
-        elif self._send_eager is None or not self._send_eager(dest, header, segments):
-            self.transport.send(dest, header, segments)
+        dest = proxy._dest if proxy._epoch == loc.epoch else loc.route(proxy)
+        self.send_raw(dest, header, segments, coll)
 
     def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to every element, through the collection's root."""

@@ -64,6 +64,17 @@ class _Shared:
         return value
 
 
+def _channels(chare: shoal.Chare, g: TaskGraph, p: int) -> dict[int, shoal.Channel]:
+    """A channel from point ``p`` to each point it exchanges with in any timestep,
+    opened in the same (sorted) order at both ends so that they pair up."""
+    peers: set[int] = set()
+    for dset in range(g.max_dependence_sets()):
+        peers.update(expand(g.dependencies(dset, p)))
+        peers.update(expand(g.reverse_dependencies(dset, p)))
+    peers.discard(p)
+    return {q: shoal.Channel(chare, remote=chare.collection[q]) for q in sorted(peers)}
+
+
 class EntryPoint(shoal.Chare):
     """One point; inputs arrive as calls of ``take`` and the next task runs on the last."""
 
@@ -149,14 +160,7 @@ class ChannelPoint(shoal.Chare):
         g = self.g = _canonical(graph)
         p = self.p = self.index[0]
         self.runner = PointRunner(g, p, corrupt=corrupt)
-        peers: set[int] = set()
-        for dset in range(g.max_dependence_sets()):
-            peers.update(expand(g.dependencies(dset, p)))
-            peers.update(expand(g.reverse_dependencies(dset, p)))
-        peers.discard(p)
-        # one channel per neighbour, opened in the same (sorted) order at both ends
-        self.channels = {q: shoal.Channel(self, remote=self.collection[q]) for q in sorted(peers)}
-        ch = self.channels
+        ch = self.channels = _channels(self, g, p)
         steps = _Shared(lambda key: (tuple((k, None if q == p else ch[q]) for k, q in enumerate(key[0])), key[2],
                                      tuple(ch[c] for c in key[1])))
         self.plan = [steps((g.inputs(t, p), tuple(c for c in g.outputs(t, p) if c != p), g.active(t, p)))
@@ -198,12 +202,7 @@ class SetPoint(shoal.Chare):
         g = self.g = _canonical(graph)
         p = self.p = self.index[0]
         self.runner = PointRunner(g, p, corrupt=corrupt)
-        peers: set[int] = set()
-        for dset in range(g.max_dependence_sets()):
-            peers.update(expand(g.dependencies(dset, p)))
-            peers.update(expand(g.reverse_dependencies(dset, p)))
-        peers.discard(p)
-        ch = {q: shoal.Channel(self, remote=self.collection[q]) for q in sorted(peers)}
+        ch = _channels(self, g, p)
         rows = self.runner.rows
         # one set per list of producers, over their channels into the rows they fill
         sets = _Shared(lambda deps: shoal.ReceiveSet([ch[q] for q in deps if q != p],
