@@ -71,7 +71,8 @@ class ReceiveSet:
     def _post(self) -> None:
         """Post one round of receives (the Python path of ``post``)."""
         if self.remaining:
-            raise ChannelError(f"{self!r}: post() while {self.remaining} receive(s) of the last round are pending")
+            raise ChannelError(f"{self!r}: post() while {self.remaining} receive(s) of the last round are pending; "
+                               f"post the next round from then(), once this one has landed")
         for ch in self.channels:
             if ch.waiting is not None:
                 raise ChannelError(f"{ch!r} already has a receive pending; a channel of a ReceiveSet takes no other")
