@@ -39,13 +39,21 @@ static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
 
 static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls, *set_cls;
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
+    if (self->locations) { /* a second __init__ would leak (or drop) what the first one took */
+        PyErr_SetString(PyExc_RuntimeError, "shoal._native.Core is already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
                           &self->start_task, &self->failed, &self->encode, &self->loads, &self->layouts,
                           &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls,
-                          &channel_cls, &future_cls, &set_cls))
+                          &channel_cls, &future_cls, &set_cls, &self->fut_pending, &self->fut_done))
         return -1;
+    /* the parsed references are borrowed: own them at once, so that Core_dealloc may
+     * release them whichever check below fails */
     PyObject **refs[] = {&self->locations, &self->colls, &self->start_task, &self->failed, &self->encode,
-                         &self->loads, &self->layouts, &self->layout, &self->slow_send};
+                         &self->loads, &self->layouts, &self->layout, &self->slow_send, &self->fut_pending,
+                         &self->fut_done};
+    for (size_t i = 0; i < sizeof refs / sizeof *refs; i++) Py_INCREF(*refs[i]);
     if (!PyType_Check(set_cls)) {
         PyErr_SetString(PyExc_TypeError, "the receive-set class must be a class");
         return -1;
@@ -62,7 +70,6 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     self->local_append = PyObject_GetAttrString(local, "append");
     self->local_popleft = PyObject_GetAttrString(local, "popleft");
     if (!self->local_append || !self->local_popleft) return -1;
-    for (size_t i = 0; i < sizeof refs / sizeof *refs; i++) Py_INCREF(*refs[i]);
     if (!PyDict_Check(self->colls) || !PyDict_Check(self->layouts)) {
         PyErr_SetString(PyExc_TypeError, "colls and layouts must be dicts");
         return -1;
@@ -123,6 +130,8 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->send_future);
     Py_XDECREF(self->replier);
     Py_XDECREF(self->set_cls);
+    Py_XDECREF(self->fut_pending);
+    Py_XDECREF(self->fut_done);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -130,6 +139,7 @@ static PyMemberDef Core_members[] = {
     {"sent", T_LONGLONG, offsetof(Core, sent), 0, "program messages sent (quiescence detection)"},
     {"received", T_LONGLONG, offsetof(Core, received), 0, "program messages received"},
     {"depth", T_LONGLONG, offsetof(Core, depth), 0, "entry methods running (nested) now"},
+    {"calls", T_LONGLONG, offsetof(Core, calls), 0, "entry-method runs begun (with `received`, a mark of the running call)"},
     {NULL}
 };
 
@@ -240,7 +250,7 @@ int core_init(PyObject *m) {
         return -1;
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CompiledType) < 0) return -1;
     Py_INCREF(&CoreType);
-    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) return -1;
+    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) { Py_DECREF(&CoreType); return -1; }
     return PyModule_AddFunctions(m, core_functions);
 }
 

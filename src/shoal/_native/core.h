@@ -13,20 +13,32 @@
 #endif
 #include <numpy/arrayobject.h>
 
-/* the wire header (runtime/message.py): <BBHIIQ kind, index rank, entry, source, aux, collection */
+/* The wire format, as runtime/message.py, runtime/system.py and runtime/channels.py
+ * define it; tests/test_wire_format.py fails, naming the constant, when one of these
+ * disagrees with the Python definition. */
+/* the header (message.HEADER, <BBHIIQ): kind, index rank, entry, source, aux, collection,
+ * at these byte offsets; then the index as `rank` int64s (message.INDEX_STRUCTS) */
 #define HSIZE 20
+#define H_KIND 0
+#define H_RANK 1
+#define H_ENTRY 2
+#define H_SRC 4
+#define H_AUX 8
+#define H_COLL 12
 #define MAX_INDEX 8
 #define MAX_ARGS 16
-#define KIND_ARRAYS 0x40
-#define KIND_KWARGS 0x80
-#define KIND_MASK 0x3F
-#define SYSTEM_ID 0
-#define NO_COLL 1 /* the collection field of messages of no collection (futures) */
+#define KIND_ARRAYS 0x40 /* message.ARRAYS */
+#define KIND_KWARGS 0x80 /* message.KWARGS */
+#define KIND_MASK 0x3F   /* message.KIND_MASK */
+#define SYSTEM_ID 0      /* system.SYSTEM_ID */
+#define NO_COLL 1        /* system.NO_COLL: the collection field of messages of no collection (futures) */
+#define KIND_INVOKE 0    /* message.Kind.INVOKE, and so on */
 #define KIND_FUTURE 3
 #define KIND_REDUCE 4
 #define KIND_RESULT 5
 #define KIND_CHANNEL 8
 #define KIND_EXCHANGE 10
+#define SEQ_MASK 0xFFFF  /* channel sequence numbers wrap at 2**16 (they travel in the entry field) */
 
 struct Core {
     PyObject_HEAD
@@ -55,8 +67,9 @@ struct Core {
     Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch;      /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
     Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
+    PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     uint32_t pe;
-    long long sent, received, depth;
+    long long sent, received, depth, calls;
 };
 
 extern Core *active; /* the core of the runtime in this process (one MPI PE per process) */
@@ -65,6 +78,26 @@ extern PyTypeObject CompiledType;
 
 /* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* Whether future `fut` is still pending: 1 yes, 0 no (or its state is unset), -1 error. */
+static inline int future_pending(Core *c, PyObject *fut) {
+    PyObject *state = SLOT(fut, c->off_state);
+    if (state == c->fut_pending) return 1;
+    return state ? PyObject_RichCompareBool(state, c->fut_pending, Py_EQ) : 0;
+}
+
+/* Mark future `fut` done (its value is set apart): Future._resolve's state change. */
+static inline void future_set_done(Core *c, PyObject *fut) {
+    Py_XSETREF(SLOT(fut, c->off_state), Py_NewRef(c->fut_done));
+}
+
+/* Whether collection id `coll` (an int) is the system group's, whose messages are not
+ * counted; an id that is not a C long is not (as `coll != SYSTEM_ID` in Python). */
+static inline int is_system(PyObject *coll) {
+    long v = PyLong_AsLong(coll);
+    if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return v == SYSTEM_ID;
+}
 
 /* core.c: a method of a runtime object (a channel's send, a receive set's post) with a
  * compiled path. fast(core, obj, args, nargs) runs first when the call has no keywords

@@ -26,7 +26,16 @@ static int check(int err, const char *what) {
 
 static int Frames_init(Frames *self, PyObject *args, PyObject *kw) {
     PyObject *comm;
+    if (self->rbuf) { /* a second __init__ would leak the buffer and the standing receive */
+        PyErr_SetString(PyExc_RuntimeError, "shoal._native.Frames is already initialised");
+        return -1;
+    }
     if (!PyArg_ParseTuple(args, "Onn", &comm, &self->capacity, &self->threshold)) return -1;
+    /* MPI counts are ints: every frame (at most `capacity` bytes) must fit one */
+    if (self->capacity < FRAME_PREFIX || self->capacity > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "frame capacity %zd is not between %d and %d bytes", self->capacity, FRAME_PREFIX, INT_MAX);
+        return -1;
+    }
     MPI_Comm *c = PyMPIComm_Get(comm);
     if (c == NULL) return -1;
     self->comm = *c;
@@ -35,7 +44,7 @@ static int Frames_init(Frames *self, PyObject *args, PyObject *kw) {
     self->sends = PyMem_Malloc(sizeof(PendingSend) * self->maxsends);
     if (!self->rbuf || !self->sends) { PyErr_NoMemory(); return -1; }
     if (check(MPI_Recv_init(self->rbuf, (int)self->capacity, MPI_BYTE, MPI_ANY_SOURCE, FRAME_TAG, self->comm, &self->recv), "MPI_Recv_init")) return -1;
-    if (check(MPI_Start(&self->recv), "MPI_Start")) return -1;
+    if (check(MPI_Start(&self->recv), "MPI_Start")) { MPI_Request_free(&self->recv); return -1; }
     self->active = 1;
     return 0;
 }
@@ -49,55 +58,65 @@ static void Frames_dealloc(Frames *self) {
 
 /* Drop the sends that completed; 0 or -1 on error. */
 static int complete_sends(Frames *self) {
-    Py_ssize_t keep = 0;
-    for (Py_ssize_t i = 0; i < self->nsends; i++) {
+    Py_ssize_t keep = 0, i = 0;
+    int err = 0;
+    for (; i < self->nsends; i++) {
         int done = 0;
-        if (check(MPI_Test(&self->sends[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test")) return -1;
+        if ((err = check(MPI_Test(&self->sends[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test"))) break;
         if (done) PyMem_Free(self->sends[i].buf);
         else self->sends[keep++] = self->sends[i];
     }
+    /* after an error, the sends not tested yet stay too: the list holds each live send
+     * once and no freed buffer */
+    for (; i < self->nsends; i++) self->sends[keep++] = self->sends[i];
     self->nsends = keep;
-    return 0;
+    return err;
 }
 
 int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
                        const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
-    Py_ssize_t total = 4 + 8 * nseg + hlen;
+    Py_ssize_t total = FRAME_PREFIX + FRAME_SEG * nseg + hlen;
     for (Py_ssize_t i = 0; i < nseg; i++) {
         if (lens[i] >= self->threshold) return 0;
         total += lens[i];
     }
-    if (total > self->capacity || nseg > 0xFFFF) return 0;
-    char *frame = PyMem_Malloc(total ? total : 1);
-    if (!frame) { PyErr_NoMemory(); return -1; }
-    uint16_t pre[2] = {(uint16_t)hlen, (uint16_t)nseg};
-    memcpy(frame, pre, 4);
-    char *p = frame + 4;
-    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)lens[i] << 1; memcpy(p, &w, 8); p += 8; }
-    memcpy(p, header, hlen); p += hlen;
-    for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, segs[i], lens[i]); p += lens[i]; }
-    MPI_Request req;
-    if (check(MPI_Isend(frame, (int)total, MPI_BYTE, dest, FRAME_TAG, self->comm, &req), "MPI_Isend")) { PyMem_Free(frame); return -1; }
-    int flag = 0;
-    if (check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test")) return -1;
-    if (flag) { PyMem_Free(frame); return 1; }
+    /* the prefix holds both counts in 16 bits; `total` fits an int as `capacity` does */
+    if (total > self->capacity || nseg > 0xFFFF || hlen > 0xFFFF) return 0;
+    /* room to keep the request if it does not complete at once, made before the send
+     * starts: once it has started, its buffer can be neither dropped nor freed */
     if (self->nsends == self->maxsends) {
         PendingSend *more = PyMem_Realloc(self->sends, sizeof(PendingSend) * self->maxsends * 2);
         if (!more) { PyErr_NoMemory(); return -1; }
         self->sends = more;
         self->maxsends *= 2;
     }
+    char *frame = PyMem_Malloc(total ? total : 1);
+    if (!frame) { PyErr_NoMemory(); return -1; }
+    uint16_t pre[2] = {(uint16_t)hlen, (uint16_t)nseg};
+    memcpy(frame, pre, FRAME_PREFIX);
+    char *p = frame + FRAME_PREFIX;
+    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)lens[i] << 1; memcpy(p, &w, FRAME_SEG); p += FRAME_SEG; }
+    memcpy(p, header, hlen); p += hlen;
+    for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, segs[i], lens[i]); p += lens[i]; }
+    MPI_Request req;
+    if (check(MPI_Isend(frame, (int)total, MPI_BYTE, dest, FRAME_TAG, self->comm, &req), "MPI_Isend")) { PyMem_Free(frame); return -1; }
+    int flag = 0;
+    int err = check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!err && flag) { PyMem_Free(frame); return 1; }
+    /* still in flight, or its test failed: kept, so that complete_sends (or the
+     * deallocation) completes it and frees the frame */
     self->sends[self->nsends].req = req;
     self->sends[self->nsends].buf = frame;
     self->nsends++;
-    return 1;
+    return err ? -1 : 1;
 }
 
 /* send(dest, header, segments) -> bool: False means "not eager-only: use Python". */
 static PyObject *Frames_send(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "send(dest, header, segments)"); return NULL; }
-    int dest = (int)PyLong_AsLong(args[0]);
+    long dest = PyLong_AsLong(args[0]);
     if (dest == -1 && PyErr_Occurred()) return NULL;
+    if (dest < 0 || dest > INT_MAX) { PyErr_Format(PyExc_ValueError, "send to PE %ld", dest); return NULL; }
     PyObject *header = args[1], *segs = args[2];
     if (!PyBytes_Check(header) || !PyList_Check(segs)) { PyErr_SetString(PyExc_TypeError, "header must be bytes, segments a list"); return NULL; }
     Py_ssize_t nseg = PyList_GET_SIZE(segs);
@@ -112,29 +131,30 @@ static PyObject *Frames_send(Frames *self, PyObject *const *args, Py_ssize_t nar
         lens[got] = views[got].len;
         if (lens[got] >= self->threshold) { got++; goto done; }
     }
-    sent = frames_send_inline(self, dest, PyBytes_AS_STRING(header), PyBytes_GET_SIZE(header), ptrs, lens, nseg);
+    sent = frames_send_inline(self, (int)dest, PyBytes_AS_STRING(header), PyBytes_GET_SIZE(header), ptrs, lens, nseg);
 done:
     for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
     if (sent < 0) return NULL;
     return PyBool_FromLong(sent);
 }
 
-/* Split an eager-only frame (a bytearray) into (header, [segment views]) and deliver. */
+/* Split an eager-only frame (a bytearray that receive() checked is well formed) into
+ * (header, [segment views]) and deliver. */
 static int deliver_frame(PyObject *deliver, PyObject *copy) {
     const char *frame = PyByteArray_AS_STRING(copy);
     uint16_t pre[2];
-    memcpy(pre, frame, 4);
+    memcpy(pre, frame, FRAME_PREFIX);
     Py_ssize_t hlen = pre[0], nseg = pre[1];
     PyObject *view = PyMemoryView_FromObject(copy);
     if (!view) return -1;
-    Py_ssize_t off = 4 + 8 * nseg;
+    Py_ssize_t off = FRAME_PREFIX + FRAME_SEG * nseg;
     PyObject *header = PyBytes_FromStringAndSize(frame + off, hlen);
     PyObject *segs = PyList_New(nseg);
     if (!header || !segs) goto fail;
     off += hlen;
     for (Py_ssize_t i = 0; i < nseg; i++) {
         uint64_t w;
-        memcpy(&w, frame + 4 + 8 * i, 8);
+        memcpy(&w, frame + FRAME_PREFIX + FRAME_SEG * i, FRAME_SEG);
         Py_ssize_t len = (Py_ssize_t)(w >> 1);
         /* the first segment (pickle stream or array descriptor) is read-only data:
          * give it as bytes, so it can be a dict key and pickle reads it directly */
@@ -182,23 +202,37 @@ static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *s
             continue;
         }
         int n = 0;
-        MPI_Get_count(&st, MPI_BYTE, &n);
+        if (check(MPI_Get_count(&st, MPI_BYTE, &n), "MPI_Get_count")) return -1;
         int src = st.MPI_SOURCE;
-        uint16_t pre[2];
-        memcpy(pre, self->rbuf, 4);
-        int eager = 1;
-        for (Py_ssize_t i = 0; i < pre[1]; i++) {
-            uint64_t w;
-            memcpy(&w, self->rbuf + 4 + 8 * i, 8);
-            if (w & 1) { eager = 0; break; }
+        /* eager: every segment inline and inside the frame. A frame that is not well
+         * formed is not: the Python path unpacks it, and reports it. */
+        int eager = n >= FRAME_PREFIX;
+        if (eager) {
+            uint16_t pre[2];
+            memcpy(pre, self->rbuf, FRAME_PREFIX);
+            Py_ssize_t rest = (Py_ssize_t)n - FRAME_PREFIX - FRAME_SEG * (Py_ssize_t)pre[1] - pre[0];
+            eager = rest >= 0;
+            for (Py_ssize_t i = 0; eager && i < pre[1]; i++) {
+                uint64_t w;
+                memcpy(&w, self->rbuf + FRAME_PREFIX + FRAME_SEG * i, FRAME_SEG);
+                if ((w & FRAME_BULK) || (w >> 1) > (uint64_t)rest) eager = 0;
+                else rest -= (Py_ssize_t)(w >> 1);
+            }
         }
+        /* queued: it waits behind messages still in Python, of any source (arrived) or
+         * of its own waiting for bulk data (stalled), to keep per-source order */
         int queued = deliver == Py_None;
         PyObject *key = NULL;
-        if (!queued && (PyDict_GET_SIZE(stalled) || PyObject_Length(arrived) > 0)) {
-            key = PyLong_FromLong(src);
-            if (!key) return -1;
-            queued = PyDict_Contains(stalled, key) || PyObject_Length(arrived) > 0;
-            if (queued < 0) { Py_DECREF(key); return -1; }
+        if (!queued) {
+            Py_ssize_t backlog = PyObject_Length(arrived);
+            if (backlog < 0) return -1;
+            if (backlog > 0) {
+                queued = 1;
+            } else if (PyDict_GET_SIZE(stalled)) {
+                if (!(key = PyLong_FromLong(src))) return -1;
+                queued = PyDict_Contains(stalled, key);
+                if (queued < 0) { Py_DECREF(key); return -1; }
+            }
         }
         count++;
         if (eager && !queued && self->core) {
@@ -227,7 +261,7 @@ static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *s
 
 /* poll(deliver, slow, stalled, arrived) -> number of frames received. */
 static PyObject *Frames_poll(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "poll(deliver, slow, stalled, arrived)"); return NULL; }
+    if (nargs != 4 || !PyDict_Check(args[2])) { PyErr_SetString(PyExc_TypeError, "poll(deliver, slow, stalled: dict, arrived)"); return NULL; }
     long n = receive(self, args[0], args[1], args[2], args[3], 0.0);
     return n < 0 ? NULL : PyLong_FromLong(n);
 }
@@ -235,7 +269,7 @@ static PyObject *Frames_poll(Frames *self, PyObject *const *args, Py_ssize_t nar
 /* wait(deliver, slow, stalled, arrived, seconds): poll, spinning on MPI_Test for up to
  * `seconds` until a frame comes (the idle loop of a PE that has its core to itself). */
 static PyObject *Frames_wait(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) { PyErr_SetString(PyExc_TypeError, "wait(deliver, slow, stalled, arrived, seconds)"); return NULL; }
+    if (nargs != 5 || !PyDict_Check(args[2])) { PyErr_SetString(PyExc_TypeError, "wait(deliver, slow, stalled: dict, arrived, seconds)"); return NULL; }
     double spin = PyFloat_AsDouble(args[4]);
     if (spin == -1.0 && PyErr_Occurred()) return NULL;
     long n = receive(self, args[0], args[1], args[2], args[3], spin);

@@ -23,6 +23,13 @@
 #error "shoal's wire format is little-endian; this compiled path assumes a little-endian host"
 #endif
 
+/* The frame layout of transport/mpi.py (_PREFIX, _SEG): a prefix of two uint16 (header
+ * length, segment count), one uint64 word per segment (nbytes << 1 | FRAME_BULK), the
+ * header, then the inline segments. tests/test_wire_format.py checks these against it. */
+#define FRAME_PREFIX 4
+#define FRAME_SEG 8
+#define FRAME_BULK 1
+
 typedef struct Core Core;
 
 typedef struct {

@@ -229,8 +229,8 @@ int proxies_init(PyObject *m) {
     if (!(str_current = PyUnicode_InternFromString("_current"))) return -1;
     if (PyType_Ready(&BoundEntryType) < 0 || PyType_Ready(&EntryDescriptorType) < 0) return -1;
     Py_INCREF(&BoundEntryType);
-    if (PyModule_AddObject(m, "BoundEntry", (PyObject *)&BoundEntryType) < 0) return -1;
+    if (PyModule_AddObject(m, "BoundEntry", (PyObject *)&BoundEntryType) < 0) { Py_DECREF(&BoundEntryType); return -1; }
     Py_INCREF(&EntryDescriptorType);
-    if (PyModule_AddObject(m, "EntryDescriptor", (PyObject *)&EntryDescriptorType) < 0) return -1;
+    if (PyModule_AddObject(m, "EntryDescriptor", (PyObject *)&EntryDescriptorType) < 0) { Py_DECREF(&EntryDescriptorType); return -1; }
     return PyModule_AddFunctions(m, proxies_functions);
 }

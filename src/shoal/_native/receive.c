@@ -23,10 +23,15 @@ PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char 
         PyObject *pair = PyTuple_GET_ITEM(layout, i);
         PyObject *dtype = PyTuple_GET_ITEM(pair, 0), *shape = PyTuple_GET_ITEM(pair, 1);
         npy_intp dims[NPY_MAXDIMS];
-        int nd = (int)PyTuple_GET_SIZE(shape);
-        for (int k = 0; k < nd; k++) dims[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+        /* a descriptor may give up to 255 dimensions: more than NumPy's are for the Python path */
+        if (nd > NPY_MAXDIMS) { Py_DECREF(out); Py_DECREF(layout); return NULL; }
+        for (Py_ssize_t k = 0; k < nd; k++) {
+            dims[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+            if (dims[k] == -1 && PyErr_Occurred()) { Py_DECREF(out); Py_DECREF(layout); return NULL; }
+        }
         Py_INCREF(dtype);
-        PyObject *a = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)dtype, nd, dims, NULL, NULL, 0, NULL);
+        PyObject *a = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)dtype, (int)nd, dims, NULL, NULL, 0, NULL);
         if (!a) { Py_DECREF(out); Py_DECREF(layout); return NULL; }
         PyTuple_SET_ITEM(out, i, a);
         if (PyArray_NBYTES((PyArrayObject *)a) != lens[i]) { Py_DECREF(out); Py_DECREF(layout); return NULL; }
@@ -49,6 +54,23 @@ static int reply(Core *c, uint32_t src, uint32_t fid, PyObject *value) {
     return 0;
 }
 
+/* The value of a `ret=True` call could not be sent (the error is set): the caller gets a
+ * TypeError naming the method and element instead, from Runtime._reply_failed. 0 or -1. */
+static int reply_failed(Core *c, PyObject *el, PyObject *fn, PyObject *value, uint32_t src, uint32_t fid) {
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    PyObject *replier = PyObject_CallFunction(c->replier, "II", src, fid);
+    PyObject *r = replier ? PyObject_CallMethod(c->rt, "_reply_failed", "OOOOO", el, fn, value, exc, replier) : NULL;
+    Py_XDECREF(type);
+    Py_XDECREF(exc);
+    Py_XDECREF(tb);
+    Py_XDECREF(replier);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does;
  * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. */
 int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid) {
@@ -56,6 +78,7 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     PyObject *r;
     c->depth++;
+    c->calls++;
     if (nargs <= MAX_ARGS && kwargs == NULL) {
         vec[1] = el;
         for (Py_ssize_t i = 0; i < nargs; i++) vec[i + 2] = PyTuple_GET_ITEM(args, i);
@@ -69,6 +92,7 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
     c->depth--;
     if (r != NULL && !PyCoro_CheckExact(r)) {
         int err = fid ? reply(c, src, fid, r) : 0;
+        if (err < 0 && PyErr_ExceptionMatches(PyExc_Exception)) err = reply_failed(c, el, fn, r, src, fid);
         Py_DECREF(r);
         return err;
     }
@@ -202,28 +226,33 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
         if (r > 0 && coll != SYSTEM_ID) c->received++;
         goto done;
     }
-    /* a pending receive of a local future (fid 0) that nothing resolved yet */
-    if (!fut || fut == Py_None || !into || !arrived || !SLOT(fut, c->off_fid) || !SLOT(fut, c->off_state) ||
-        PyLong_AsLong(SLOT(fut, c->off_fid)) != 0 || PyLong_AsLong(SLOT(fut, c->off_state)) != 0) {
+    /* a pending receive of a local future (fid 0) that nothing resolved yet; anything
+     * else, or a slot that does not read as it should, is for the Python path */
+    long seq = -1;
+    if (fut && fut != Py_None && into && arrived && SLOT(fut, c->off_fid) && PyLong_AsLong(SLOT(fut, c->off_fid)) == 0 &&
+        future_pending(c, fut) > 0)
+        seq = PyLong_AsLong(arrived);
+    if (seq < 0) { /* -1 also when one of those reads failed */
         PyErr_Clear();
         goto done;
     }
+    Py_INCREF(fut); /* the channel's reference to it goes below, and unpickling runs Python code */
     PyObject *value;
     if (into != Py_None) {
         /* one array of exactly the posted layout: copy it from the frame into place */
-        if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto done;
+        if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto release;
         PyArrayObject *a = (PyArrayObject *)into;
         char want[1 + 64], *p = want;
         *p++ = 1;
         if (!(p = describe(p, want + sizeof want, a)) || p - want != lens[0] || memcmp(want, segs[0], lens[0]) != 0 ||
             PyArray_NBYTES(a) != lens[1] || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
-            goto done;
+            goto release;
         memcpy(PyArray_DATA(a), segs[1], lens[1]);
         Py_INCREF(into);
         value = into;
     } else {
         PyObject *values = decode_args(c, kind, segs, lens, nseg);
-        if (!values) goto done;
+        if (!values) goto release;
         if (PyTuple_GET_SIZE(values) == 1) {
             value = PyTuple_GET_ITEM(values, 0);
             Py_INCREF(value);
@@ -232,20 +261,18 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
             value = values;
         }
     }
-    if (frames && frames_restart(frames)) { Py_DECREF(value); r = -1; goto done; }
+    if (frames && frames_restart(frames)) { Py_DECREF(value); r = -1; goto release; }
     if (coll != SYSTEM_ID) c->received++;
     /* Channel.arrive + Future._resolve: the next sequence number, the value, the callbacks */
-    PyObject *next = PyLong_FromLong((PyLong_AsLong(arrived) + 1) & 0xFFFF);
-    if (!next) { Py_DECREF(value); r = -1; goto done; }
+    PyObject *next = PyLong_FromLong((seq + 1) & SEQ_MASK);
+    if (!next) { Py_DECREF(value); r = -1; goto release; }
     Py_XSETREF(SLOT(ch, c->off_arrived), next);
-    Py_INCREF(fut);
     Py_INCREF(Py_None);
     Py_XSETREF(SLOT(ch, c->off_waiting), Py_None);
     Py_INCREF(Py_None);
     Py_XSETREF(SLOT(ch, c->off_into), Py_None);
     Py_XSETREF(SLOT(fut, c->off_value), value);
-    PyObject *done_state = PyLong_FromLong(1); /* futures._DONE */
-    Py_XSETREF(SLOT(fut, c->off_state), done_state);
+    future_set_done(c, fut);
     PyObject *callbacks = SLOT(fut, c->off_callbacks);
     r = 1;
     if (callbacks && callbacks != Py_None) {
@@ -259,6 +286,7 @@ static int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, ui
         }
         Py_DECREF(callbacks);
     }
+release:
     Py_DECREF(fut);
 done:
     Py_DECREF(ch);
@@ -282,22 +310,22 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, ui
 
 int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     uint16_t pre[2];
-    memcpy(pre, frame, 4);
+    memcpy(pre, frame, FRAME_PREFIX);
     Py_ssize_t hlen = pre[0], nseg = pre[1];
-    Py_ssize_t off = 4 + 8 * nseg;
+    Py_ssize_t off = FRAME_PREFIX + FRAME_SEG * nseg;
     if (nseg < 1 || nseg > MAX_ARGS + 1 || hlen < HSIZE || off + hlen > n) return 0;
     const unsigned char *h = (const unsigned char *)frame + off;
-    uint8_t kind = h[0], nidx = h[1];
+    uint8_t kind = h[H_KIND], nidx = h[H_RANK];
     uint16_t entry;
     uint32_t aux;
     uint64_t coll;
-    memcpy(&entry, h + 2, 2);
-    memcpy(&aux, h + 8, 4);
-    memcpy(&coll, h + 12, 8);
+    memcpy(&entry, h + H_ENTRY, 2);
+    memcpy(&aux, h + H_AUX, 4);
+    memcpy(&coll, h + H_COLL, 8);
     int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
     int value = k == KIND_EXCHANGE || k == KIND_FUTURE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
     int keywords = (kind & KIND_KWARGS) != 0;
-    if (!(channel || value || k == 0) || (keywords && (k != 0 || (kind & KIND_ARRAYS))) ||
+    if (!(channel || value || k == KIND_INVOKE) || (keywords && (k != KIND_INVOKE || (kind & KIND_ARRAYS))) ||
         nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx)
         return 0;
     const char *segs[MAX_ARGS + 1];
@@ -305,12 +333,13 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     Py_ssize_t pos = off + hlen;
     for (Py_ssize_t i = 0; i < nseg; i++) {
         uint64_t w;
-        memcpy(&w, frame + 4 + 8 * i, 8);
+        memcpy(&w, frame + FRAME_PREFIX + FRAME_SEG * i, 8);
+        /* compared before it is added: a length word past the frame must not wrap `pos` */
+        if ((w >> 1) > (uint64_t)(n - pos)) return 0;
         segs[i] = frame + pos;
         lens[i] = (Py_ssize_t)(w >> 1);
         pos += lens[i];
     }
-    if (pos > n) return 0;
 
     if (value) return value_deliver(c, kind, entry, aux, coll, segs, lens, nseg, frames);
 
@@ -342,7 +371,7 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     if (!err) {
         if (coll != SYSTEM_ID) c->received++;
         uint32_t src;
-        memcpy(&src, h + 4, 4);
+        memcpy(&src, h + H_SRC, 4);
         err = run_entry(c, el, fn, args, kwargs, src, aux);
     }
     Py_DECREF(el);
@@ -358,7 +387,7 @@ static int local_channel(Core *c, PyObject *header, PyObject *body) {
     if (!PyBytes_Check(header) || PyBytes_GET_SIZE(header) < HSIZE || !PyList_Check(body) || PyList_GET_SIZE(body) != 2)
         return 0;
     const unsigned char *h = (const unsigned char *)PyBytes_AS_STRING(header);
-    uint8_t kind = h[0], nidx = h[1];
+    uint8_t kind = h[H_KIND], nidx = h[H_RANK];
     if ((kind & KIND_MASK) != KIND_CHANNEL || !(kind & KIND_ARRAYS) || nidx > MAX_INDEX ||
         PyBytes_GET_SIZE(header) != HSIZE + 8 * nidx)
         return 0;
@@ -366,8 +395,8 @@ static int local_channel(Core *c, PyObject *header, PyObject *body) {
     if (!PyBytes_Check(desc) || !PyArray_Check(data) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) return 0;
     uint32_t tag;
     uint64_t coll;
-    memcpy(&tag, h + 8, 4);
-    memcpy(&coll, h + 12, 8);
+    memcpy(&tag, h + H_AUX, 4);
+    memcpy(&coll, h + H_COLL, 8);
     PyObject *el = element_at(c, coll, h + HSIZE, nidx);
     if (!el) return PyErr_Occurred() ? -1 : 0;
     const char *segs[2] = {PyBytes_AS_STRING(desc), PyArray_DATA((PyArrayObject *)data)};
@@ -388,7 +417,12 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "run_local(deliver, deliver_direct)"); return NULL; }
     Py_ssize_t n = PyObject_Length(c->local), k;
     if (n < 0) return NULL;
-    for (k = 0; k < n || (k < LOCAL_BATCH && PyObject_Length(c->local) > 0); k++) {
+    for (k = 0;; k++) {
+        if (k >= n) { /* the queue as it was is done: go on while more came, up to a batch */
+            Py_ssize_t more = k < LOCAL_BATCH ? PyObject_Length(c->local) : 0;
+            if (more < 0) return NULL;
+            if (more == 0) break;
+        }
         PyObject *item = PyObject_CallNoArgs(c->local_popleft);
         if (!item) return NULL;
         PyObject *header = PyTuple_GET_ITEM(item, 0), *body = PyTuple_GET_ITEM(item, 1);
@@ -402,10 +436,11 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
             PyObject *cs = PyDict_GetItemWithError(c->colls, coll);
             PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
             PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
-            PyObject *fn = el ? entry_of(el, PyLong_AsLong(PyTuple_GET_ITEM(body, 2))) : NULL;
+            long entry = el ? PyLong_AsLong(PyTuple_GET_ITEM(body, 2)) : -1;
+            PyObject *fn = el && !(entry == -1 && PyErr_Occurred()) ? entry_of(el, entry) : NULL;
             if (fn) {
                 Py_INCREF(el);
-                if (PyLong_AsLong(coll) != SYSTEM_ID) c->received++;
+                if (!is_system(coll)) c->received++;
                 int err = run_entry(c, el, fn, PyTuple_GET_ITEM(body, 3), NULL, 0, 0);
                 Py_DECREF(el);
                 Py_DECREF(fn);
@@ -434,13 +469,13 @@ PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *kwargs = args[3] == Py_None ? NULL : args[3];
     PyObject *elements = args[0];
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements); i++) {
-        PyObject *el = PyList_GET_ITEM(elements, i);
+        PyObject *el = Py_NewRef(PyList_GET_ITEM(elements, i)); /* owned: entry_of may run Python code */
         PyObject *fn = entry_of(el, entry);
         if (!fn) {
             if (!PyErr_Occurred()) PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
+            Py_DECREF(el);
             return NULL;
         }
-        Py_INCREF(el);
         int err = run_entry(c, el, fn, args[2], kwargs, 0, 0);
         Py_DECREF(el);
         Py_DECREF(fn);

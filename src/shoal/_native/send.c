@@ -83,12 +83,12 @@ static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const 
     Py_DECREF(item);
     if (!r) return -1;
     Py_DECREF(r);
-    if (PyLong_AsLong(coll) != SYSTEM_ID) c->sent++;
+    if (!is_system(coll)) c->sent++;
     return 1;
 }
 
 int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs) {
-    return core_send(c, proxy, 0, (uint16_t)entry, 0, args, nargs);
+    return core_send(c, proxy, KIND_INVOKE, (uint16_t)entry, 0, args, nargs);
 }
 
 /* Where a message for the element of `proxy` goes: the PE into `*dest` and the index
@@ -102,9 +102,9 @@ static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t 
     if (!epoch || !now || !index || !info || !PyTuple_Check(index)) return 0;
     int cached = epoch == now ? 1 : PyObject_RichCompareBool(epoch, now, Py_EQ);
     if (cached < 0) return -1;
-    if (cached) {
+    if (cached && SLOT(proxy, c->off_dest)) {
         *dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
-    } else {
+    } else { /* (a cached epoch without a cached PE: ask, rather than read an unset slot) */
         PyObject *d = PyObject_CallOneArg(c->route, proxy);
         if (!d) return -1;
         *dest = PyLong_AsLong(d);
@@ -154,7 +154,7 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     unsigned long long coll;
     int found = route(c, proxy, &dest, packed, &plen, &coll);
     if (found <= 0) return found;
-    if (dest == (long)c->pe && kind == 0 && aux == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
+    if (dest == (long)c->pe && kind == KIND_INVOKE && aux == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
     if (dest == (long)c->pe && kind == KIND_CHANNEL && nargs == 1 && plain_array(args[0]))
         return send_local_channel(c, entry, aux, coll, packed, plen, args[0]);
     if (dest < 0 || dest == (long)c->pe || nargs > MAX_ARGS) return 0;
@@ -164,12 +164,12 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
 /* The header of a message from this PE: kind, index rank, entry, source, aux, collection, index. */
 static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
                               const char *packed, Py_ssize_t plen) {
-    header[0] = (char)kind;
-    header[1] = (char)(plen / 8);
-    memcpy(header + 2, &entry, 2);
-    memcpy(header + 4, &c->pe, 4);
-    memcpy(header + 8, &aux, 4);
-    memcpy(header + 12, &coll, 8);
+    header[H_KIND] = (char)kind;
+    header[H_RANK] = (char)(plen / 8);
+    memcpy(header + H_ENTRY, &entry, 2);
+    memcpy(header + H_SRC, &c->pe, 4);
+    memcpy(header + H_AUX, &aux, 4);
+    memcpy(header + H_COLL, &coll, 8);
     if (plen) memcpy(header + HSIZE, packed, plen);
     return HSIZE + plen;
 }
@@ -177,6 +177,10 @@ static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entr
 /* Send `segments` (a list of buffers: the pickle stream, then out-of-band buffers) after
  * `header`: one eager frame if they fit, else the Python transport. 1 sent; -1 error. */
 static int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObject *segments) {
+    if (!PyList_Check(segments)) {
+        PyErr_Format(PyExc_TypeError, "message.encode returned %.200s, not a list", Py_TYPE(segments)->tp_name);
+        return -1;
+    }
     Py_ssize_t nseg = PyList_GET_SIZE(segments);
     Py_buffer views[MAX_ARGS];
     const char *segs[MAX_ARGS] = {NULL};
@@ -225,6 +229,7 @@ int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsi
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs) {
     char header[HSIZE + 8 * MAX_INDEX];
     uint64_t cid = coll;
+    if (dest < 0 || dest > INT_MAX) return 0; /* not an MPI rank: the Python path reports it */
     int all_arrays = nargs > 0;
     for (Py_ssize_t i = 0; i < nargs && all_arrays; i++) all_arrays = plain_array(args[i]);
     if (all_arrays) kind |= KIND_ARRAYS;
@@ -307,20 +312,21 @@ static PyObject *local_peer(Core *c, PyObject *ch, uint32_t tag) {
 static int channel_send_fast(Core *c, PyObject *ch, PyObject *const *args, Py_ssize_t nargs) {
     if (!SLOT(ch, c->off_sent) || !SLOT(ch, c->off_tag) || !SLOT(ch, c->off_remote)) return 0;
     long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
+    if (seq == -1 && PyErr_Occurred()) return -1;
     unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
-    if (PyErr_Occurred()) return -1;
+    if (tag == (unsigned long)-1 && PyErr_Occurred()) return -1;
     int r = 0;
     if (nargs == 1 && plain_array(args[0])) { /* to an element of this PE: delivered now, if it can be */
         PyObject *peer = local_peer(c, ch, (uint32_t)tag);
         if (!peer && PyErr_Occurred()) return -1;
         if (peer) {
             PyObject *info = SLOT(SLOT(ch, c->off_remote), c->off_info), *id = info ? SLOT(info, c->off_info_id) : NULL;
-            r = channel_now(c, peer, (uint16_t)seq, args[0], !id || PyLong_AsLong(id) != SYSTEM_ID);
+            r = channel_now(c, peer, (uint16_t)seq, args[0], !id || !is_system(id));
         }
     }
     if (r == 0) r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
     if (r <= 0) return r;
-    PyObject *next = PyLong_FromLong((seq + 1) & 0xFFFF);
+    PyObject *next = PyLong_FromLong((seq + 1) & SEQ_MASK);
     if (!next) return -1;
     Py_XSETREF(SLOT(ch, c->off_sent), next);
     return 1;

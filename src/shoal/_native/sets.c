@@ -7,23 +7,23 @@
 
 /* The set's `then()` joins this PE's queue as the call Runtime._deliver_direct runs. 0 or -1. */
 static int set_fire(Core *c, PyObject *set) {
-    PyObject *item = SLOT(set, c->off_item);
-    if (!item || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-        PyErr_SetString(PyExc_SystemError, "ReceiveSet.item is not (None, body)");
+    PyObject *item = SLOT(set, c->off_item), *body = item && PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2
+                                                    ? PyTuple_GET_ITEM(item, 1) : NULL;
+    if (!body || !PyTuple_Check(body) || PyTuple_GET_SIZE(body) < 1) {
+        PyErr_SetString(PyExc_SystemError, "ReceiveSet.item is not (None, (coll, ...))");
         return -1;
     }
     PyObject *r = PyObject_CallOneArg(c->local_append, item);
     if (!r) return -1;
     Py_DECREF(r);
-    PyObject *coll = PyTuple_GET_ITEM(PyTuple_GET_ITEM(item, 1), 0);
-    if (PyLong_AsLong(coll) != SYSTEM_ID) c->sent++;
+    if (!is_system(PyTuple_GET_ITEM(body, 0))) c->sent++;
     return 0;
 }
 
 /* Channel.arrive for a set's receive that just landed: the next sequence number, the
  * receive no longer pending, one fewer to go (and then() queued after the last). */
 static int set_count(Core *c, PyObject *ch, PyObject *set, long arrived, long left) {
-    PyObject *n = PyLong_FromLong((arrived + 1) & 0xFFFF), *l = PyLong_FromLong(left - 1);
+    PyObject *n = PyLong_FromLong((arrived + 1) & SEQ_MASK), *l = PyLong_FromLong(left - 1);
     if (!n || !l) { Py_XDECREF(n); Py_XDECREF(l); return -1; }
     Py_XSETREF(SLOT(ch, c->off_arrived), n);
     Py_XSETREF(SLOT(ch, c->off_waiting), Py_NewRef(Py_None));
@@ -82,7 +82,7 @@ int inbox_push(Core *c, PyObject *ch, PyObject *array) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "a channel without arrived or inbox");
         return -1;
     }
-    PyObject *n = PyLong_FromLong((next + 1) & 0xFFFF), *res = n ? PyObject_CallMethodOneArg(inbox, str_append, array) : NULL;
+    PyObject *n = PyLong_FromLong((next + 1) & SEQ_MASK), *res = n ? PyObject_CallMethodOneArg(inbox, str_append, array) : NULL;
     if (!res) { Py_XDECREF(n); return -1; }
     Py_DECREF(res);
     Py_XSETREF(SLOT(ch, c->off_arrived), n);
@@ -135,8 +135,11 @@ static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t na
     PyObject *channels = SLOT(set, c->off_channels), *buffers = SLOT(set, c->off_buffers),
              *remaining = SLOT(set, c->off_remaining);
     if (nargs != 0 || !channels || !buffers || !remaining || !PyTuple_Check(channels) || !PyTuple_Check(buffers) ||
-        PyTuple_GET_SIZE(channels) != PyTuple_GET_SIZE(buffers) || PyLong_AsLong(remaining) != 0)
+        PyTuple_GET_SIZE(channels) != PyTuple_GET_SIZE(buffers))
         return 0;
+    long pending = PyLong_AsLong(remaining);
+    if (pending == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; } /* not an int: for the Python path */
+    if (pending != 0) return 0; /* a round still pending: ReceiveSet._post raises */
     /* every channel free, and any message already in is a plain array that fits its buffer */
     Py_ssize_t n = PyTuple_GET_SIZE(channels), posted = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -154,7 +157,9 @@ static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t na
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *ch = PyTuple_GET_ITEM(channels, i), *buf = PyTuple_GET_ITEM(buffers, i), *inbox = SLOT(ch, c->off_inbox);
-        if (PyObject_Length(inbox) > 0) { /* it came early: take it now */
+        Py_ssize_t queued = PyObject_Length(inbox);
+        if (queued < 0) return -1;
+        if (queued > 0) { /* it came early: take it now */
             PyObject *head = PyObject_CallMethodNoArgs(inbox, str_popleft);
             if (!head) return -1;
             memcpy(PyArray_DATA((PyArrayObject *)buf), PyArray_DATA((PyArrayObject *)head), PyArray_NBYTES((PyArrayObject *)buf));

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import context, message
 from .channels import Channel
 from .collections import CollectionInfo, CollectionState
-from .futures import Future
+from .futures import _DONE, _PENDING, Future
 from .location import Locations
 from .proxy import ElementProxy, EntryRef, use_native_entries
 from .receive_sets import ReceiveSet
@@ -35,11 +35,15 @@ def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: d
 
 def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     """A ``Core`` of ``module`` serving ``rt`` over ``frames``; element proxies made from
-    now on use the compiled entry methods."""
+    now on use the compiled entry methods.
+
+    The core reads and writes the slots of the classes given here, and takes the
+    future states from :mod:`.futures` rather than keeping its own numbers."""
     core = module.Core(
         frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
         message.encode, pickle.loads, message._layouts, message._layout, transport.send,
         ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future, ReceiveSet,
+        _PENDING, _DONE,
     )
     module.configure_proxies(vars(context), slow_call, EntryRef)
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
