@@ -27,8 +27,10 @@ class Block(shoal.Chare):
         i = self.index[0]
         self.u = np.zeros(CELLS + 2)  # u[0] and u[-1] are ghost cells
         self.u[1:-1] = initial(n)[i * CELLS : (i + 1) * CELLS]
-        self.left = shoal.Channel(self, remote=self.collection[(i - 1) % n])
-        self.right = shoal.Channel(self, remote=self.collection[(i + 1) % n])
+        # a channel per edge of the ring, named by the block on its left: with two blocks
+        # both neighbours are the same chare, and the port tells the two links apart
+        self.left = shoal.Channel(self, remote=self.collection[(i - 1) % n], port=(i - 1) % n)
+        self.right = shoal.Channel(self, remote=self.collection[(i + 1) % n], port=i)
         # the left neighbour's last cell lands in u[0], the right one's first in u[-1]
         self.ghosts = shoal.ReceiveSet([self.left, self.right], [self.u[0:1], self.u[-1:]], then=self.step)
         self.t = 0
@@ -55,7 +57,7 @@ class Block(shoal.Chare):
 
 
 def main(args):
-    n = 4 * shoal.num_pes()
+    n = int(args[1]) if len(args) > 1 else 4 * shoal.num_pes()  # blocks in the ring (2 works too)
     done = shoal.Future()
     shoal.Array(Block, n, args=(n,)).start(done)
     u = np.concatenate([part for _, part in sorted(done.get(), key=lambda p: p[0])])

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+import shoal
+from shoal.settings import MAX_PES, SettingsError, load_settings
 
 
 def _shoal(*argv: str) -> subprocess.CompletedProcess:
@@ -42,3 +50,145 @@ def test_bench_lists_benchmarks():
     assert proc.returncode == 0 and "micro" in proc.stdout and "compare" in proc.stdout
     proc = _shoal("bench", "nope")
     assert proc.returncode == 2 and "unknown benchmark 'nope'" in proc.stderr
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    env.update(extra)
+    return env
+
+
+def _run(*argv: str, env: dict | None = None, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shoal", *argv], capture_output=True, text=True, timeout=120,
+                          env=env or _env(), cwd=cwd, **kw)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+# -- absurd PE counts, settings and compilers are refused with the reason ------------------------
+@pytest.mark.parametrize("pes", ["99999999999", "0", str(MAX_PES + 1)])
+@pytest.mark.parametrize("transport", ["inproc", "mpi"])
+def test_pe_count_out_of_range_is_refused(tmp_path, pes, transport):
+    prog = tmp_path / "p.py"
+    prog.write_text("print('ran')\n")
+    proc = _run("run", "-n", pes, "--transport", transport, str(prog))
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert f"-n {pes} is not valid: a job has from 1 to {MAX_PES} PEs" in proc.stderr
+
+
+def test_pes_setting_out_of_range_is_refused(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("import shoal\nshoal.start(lambda args: print('ran'))\n")
+    proc = _run(str(prog), env=_env(SHOAL_PES="9999999999"))
+    assert proc.returncode == 1 and "ran" not in proc.stdout, proc
+    assert proc.stderr.strip() == (
+        f"SettingsError: SHOAL_PES='9999999999' is not valid: SHOAL_PES must be from 1 to {MAX_PES}; an in-process "
+        f"job needs at least 1 PE, and more than {MAX_PES} is a mistake: each costs about 12 KiB and one thread steps them all"
+    )
+
+
+@pytest.mark.mpi
+def test_mpiexec_failing_to_start_the_pes_is_explained(tmp_path):
+    import resource
+
+    prog = tmp_path / "p.py"
+    prog.write_text("print('ran')\n")
+    low = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))  # noqa: E731 - mpiexec needs ~4 per PE
+    proc = _run("run", "-n", "100", str(prog), preexec_fn=low)
+    assert proc.returncode not in (0, None), proc
+    last = _last_line(proc.stderr)
+    assert "shoal run: mpiexec failed (exit code" in last and "before every PE started" in last, proc
+    assert "the limit is 200 (ulimit -n)" in last
+
+
+BAD_SETTINGS = [
+    ("SHOAL_DEADLOCK_TIMEOUT", "nan"), ("SHOAL_DEADLOCK_TIMEOUT", "inf"), ("SHOAL_DEADLOCK_TIMEOUT", "-1"),
+    ("SHOAL_IDLE_SPIN", "nan"), ("SHOAL_IDLE_SPIN", "inf"), ("SHOAL_IDLE_SLEEP_MAX", "nan"),
+    ("SHOAL_IDLE_SLEEP_MAX", "-inf"), ("SHOAL_IDLE_SLEEP_MAX", "5"), ("SHOAL_NATIVE", "2"), ("SHOAL_NATIVE", "-1"),
+    ("SHOAL_IDLE_YIELD", "7"), ("SHOAL_HEAP_REUSE", "-5"), ("SHOAL_HEAP_REUSE", str(2**31)),
+    ("SHOAL_TREE_FANOUT", "1"), ("SHOAL_TREE_FANOUT", str(10**18)), ("SHOAL_FRAME_CAPACITY", "16"),
+    ("SHOAL_FRAME_CAPACITY", str(2**31)), ("SHOAL_RENDEZVOUS_THRESHOLD", "-1"),
+    ("SHOAL_RENDEZVOUS_THRESHOLD", str(2**40)), ("SHOAL_PES", "9999999999"), ("SHOAL_TRANSPORT", "tcp"),
+]
+
+
+@pytest.mark.parametrize("var,value", BAD_SETTINGS)
+def test_bad_setting_is_refused_with_name_value_and_range(var, value):
+    with pytest.raises(SettingsError) as info:
+        load_settings(environ={var: value})
+    text = str(info.value)
+    assert text.startswith(f"{var}={value!r} is not valid: {var} must be "), text
+    assert " from " in text or " one of " in text
+
+
+@pytest.mark.parametrize("name,value", [("deadlock_timeout", float("nan")), ("idle_sleep_max", float("inf")),
+                                        ("native", 2), ("idle_yield", 7), ("heap_reuse", -5), ("pes", 10**10)])
+def test_bad_option_to_run_is_refused(name, value):
+    with pytest.raises(SettingsError, match=rf"^{name}={re.escape(repr(value))} is not valid: SHOAL_{name.upper()}"):
+        shoal.run(lambda args: None, [], transport="inproc", **{name: value})
+
+
+@pytest.mark.parametrize("command", [("info",), ("info", "--transport", "inproc"), ("run", "-n", "2", "p.py"),
+                                     ("run", "--transport", "inproc", "p.py")])
+def test_bad_setting_stops_commands_before_anything_runs(tmp_path, command):
+    (tmp_path / "p.py").write_text("print('ran')\n")
+    proc = _run(*command, env=_env(SHOAL_IDLE_SLEEP_MAX="nan"), cwd=tmp_path)
+    assert proc.returncode == 2 and "ran" not in proc.stdout, proc
+    assert proc.stderr == (f"shoal {command[0]}: SHOAL_IDLE_SLEEP_MAX='nan' is not valid: SHOAL_IDLE_SLEEP_MAX must be "
+                           "from 0 to 1; seconds: an idle PE answers a message at most this late\n")
+
+
+def test_defaults_are_valid():
+    assert load_settings(environ={}) == shoal.settings.Settings()
+
+
+@pytest.fixture
+def fake_compiler(tmp_path: Path) -> Path:
+    """A compiler that says nothing, writes nothing and exits 0."""
+    fake = tmp_path / "fakecc"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def test_native_build_with_silent_compiler_falls_back(tmp_path, fake_compiler):
+    env = _env(MPICC=str(fake_compiler), SHOAL_CACHE_DIR=str(tmp_path / "cache"))
+    proc = _run("info", env=env)
+    assert proc.returncode == 0, proc
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("compiled path"))
+    assert "unavailable, using the Python path" in line
+    assert f"{fake_compiler} exited with 0 but wrote no shared object" in line and "-shared" in line
+
+
+@pytest.mark.mpi
+def test_job_runs_on_the_python_path_when_the_compiler_writes_nothing(tmp_path, fake_compiler, mpi_job):
+    job = mpi_job(
+        """
+        import shoal
+        class W(shoal.Chare):
+            def pe(self):
+                return shoal.my_pe()
+        def main(args):
+            print("pes", shoal.Group(W).pe(ret=True).get())
+        shoal.start(main)
+        """,
+        env={"MPICC": str(fake_compiler), "SHOAL_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert job.returncode == 0, job
+    assert "pes [0, 1]" in job.stdout
+
+
+def test_stencil_build_with_silent_compiler_names_the_command(tmp_path, fake_compiler, monkeypatch):
+    from shoal.stencil import build
+    from shoal.stencil.errors import CompilerError
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build, "_compiler", [str(fake_compiler)])
+    with pytest.raises(CompilerError) as info:
+        build.compile_kernel("double shoal_x;\n", where="prog.py:3: ")
+    text = str(info.value)
+    assert text.startswith(f"prog.py:3: the compiler {fake_compiler} exited with 0 but wrote no object file"), text
+    assert f"$ {fake_compiler} -O3" in text and "generated source saved in" in text

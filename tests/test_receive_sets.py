@@ -21,8 +21,8 @@ class Burst(shoal.Chare):
 
     def __init__(self):
         other = self.collection[1 - self.index[0]]
-        self.a = shoal.Channel(self, remote=other)
-        self.b = shoal.Channel(self, remote=other)
+        self.a = shoal.Channel(self, remote=other, port="a")
+        self.b = shoal.Channel(self, remote=other, port="b")
         self.bufs = [np.zeros(3), np.zeros(2, dtype=np.int32)]
         self.set = shoal.ReceiveSet([self.a, self.b], self.bufs, then=self.landed)
         self.seen: list = []

@@ -188,8 +188,8 @@ def test_sections_multicast_and_reduce():
 class Pair(shoal.Chare):
     def __init__(self):
         other = self.collection[1 - self.index[0]]
-        self.ch = shoal.Channel(self, remote=other)
-        self.ch2 = shoal.Channel(self, remote=other)
+        self.ch = shoal.Channel(self, remote=other, port=0)
+        self.ch2 = shoal.Channel(self, remote=other, port=1)
 
     async def exchange(self, n):
         got = []

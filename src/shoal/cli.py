@@ -10,14 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
-import shutil
-import subprocess
 import sys
 from typing import Sequence
 
+from . import jobwatch
+from .errors import exit_code
+from .launcher import find_mpiexec, launch_mpi
+from .settings import MAX_PES, SettingsError, load_settings
 from .transport import TRANSPORTS
 
-__all__ = ["main", "find_mpiexec", "launch_mpi", "OptionParser"]
+__all__ = ["main", "run_program", "find_mpiexec", "launch_mpi", "OptionParser"]
 
 _COMMANDS = ("run", "info", "bench", "cache")
 
@@ -48,57 +50,83 @@ def _parser() -> argparse.ArgumentParser:
     cache.add_argument("--max-mb", type=float, default=None, help="prune: keep at most this many MB (default 512)")
     return p
 
-
-def find_mpiexec(explicit: str | None = None) -> str:
-    """The MPI launcher: ``--mpiexec``, ``$SHOAL_MPIEXEC``, PATH, then beside this Python."""
-    for candidate in (explicit, os.environ.get("SHOAL_MPIEXEC")):
-        if candidate:
-            found = shutil.which(candidate)
-            if found is None:
-                raise SystemExit(f"shoal: mpiexec {candidate!r} was not found or is not executable")
-            return found
-    for name in ("mpiexec", "mpirun"):
-        found = shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
-        if found:
-            return found
-    raise SystemExit(
-        "shoal: no mpiexec found; install one (`pip install mpich`), pass --mpiexec PATH, "
-        "or use --transport inproc"
-    )
-
-
 def run_program(path: str, args: Sequence[str]) -> int:
-    """Run ``path`` as ``__main__`` in this process (each PE does this)."""
+    """Run ``path`` as ``__main__`` in this process (each PE does this); its exit code.
+
+    Under an MPI launcher, an exception or a failing ``sys.exit`` that escapes the program
+    before its job ended on every PE (one PE failing before ``shoal.start``, say) is
+    printed with the PE's number and ends the whole job: the other PEs would otherwise
+    wait for this one in MPI's start-up forever.
+    """
     if not os.path.isfile(path):
         print(f"shoal: program {path!r} not found", file=sys.stderr)
         return 2
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    from .runtime.engine import under_mpi_launcher
+
+    mpi = under_mpi_launcher()
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        code = exit_code(exc)
+        if mpi and code != 0 and not _job_finished():
+            how = "sys.exit()" if exc.code is None else f"sys.exit({exc.code!r})"
+            jobwatch.end_job(jobwatch.launcher_rank(), f"{path} called {how} before its job ended", code=code)
+        return code
+    except BaseException as exc:  # noqa: BLE001 - reported here; under MPI the job ends
+        if isinstance(exc, KeyboardInterrupt) and not mpi:
+            raise
+        text = jobwatch.format_exception(exc, path)
+        if isinstance(exc, SettingsError):  # the message says it all; the stack is shoal's
+            text = f"{type(exc).__name__}: {exc}\n"
+        if not mpi:
+            sys.stderr.write(text)
+            return 1
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        what = "interrupted" if interrupted else "unhandled exception"
+        jobwatch.end_job(jobwatch.launcher_rank(), f"{what} in {path}, outside the main program", text,
+                         code=130 if interrupted else 1)
     return 0
 
 
+def _job_finished() -> bool:
+    """Whether this process's MPI job already ended on every PE (its exit code is the job's)."""
+    if "shoal.transport.mpi" not in sys.modules:
+        return False
+    from .transport.mpi import job_finished
+
+    return job_finished()
+
+
+def _check_settings(command: str, environ: dict[str, str] | None = None, **overrides: object) -> bool:
+    """Refuse bad ``SHOAL_*`` values once, here, before any PE starts."""
+    try:
+        load_settings(environ, **overrides)
+    except SettingsError as exc:
+        print(f"shoal {command}: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _run(ns: argparse.Namespace) -> int:
-    if ns.pes < 1:
-        print(f"shoal run: -n must be at least 1, not {ns.pes}", file=sys.stderr)
+    if not 1 <= ns.pes <= MAX_PES:
+        print(f"shoal run: -n {ns.pes} is not valid: a job has from 1 to {MAX_PES} PEs "
+              "(each is a process on this machine, or a PE in this one with --transport inproc)", file=sys.stderr)
         return 2
     if ns.transport == "inproc":
+        if not _check_settings("run", pes=ns.pes, transport="inproc"):
+            return 2
         os.environ["SHOAL_TRANSPORT"] = "inproc"
         os.environ["SHOAL_PES"] = str(ns.pes)
-        return run_program(ns.program, ns.args)
+        try:
+            return run_program(ns.program, ns.args)
+        except KeyboardInterrupt:  # the launcher is the job here: one line, not a traceback
+            print("shoal run: stopped by SIGINT (KeyboardInterrupt)", file=sys.stderr)
+            return 128 + 2
+    if not _check_settings("run", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
+        return 2
     return launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
-
-
-def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int:
-    """Run ``python -m shoal *args`` as an MPI job of ``pes`` processes; its exit code."""
-    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
-    env["SHOAL_TRANSPORT"] = "mpi"
-    cmd = [find_mpiexec(mpiexec), "-n", str(pes), sys.executable, "-m", "shoal", *args]
-    return subprocess.call(cmd, env=env)
 
 
 def _info(ns: argparse.Namespace) -> int:
@@ -107,9 +135,12 @@ def _info(ns: argparse.Namespace) -> int:
     import numpy
 
     from . import __version__
-    from .settings import load_settings
 
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"shoal info: {exc}", file=sys.stderr)
+        return 2
     rows = {
         "shoal": __version__,
         "python": platform.python_version(),
@@ -147,7 +178,24 @@ def _cache(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The ``shoal`` command; under ``shoal run`` each PE also records how it ends (``shoal.jobwatch``)."""
+    joined = jobwatch.join_job()
+    try:
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        if joined:
+            jobwatch.note_exit(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1))
+        raise
+    except BaseException as exc:
+        if joined:
+            jobwatch.note_fatal(f"unhandled exception in the shoal command: {jobwatch.describe(exc)}")
+        raise
+    if joined:
+        jobwatch.note_exit(code)
+    return code
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] == "bench":
         from .bench.cli import main as bench_main
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "ShoalError",
     "NotRunningError",
@@ -10,6 +12,7 @@ __all__ = [
     "RemoteError",
     "ReductionError",
     "ChannelError",
+    "exit_code",
 ]
 
 
@@ -39,3 +42,15 @@ class ReductionError(ShoalError):
 
 class ChannelError(ShoalError):
     """A channel was misused: wrong receive buffer, or a receive nothing can satisfy."""
+
+
+def exit_code(exc: SystemExit) -> int:
+    """The exit status ``exc`` asks for, as Python's own exit does: an int as it is, None
+    as 0, anything else (``sys.exit("message")``) printed to stderr and 1."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr, flush=True)
+    return 1

@@ -24,6 +24,8 @@ __all__ = ["load_native", "native_status", "cache_dir", "find_mpicc"]
 _FOLDER = Path(__file__).parent / "_native"
 _SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "sets.c", "proxies.c")]
 _HEADERS = [_FOLDER / name for name in ("native.h", "core.h")]
+#: seconds the compiler may take before the build is given up (and the Python path used)
+BUILD_TIMEOUT = 600.0
 _status = "not loaded"
 _module: ModuleType | None = None
 
@@ -71,9 +73,14 @@ def _build(target: Path) -> None:
         f"-I{sysconfig.get_paths()['include']}", f"-I{mpi4py.get_include()}", f"-I{numpy.get_include()}",
         *map(str, _SOURCES), "-o", str(tmp),
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RuntimeError(f"{mpicc} could not be run: {exc}") from None
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit code {proc.returncode}):\n{proc.stderr.strip()}")
+    if not tmp.is_file() or tmp.stat().st_size == 0:
+        raise RuntimeError(f"{mpicc} exited with 0 but wrote no shared object ({tmp}); command: {' '.join(cmd)}")
     os.replace(tmp, target)
 
 

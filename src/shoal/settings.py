@@ -1,12 +1,29 @@
-"""The one validated table of runtime options, read from ``SHOAL_*`` variables."""
+"""The one validated table of runtime options, read from ``SHOAL_*`` variables.
+
+Each option has a type and a valid range (:data:`RANGES`); a value outside it (``nan``,
+``inf``, a negative size, a flag that is neither 0 nor 1) is refused with the variable's
+name, the value and the range, wherever settings are read: ``shoal run``, ``shoal info``,
+``shoal.run(**options)``, ``shoal.start`` on every PE.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
 from typing import Mapping
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["Settings", "SettingsError", "load_settings", "MAX_PES", "RANGES"]
+
+#: The most PEs a job may have. One in-process PE costs about 12 KiB before any chare
+#: and one thread steps them all in turn, so more than this is a mistake, not a job;
+#: ``shoal run`` starts every MPI PE as a process on this machine, where the same holds.
+MAX_PES = 65536
+_MAX_BYTES = 1 << 30  # frames are buffers on every PE, and MPI counts are C ints
+
+
+class SettingsError(ValueError):
+    """A ``SHOAL_*`` variable or option is unknown, or its value is not valid."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +57,28 @@ class Settings:
     heap_reuse: int = 32 << 20
 
 
-_ENV_ONLY = {"SHOAL_MPIEXEC", "SHOAL_CACHE_DIR", "SHOAL_CACHE_MAX_MB"}  # read by the launcher and the builders
+#: per option: ``(lowest, highest)`` or the set of allowed values, and what the value means
+RANGES: dict[str, tuple[tuple | frozenset, str]] = {
+    "transport": (frozenset({"", "mpi", "inproc"}),
+                  "valid transports are mpi, inproc (empty: mpi under an MPI launcher, else inproc)"),
+    "pes": ((1, MAX_PES), f"an in-process job needs at least 1 PE, and more than {MAX_PES} is a mistake: "
+                          "each costs about 12 KiB and one thread steps them all"),
+    "rendezvous_threshold": ((0, _MAX_BYTES - 4096), "bytes; smaller segments travel in eager frames, "
+                                                     "a buffer of which every PE holds"),
+    "frame_capacity": ((4096, _MAX_BYTES), "bytes: a frame must hold a message's header, and every PE "
+                                           "holds a buffer this large"),
+    "idle_spin": ((0.0, 60.0), "a number of seconds of busy polling"),
+    "idle_sleep_max": ((0.0, 1.0), "seconds: an idle PE answers a message at most this late"),
+    "idle_yield": (frozenset({-1, 0, 1}), "1 always, 0 never, -1 when this node has more PEs than cores"),
+    "deadlock_timeout": ((0.0, 604800.0), "a number of seconds; 604800 (a week) where no check is wanted"),
+    "tree_fanout": ((2, MAX_PES), "a fan-out of at least the number of PEs makes a flat tree"),
+    "native": (frozenset({0, 1}), "1: the compiled per-message path, 0: pure Python"),
+    "heap_reuse": ((0, 2**31 - 1), "bytes; malloc takes a C int, and above 32 MiB acts as 32 MiB"),
+}
+
+_ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, not settings
+    "SHOAL_MPIEXEC", "SHOAL_CACHE_DIR", "SHOAL_CACHE_MAX_MB", "SHOAL_JOB_DIR", "SHOAL_LAUNCHER",
+}
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -48,35 +86,42 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     env = os.environ if environ is None else environ
     known = {f.name: f for f in fields(Settings)}
     values: dict[str, object] = {}
+    labels: dict[str, str] = {}
     for key, raw in env.items():
         if not key.startswith("SHOAL_") or key in _ENV_ONLY:
             continue
         name = key[len("SHOAL_") :].lower()
         if name not in known:
             valid = ", ".join("SHOAL_" + n.upper() for n in known)
-            raise ValueError(f"unknown setting {key}={raw!r}; valid settings: {valid}")
+            raise SettingsError(f"unknown setting {key}={raw!r}; valid settings: {valid}")
         values[name] = _convert(key, raw, known[name].type)
+        labels[name] = f"{key}={raw!r}"
     for name, value in overrides.items():
         if name not in known:
-            raise ValueError(f"unknown setting {name!r}; valid settings: {', '.join(known)}")
+            raise SettingsError(f"unknown setting {name!r}; valid settings: {', '.join(known)}")
         values[name] = _convert(name, value, known[name].type) if isinstance(value, str) else value
         kind = _KINDS[_type_name(known[name].type)]
         if not isinstance(values[name], kind) or isinstance(values[name], bool):
-            raise ValueError(f"setting {name}={value!r} must be a {_type_name(known[name].type)}")
-    settings = Settings(**values)  # type: ignore[arg-type]
-    for name in ("rendezvous_threshold", "frame_capacity"):
-        if getattr(settings, name) < 0:
-            raise ValueError(f"SHOAL_{name.upper()}={getattr(settings, name)} must not be negative")
-    for name in ("idle_spin", "idle_sleep_max", "deadlock_timeout"):
-        if getattr(settings, name) < 0:
-            raise ValueError(f"SHOAL_{name.upper()}={getattr(settings, name)} must not be negative (seconds)")
-    if settings.tree_fanout < 2:
-        raise ValueError(f"SHOAL_TREE_FANOUT={settings.tree_fanout} must be at least 2")
-    if settings.transport not in ("", "mpi", "inproc"):
-        raise ValueError(f"SHOAL_TRANSPORT={settings.transport!r}: valid transports are mpi, inproc")
-    if settings.pes < 1:
-        raise ValueError(f"SHOAL_PES={settings.pes}: an in-process job needs at least 1 PE")
-    return settings
+            raise SettingsError(f"setting {name}={value!r} must be a {_type_name(known[name].type)}")
+        labels[name] = f"{name}={value!r}"
+    for name, value in values.items():
+        _check(name, value, labels[name])
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def _check(name: str, value: object, label: str) -> None:
+    """Refuse ``value`` outside the valid range of option ``name``, naming both."""
+    allowed, why = RANGES[name]
+    if isinstance(allowed, frozenset):
+        if value in allowed:
+            return
+        valid = "one of " + ", ".join(repr(v) for v in sorted(allowed, key=repr))
+    else:
+        low, high = allowed
+        if not (isinstance(value, float) and not math.isfinite(value)) and low <= value <= high:  # type: ignore[operator]
+            return
+        valid = f"from {low:g} to {high:g}" if isinstance(low, float) else f"from {low} to {high}"
+    raise SettingsError(f"{label} is not valid: SHOAL_{name.upper()} must be {valid}; {why}")
 
 
 _KINDS: dict[str, type] = {"int": int, "float": (float, int), "str": str}  # type: ignore[dict-item]
@@ -91,4 +136,4 @@ def _convert(key: str, raw: str, typ: object) -> object:
     try:
         return kind(raw)
     except ValueError:
-        raise ValueError(f"{key}={raw!r} is not a valid {kind.__name__}") from None
+        raise SettingsError(f"{key}={raw!r} is not a valid {kind.__name__}") from None

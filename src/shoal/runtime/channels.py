@@ -8,6 +8,8 @@ in the buffer a pending ``recv(into=array)`` posted, with no copy in shoal.
 
 from __future__ import annotations
 
+import sys
+import warnings
 import zlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
@@ -16,14 +18,17 @@ import numpy as np
 
 from ..errors import ChannelError
 from .context import current
-from .futures import Failure, Future
+from .futures import _PENDING, Failure, Future
 from .message import decode_call, encode_call, unpicklable
 
 if TYPE_CHECKING:
     from .chare import Chare
     from .proxy import ElementProxy
 
-__all__ = ["Channel"]
+__all__ = ["Channel", "SEQ_MASK"]
+
+#: channel messages are numbered modulo 2**16: the number rides in the header's entry field
+SEQ_MASK = 0xFFFF
 
 
 
@@ -42,8 +47,35 @@ def _endpoint(proxy: "ElementProxy") -> tuple:
     return (proxy._info.id, proxy._index)
 
 
+def _order(chare: "Chare", peer: tuple, remote: "ElementProxy") -> int:
+    """How many channels without a port ``chare`` opened towards ``peer`` before this one.
+
+    Such channels pair up by creation order at the two ends. Two of them opened at
+    different lines of code have different roles, and ends that open them in different
+    orders swap their messages silently, so that case gets a warning to use ``port=``.
+    """
+    counts = chare.__dict__.setdefault("_shoal_channel_counts", {})
+    k = counts.get(peer, 0)
+    counts[peer] = k + 1
+    caller = sys._getframe(2)
+    site = (caller.f_code.co_filename, caller.f_lineno)
+    sites = chare.__dict__.setdefault("_shoal_channel_sites", {})
+    first = sites.setdefault(peer, site)
+    if k and first != site:
+        warnings.warn(
+            f"{chare!r} opened a second channel to {remote!r} without port=; channels between one pair "
+            "pair up by creation order, so ends that open them in different orders swap their messages. "
+            "Give each channel a port (the same at both ends): shoal.Channel(self, remote=..., port=1)",
+            stacklevel=3,
+        )
+    return k
+
+
 class Channel:
     """An ordered stream from ``chare`` to ``remote`` (and its mirror at the other end).
+
+    Channels between one pair of chares pair up by ``port`` (an int or str, the same at
+    both ends) when one is given, else by the order the two ends open them.
 
     ``send(*values)`` sends ``values`` to the other end, whose ``recv`` returns them in
     order. It is an attribute, not a method: the runtime's compiled send when there is
@@ -56,7 +88,7 @@ class Channel:
     )
     send: Callable[..., None]
 
-    def __init__(self, chare: "Chare", remote: "ElementProxy"):
+    def __init__(self, chare: "Chare", remote: "ElementProxy", port: int | str | None = None):
         from .chare import Chare
         from .proxy import ElementProxy
 
@@ -64,11 +96,13 @@ class Channel:
             raise TypeError("use shoal.Channel(self, remote=element_proxy) inside a chare")
         rt = current("shoal.Channel()")
         me, peer = _endpoint(chare.proxy), _endpoint(remote)
-        counts = chare.__dict__.setdefault("_shoal_channel_counts", {})
-        k = counts.get(peer, 0)
-        counts[peer] = k + 1
         ends = sorted([me, peer])
-        self.tag = zlib.crc32(repr((ends, k)).encode()) or 1
+        if port is None:
+            self.tag = zlib.crc32(repr((ends, _order(chare, peer, remote))).encode()) or 1
+        elif type(port) in (int, str):
+            self.tag = zlib.crc32(repr((ends, "port", port)).encode()) or 1
+        else:
+            raise TypeError(f"Channel port must be an int or a str (the same at both ends), not {port!r}")
         self.chare = chare
         self.remote = remote
         self.inbox: deque = deque()
@@ -91,7 +125,7 @@ class Channel:
         early = chare.__dict__.get("_shoal_channel_early")
         if early and self.tag in early:
             self.inbox.extend(early.pop(self.tag))
-            self.arrived = len(self.inbox) & 0xFFFF
+            self.arrived = len(self.inbox) & SEQ_MASK
 
     def _send(self, *values: Any) -> None:
         """Send ``values`` to the other end (the Python path of ``send``)."""
@@ -100,7 +134,7 @@ class Channel:
         except Exception as exc:
             raise unpicklable(type(self.chare), "Channel.send", values, {}, exc) from None
         self._rt.send_channel(self.remote, self.tag, self.sent, flag, segments)
-        self.sent = (self.sent + 1) & 0xFFFF
+        self.sent = (self.sent + 1) & SEQ_MASK
 
     def recv(self, into: np.ndarray | None = None) -> Future:
         """A future of the next message; with ``into=array`` the array is filled and returned."""
@@ -112,7 +146,7 @@ class Channel:
             self.checked = into  # the usual loop posts one buffer again and again: check it once
         fut = _new_future(ChannelFuture)  # Future.local, inlined: one per message
         fut._rt, fut.owner, fut.fid = self._rt, self._rt.pe, 0
-        fut._state, fut._value, fut._callbacks, fut._origin = 0, None, None, self
+        fut._state, fut._value, fut._callbacks, fut._origin = _PENDING, None, None, self
         if self.inbox:
             self._complete(fut, self.inbox.popleft(), into)
         else:
@@ -130,7 +164,7 @@ class Channel:
         return None
 
     def arrive(self, kind: int, segments: list) -> None:
-        self.arrived = (self.arrived + 1) & 0xFFFF
+        self.arrived = (self.arrived + 1) & SEQ_MASK
         if self.waiting is None:
             self.inbox.append((kind, segments))
             return

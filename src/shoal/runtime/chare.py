@@ -48,16 +48,38 @@ class EntryTable:
             ) from None
 
 
+_TABLES: dict[type, EntryTable] = {}  # kept off the class, as proxy classes are (see proxy.py)
+
+
 def entry_table(cls: type) -> EntryTable:
     """The entry table of ``cls``, built on first use."""
-    table = cls.__dict__.get("_shoal_table")
+    table = _TABLES.get(cls)
     if table is None:
         if not (isinstance(cls, type) and issubclass(cls, Chare)):
             raise TypeError(f"{cls!r} is not a subclass of shoal.Chare")
         table = EntryTable(cls)
-        cls._shoal_table = table  # type: ignore[attr-defined]
+        _TABLES[cls] = table
         cls._shoal_funcs = table.funcs  # type: ignore[attr-defined]
     return table
+
+
+def _check_entry_methods(cls: type) -> None:
+    """Refuse, where the class is defined, an entry method whose parameter is named ``ret``:
+    ``proxy.method(ret=...)`` would ask for a future instead of passing the value."""
+    import inspect
+
+    for name, fn in vars(cls).items():
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        if "ret" in params:
+            raise TypeError(
+                f"entry method {cls.__qualname__}.{name} has a parameter named 'ret', which shoal reserves "
+                "for `proxy.method(..., ret=True)` (a future of the result); rename the parameter"
+            )
 
 
 class Chare:
@@ -73,7 +95,12 @@ class Chare:
     collection: "CollectionProxy"
     _shoal_funcs: tuple
     _shoal_seqs: dict | None = None
+    _shoal_marks: dict | None = None  # domain -> (call mark, reducer, target) of the last contribute()
     _shoal_channels: dict | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_entry_methods(cls)
 
     def contribute(
         self, value: Any, reducer: Any, target: Any, section: "SectionProxy | None" = None

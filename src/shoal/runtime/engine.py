@@ -15,7 +15,8 @@ import time
 import traceback
 from typing import Any, Callable, NoReturn, Sequence
 
-from ..errors import DeadlockError, ShoalError
+from ..errors import DeadlockError, ShoalError, exit_code
+from . import context
 from ..settings import Settings, load_settings
 from .context import current, set_current
 from .futures import Future, Task
@@ -169,6 +170,34 @@ class Engine:
             raise SystemExit(rt0.exit_code)  # shoal.exit() elsewhere ends the main program too
         raise watch.error()
 
+    def wait_main_until(
+        self, done: Callable[[], bool], deadline: float | None, waiting: Callable[[], Future | None]
+    ) -> bool:
+        """:meth:`wait_main` for any condition: serve until ``done()`` (True) or, with a
+        ``deadline`` (``time.monotonic()``), until it passes (False; every PE steps at
+        least once, so a zero timeout still serves what arrived); a deadlock is
+        reported about the future ``waiting()`` returns (None: nothing to report)."""
+        rt0 = self.runtimes[0]
+        watch = _Watch(self, rt0, waiting)
+        clock, stepped = time.monotonic, [False]
+
+        def until() -> bool:
+            if done() or watch.report is not None or rt0.stopped:
+                return True
+            if deadline is None or not stepped[0]:
+                stepped[0] = True
+                return False
+            return clock() >= deadline
+
+        self.run_until(until, watch)
+        if done():
+            return True
+        if rt0.stopped:
+            raise SystemExit(rt0.exit_code)
+        if watch.report is not None:
+            raise watch.error()
+        return False
+
     # -- the job -----------------------------------------------------------------
     def run_main(self, main: Callable[..., Any], args: list) -> int:
         """Run ``main(args)`` on PE 0, serve messages everywhere, return the exit code."""
@@ -200,7 +229,7 @@ class Engine:
         try:
             main(args)
         except SystemExit as exc:
-            rt0.request_exit(_code(exc))
+            rt0.request_exit(exit_code(exc))
         except BaseException as exc:  # noqa: BLE001
             self.fatal(rt0, exc, f"the main program ({getattr(main, '__qualname__', main)})")
         else:
@@ -214,7 +243,7 @@ class Engine:
             if exc is None:
                 rt0.request_exit(0)
             elif isinstance(exc, SystemExit):
-                rt0.request_exit(_code(exc))
+                rt0.request_exit(exit_code(exc))
             else:
                 self.fatal(rt0, exc, where)
 
@@ -243,7 +272,10 @@ class MPIEngine(Engine):
     """One PE per process; a fatal error aborts every process of the job."""
 
     def fatal(self, rt: Runtime, exc: BaseException, where: str) -> NoReturn:
+        from ..jobwatch import describe, note_fatal
+
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        note_fatal(f"unhandled exception in {where}: {describe(exc)}")  # for shoal run's summary
         sys.stdout.flush()
         os.write(2, f"shoal: PE {rt.pe}: unhandled exception in {where}; ending the job\n{text}".encode())
         time.sleep(0.25)  # let the launcher forward the report before abort kills the job
@@ -257,6 +289,11 @@ def run(main: Callable[..., Any], args: list | None = None, settings: Settings |
     ``options`` override settings (``transport="inproc", pes=3``); this is what
     :func:`start` and the tests use.
     """
+    if context._current is not None:
+        raise ShoalError(
+            f"shoal.start()/shoal.run() called inside a running shoal program (on PE {context._current.pe}); "
+            "a process runs one job: call shoal.start(main) once, at the top level of the program"
+        )
     settings = settings or load_settings(**options)
     transport = settings.transport or ("mpi" if under_mpi_launcher() else "inproc")
     args = list(sys.argv if args is None else args)
@@ -302,9 +339,6 @@ def mpi_comm() -> Any:
     user_comm = getattr(rt.transport, "user_comm", None)
     if user_comm is None:
         raise ShoalError(f"shoal.mpi_comm() needs the MPI transport; this job runs on {rt.transport.name!r}")
-    return user_comm()
+    return user_comm(patience=max(5 * rt.settings.deadlock_timeout, 1.0))
 
 
-def _code(exc: SystemExit) -> int:
-    code = exc.code
-    return code if isinstance(code, int) else (0 if code is None else 1)

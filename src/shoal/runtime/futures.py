@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["Future", "gather", "Task", "Failure", "future_handle", "annotate"]
 
 _PENDING, _DONE, _FAILED = 0, 1, 2
+_PENDING_VALUE: Any = object()  # "no value travelled with this future"
 
 
 class Failure:
@@ -71,10 +72,37 @@ def annotate(exc: BaseException, pe: int, where: str, with_traceback: bool = Tru
 _getframe = sys._getframe
 
 
+class _Unretrieved:
+    """Reports a failed future's error when the future is dropped and nobody retrieved it."""
+
+    __slots__ = ("exc", "pe", "origin")
+
+    def __init__(self, exc: BaseException, pe: int, fut: "Future"):
+        self.exc: BaseException | None = exc
+        self.pe = pe
+        self.origin = fut.origin
+
+    def __del__(self) -> None:
+        exc = self.exc
+        if exc is None or sys.stderr is None:
+            return
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        try:
+            sys.stderr.write(
+                f"shoal: PE {self.pe}: the error of a future nobody retrieved (created at {self.origin}); "
+                f"await it or call .get() to handle it:\n{text}"
+            )
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
 class Future:
     """A value that will be available later; resolve it once with :meth:`send`."""
 
-    __slots__ = ("_rt", "owner", "fid", "_state", "_value", "_callbacks", "_origin", "__weakref__")
+    __slots__ = ("_rt", "owner", "fid", "_state", "_value", "_callbacks", "_origin", "_unretrieved", "__weakref__")
+    # `_unretrieved` is set only when the future fails (and read only then): it reports
+    # the error if nothing ever retrieves it, as asyncio does
     #: a coroutine awaiting this future resumes the moment it resolves, not at the next
     #: step (only for futures resolved while messages are delivered: channel receives)
     _resume_now = False
@@ -128,6 +156,8 @@ class Future:
             raise ShoalError(f"future created at {self.origin} was already resolved; a future resolves once")
         if isinstance(value, Failure):
             self._state, self._value = _FAILED, value.exc
+            if self._rt is not None:  # the owner's future (a handle's owner reports for it)
+                self._unretrieved = _Unretrieved(value.exc, self._rt.pe, self)
         else:
             self._state, self._value = _DONE, value
         rt = self._rt
@@ -149,8 +179,15 @@ class Future:
         if self._state == _DONE:
             return self._value
         if self._state == _FAILED:
-            raise self._value
+            raise self._error()
         raise ShoalError(f"future created at {self.origin} is not resolved yet")
+
+    def _error(self) -> BaseException:
+        """The exception of a failed future, now retrieved (so it is not reported)."""
+        log = getattr(self, "_unretrieved", None)
+        if log is not None:
+            log.exc = None
+        return self._value
 
     def get(self) -> Any:
         """Block the main program until the value arrives, and return it."""
@@ -161,7 +198,8 @@ class Future:
                 f"{self.origin}); blocking would stop this PE. Make the method `async def` and use `await fut`."
             )
         if self._state == _PENDING:
-            self._check_owner(rt)
+            if self._rt is None:
+                rt.await_remote(self)
             rt.engine.wait_main(self)
         return self.result()
 
@@ -174,17 +212,13 @@ class Future:
         else:
             self._callbacks.append(fn)
 
-    def _check_owner(self, rt: "Runtime") -> None:
-        if self._rt is None or rt.pe != self.owner:
-            raise ShoalError(
-                f"a future can only be waited on by the PE that created it (PE {self.owner}, "
-                f"at {self.origin}); this is PE {rt.pe}"
-            )
-
     def __await__(self) -> Generator["Future", None, Any]:
         if self._state == _PENDING:
             if self._rt is not context._current:
-                self._check_owner(current("await future"))
+                if self._rt is None:  # a handle to another PE's future: ask for its value
+                    current("await future").await_remote(self)
+                else:
+                    raise ShoalError(f"future created at {self.origin} on PE {self.owner} is awaited by another PE's code")
             yield self
         if self._state == _DONE:
             return self._value
@@ -192,7 +226,13 @@ class Future:
 
     # -- travelling --------------------------------------------------------------
     def __reduce__(self) -> tuple:
-        return (_rebuild_future, (self.owner, self.fid, self.origin))
+        rt = self._rt
+        if rt is not None and self.fid:
+            rt.escaped[self.fid] = self  # its owner can answer waiters elsewhere while it lives
+        if self._state == _PENDING:
+            return (_rebuild_future, (self.owner, self.fid, self.origin))
+        value = self._value if self._state == _DONE else Failure(self._value)
+        return (_rebuild_future, (self.owner, self.fid, self.origin, value))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Future) and (self.owner, self.fid) == (other.owner, other.fid)
@@ -205,21 +245,37 @@ class Future:
         return f"<shoal.Future {state} owner=PE {self.owner} created at {self.origin}>"
 
 
-def _rebuild_future(owner: int, fid: int, origin: str) -> Future:
+def _rebuild_future(owner: int, fid: int, origin: str, value: Any = _PENDING_VALUE) -> Future:
+    """A future that arrived in a message: the original on its owner, else this PE's
+    handle of it (one per future), resolved at once if its value travelled with it."""
     rt = current("unpickling a Future")
+    if rt.pe == owner:
+        local = rt.futures.get(fid) or rt.escaped.get(fid)
+        if local is not None:
+            return local
+    key = (owner, fid)
+    handle = rt.handles.get(key)
+    if handle is None:
+        handle = Future.__new__(Future)
+        handle._rt, handle.owner, handle.fid = None, owner, fid
+        handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, origin
+        rt.handles[key] = handle
+    if value is not _PENDING_VALUE and handle._state == _PENDING:
+        handle._resolve(value)
+    return handle
+
+
+def future_handle(owner: int, fid: int) -> Future:
+    """A handle to future ``fid`` of PE ``owner`` (for the reply of a ``ret=True`` call)."""
+    rt = current("future_handle")
     if rt.pe == owner:
         local = rt.futures.get(fid)
         if local is not None:
             return local
     handle = Future.__new__(Future)
     handle._rt, handle.owner, handle.fid = None, owner, fid
-    handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, origin
+    handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, "a ret=True call"
     return handle
-
-
-def future_handle(owner: int, fid: int) -> Future:
-    """A handle to future ``fid`` of PE ``owner`` (for the reply of a ``ret=True`` call)."""
-    return _rebuild_future(owner, fid, "a ret=True call")
 
 
 def gather(*futures: Future) -> Future:
@@ -237,7 +293,7 @@ def gather(*futures: Future) -> Future:
             if out.done():
                 return
             if f._state == _FAILED:
-                out._resolve(Failure(f._value))
+                out._resolve(Failure(f._error()))
                 return
             values[i] = f._value
             left[0] -= 1

@@ -8,7 +8,6 @@ and become complete when the insertion count balances after ``done_inserting()``
 
 from __future__ import annotations
 
-import pickle
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ShoalError
@@ -32,6 +31,7 @@ class Lifecycle:
         self.rt = rt
         self.pending_finish: dict[int, list] = {}  # sparse arrays completed before CREATE arrived here
         self.insert_counts: dict[int, list[int]] = {}  # collection -> [inserts sent, inserts done] here
+        self.closed: set[int] = set()  # sparse arrays this PE called done_inserting() on
 
     def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple) -> "CollectionProxy":
         rt = self.rt
@@ -43,11 +43,11 @@ class Lifecycle:
         info = CollectionInfo(rt.new_id(), cls, kind, shape, ndims, placement, rt.pe)
         rt.infos[info.id] = info
         try:
-            pickle.dumps(placement)
+            encode(placement)
         except Exception as exc:
             raise TypeError(
                 f"the placement {placement!r} of {cls.__qualname__} cannot be sent to other PEs ({exc}); "
-                "define it as a module-level function"
+                "define it as a module-level function or make it picklable"
             ) from None
         try:
             segments = encode((info, args))
@@ -60,6 +60,12 @@ class Lifecycle:
         rt = self.rt
         if info.kind != "sparse":
             raise ShoalError(f"insert() is for sparse arrays; this {info.kind} of {info.cls.__qualname__} is fixed")
+        cs = rt.colls.get(info.id)
+        if info.id in self.closed or (cs is not None and cs.done):
+            raise ShoalError(
+                f"insert({index if len(index) > 1 else index[0]}) into the sparse array of {info.cls.__qualname__} "
+                "after done_inserting(); insert every element first"
+            )
         counts = self.insert_counts.setdefault(info.id, [0, 0])
         counts[0] += 1
         rt.post(rt.locate(info, index), Kind.INSERT, 0, 0, info.id, index, (info, args))
@@ -68,6 +74,9 @@ class Lifecycle:
         rt = self.rt
         if info.kind != "sparse":
             raise ShoalError(f"done_inserting() is for sparse arrays, not a {info.kind} of {info.cls.__qualname__}")
+        if info.id in self.closed:
+            raise ShoalError(f"done_inserting() was already called on the sparse array of {info.cls.__qualname__}")
+        self.closed.add(info.id)
         rt.system.count_inserts(info.id)
 
     def finish_inserting(self, coll: int, hosts: list) -> None:

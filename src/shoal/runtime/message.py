@@ -50,6 +50,7 @@ class Kind(IntEnum):
     CHANNEL = 8  # one channel message to an element
     LOCATION = 9  # an element's current PE, for the sender's cache
     EXCHANGE = 10  # one round of a butterfly all-reduce between two PEs
+    AWAIT = 11  # send the value of the receiver's future (aux) to a future of the sender
 
 
 HEADER = struct.Struct("<BBHIIQ")
@@ -99,8 +100,19 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+#: at most this many out-of-band buffers per message: past it, buffers below
+#: ``_IN_BAND_BELOW`` bytes and then all the rest travel inside the pickle stream, so
+#: a list of 70,000 small arrays is one segment, not 70,000 (frame headers hold 16 bits)
+_MAX_OUT_OF_BAND = 64
+_IN_BAND_BELOW = 64 * 1024
+
+
 class _Encoder:
-    """One reusable pickler and stream: encoding allocates only its result."""
+    """One reusable pickler and stream: encoding allocates only its result.
+
+    What plain pickle cannot name (lambdas, closures, classes made inside functions)
+    is pickled by value with cloudpickle instead; only failures pay for that attempt.
+    """
 
     def __init__(self) -> None:
         self.stream = io.BytesIO()
@@ -114,15 +126,82 @@ class _Encoder:
         stream, buffers = self.stream, self.buffers
         self.busy = True
         try:
-            self.pickler.dump(obj)
+            try:
+                self.pickler.dump(obj)
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                self._reset()
+                _by_value(obj, stream, buffers, exc)
+            if len(buffers) > _MAX_OUT_OF_BAND:
+                self._reset()
+                _Pickler(stream, protocol=5, buffer_callback=_Selective(buffers)).dump(obj)
             out = [stream.getvalue(), *[b.raw() for b in buffers]] if buffers else [stream.getvalue()]
         finally:
-            stream.seek(0)
-            stream.truncate()
-            buffers.clear()
-            self.pickler.clear_memo()
+            self._reset()
             self.busy = False
         return out
+
+    def _reset(self) -> None:
+        self.stream.seek(0)
+        self.stream.truncate()
+        self.buffers.clear()
+        self.pickler.clear_memo()
+
+
+class _Selective:
+    """A buffer callback that keeps only large buffers out of band, and few of them."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self, buffers: list):
+        self.buffers = buffers
+
+    def __call__(self, buf: pickle.PickleBuffer) -> bool:
+        if len(self.buffers) >= _MAX_OUT_OF_BAND or buf.raw().nbytes < _IN_BAND_BELOW:
+            return True  # true: in the stream
+        self.buffers.append(buf)
+        return False
+
+
+def _by_value(obj: Any, stream: io.BytesIO, buffers: list, first: BaseException) -> None:
+    """Pickle ``obj`` with cloudpickle (functions and classes by value); re-raise
+    ``first`` if that fails too, since it names what plain pickle could not handle."""
+    try:
+        import cloudpickle
+    except ImportError:
+        raise first from None
+    try:
+        _by_value_pickler(cloudpickle)(stream, protocol=5, buffer_callback=buffers.append).dump(obj)
+    except Exception:
+        raise first from None
+
+
+_BY_VALUE: Any = None
+
+
+def _by_value_pickler(cloudpickle: Any) -> Any:
+    """cloudpickle's pickler, except that classes importable here (``__main__``'s
+    included: every PE runs the same program) go by reference, as plain pickle sends them."""
+    global _BY_VALUE
+    if _BY_VALUE is None:
+
+        class ByValue(cloudpickle.Pickler):  # type: ignore[misc, name-defined]
+            def reducer_override(self, obj: Any) -> Any:
+                if isinstance(obj, type) and _importable(obj):
+                    return NotImplemented
+                return super().reducer_override(obj)
+
+        _BY_VALUE = ByValue
+    return _BY_VALUE
+
+
+def _importable(cls: type) -> bool:
+    """Whether ``cls`` can be found again by its module and qualified name."""
+    import sys
+
+    found: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is cls
 
 
 _loads = pickle.loads
@@ -238,7 +317,7 @@ def unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception)
     labelled = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), a) for k, a in (kwargs or {}).items()]
     for label, a in labelled:
         try:
-            pickle.dumps(a, protocol=5)
+            encode(a)
         except Exception as e:  # noqa: BLE001
             return TypeError(
                 f"cannot send argument {label} ({type(a).__name__}) of {cls.__qualname__}.{name}: {e}; "

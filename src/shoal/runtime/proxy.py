@@ -244,9 +244,14 @@ def use_native_entries(descriptor: type, bound: type) -> None:
         BOUND_ENTRIES = (*BOUND_ENTRIES, bound)
 
 
+#: chare class -> its generated proxy classes (kept off the class, so a class that
+#: travels by value with cloudpickle does not drag compiled descriptors along)
+_PROXY_CLASSES: dict[type, tuple] = {}
+
+
 def proxy_classes(cls: type) -> tuple[type, type, type]:
     """The (element, collection, section) proxy classes of chare class ``cls``, built once."""
-    made = cls.__dict__.get("_shoal_proxies")
+    made = _PROXY_CLASSES.get(cls)
     if made is None:
         names = entry_table(cls).names
         native = _element_descriptor
@@ -264,7 +269,7 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
                 (SectionProxy, _BoundEntry),
             )
         )
-        cls._shoal_proxies = made  # type: ignore[attr-defined]
+        _PROXY_CLASSES[cls] = made
     return made  # type: ignore[return-value]
 
 

@@ -225,6 +225,8 @@ class ReductionManager:
             seqs = el._shoal_seqs = {}
         seq = seqs.get(domain, 0)
         seqs[domain] = seq + 1
+        if waiter is None:
+            self._check_once(el, domain, reducer, target, seq)
         if reducer.ordered:
             value = [(el.index, value)]
         if waiter is not None:
@@ -235,6 +237,26 @@ class ReductionManager:
                     self._exchange((domain, seq), value, reducer)
                     return
         self.add(domain, seq, value, reducer, target, 1, section)
+
+    def _check_once(self, el: "Chare", domain: tuple, reducer: Reducer, target: Any, seq: int) -> None:
+        """Refuse a second contribute() to the same reducer and target in one call of an
+        element: it would silently join the next reduction, which the other elements
+        have not reached, and corrupt both totals."""
+        marks = el._shoal_marks
+        if marks is None:
+            marks = el._shoal_marks = {}
+        # a call is told from the next by the entry methods begun and the messages received
+        # here since: a coroutine resumes only after one of them resolved what it awaited
+        counts = self.rt.counts
+        mark = (counts.calls, counts.received)
+        last = marks.get(domain)
+        if last is not None and last[0] == mark and last[1] == reducer.name and (last[2] is target or last[2] == target):
+            raise ReductionError(
+                f"{el!r} contributed twice in one call to reductions of {self._name(domain)} with reducer "
+                f"{reducer.name} and target {target!r} (#{seq - 1} and #{seq}); every element contributes once "
+                "per reduction. Contribute once per call, or give a second, separate reduction its own target"
+            )
+        marks[domain] = (mark, reducer.name, target)
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
         """The return value of one element of a ``ret=True`` broadcast or multicast."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 import heapq
 import struct
 import time
+import weakref
 from collections import deque
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..errors import ShoalError
+from ..errors import ShoalError, exit_code
 from ..settings import Settings
 from . import tree
 from .chare import Chare
@@ -43,7 +44,7 @@ from .receive_sets import ReceiveSet
 from .reductions import ReductionManager
 from .sections import Sections
 from .sending import Sending
-from .system import SYSTEM_ID, System
+from .system import NO_COLL as _NO_COLL, SYSTEM_ID, System
 
 if TYPE_CHECKING:
     from ..transport.base import Transport
@@ -64,12 +65,13 @@ class Counts:
     this object's place, so its paths and the Python ones count together.
     """
 
-    __slots__ = ("sent", "received", "depth")
+    __slots__ = ("sent", "received", "depth", "calls")
 
     def __init__(self) -> None:
         self.sent = 0  # program messages sent
         self.received = 0  # program messages received
         self.depth = 0  # entry methods running now (nested): blocking calls are refused in them
+        self.calls = 0  # entry-method runs begun: with `received`, tells one call from the next
 
 
 class Runtime(Sending):
@@ -92,6 +94,11 @@ class Runtime(Sending):
         self.locations = Locations(self.pe, self.npes)
         self.locate = self.locations.locate
         self.futures: dict[int, Future] = {}
+        #: resolved or pending futures of this PE that went out in messages, while they live
+        self.escaped: weakref.WeakValueDictionary[int, Future] = weakref.WeakValueDictionary()
+        #: this PE's handles of other PEs' futures that arrived in messages
+        self.handles: weakref.WeakValueDictionary[tuple, Future] = weakref.WeakValueDictionary()
+        self._asked: set[tuple] = set()  # handles whose value this PE asked for
         self._next_fid = 1
         self._next_id = 16
         self._trees: dict[int, tree.Tree] = {}
@@ -116,6 +123,7 @@ class Runtime(Sending):
             self._on_channel,
             self._on_location,
             self._on_exchange,
+            self._on_await,
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
@@ -289,7 +297,9 @@ class Runtime(Sending):
 
     def run_entry(self, el: Chare, entry: int, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
         fn = el._shoal_funcs[entry]
-        self.counts.depth += 1
+        counts = self.counts
+        counts.depth += 1
+        counts.calls += 1
         try:
             r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
         except BaseException as exc:  # noqa: BLE001
@@ -300,7 +310,10 @@ class Runtime(Sending):
         if type(r) is CoroutineType:
             self._start_task(el, fn, r, reply)
         elif reply is not None:
-            reply(r)
+            try:
+                reply(r)
+            except Exception as exc:  # noqa: BLE001 - the value cannot travel: the waiter hears why
+                self._reply_failed(el, fn, r, exc, reply)
 
     def _start_task(self, el: Chare, fn: Any, coro: Any, reply: Callable[[Any], None] | None) -> None:
         """Drive the coroutine of an async entry method; its result goes to ``reply``."""
@@ -309,14 +322,17 @@ class Runtime(Sending):
             if exc is not None:
                 self._entry_failed(el, fn, exc, reply)
             elif reply is not None:
-                reply(value)
+                try:
+                    reply(value)
+                except Exception as error:  # noqa: BLE001
+                    self._reply_failed(el, fn, value, error, reply)
 
         Task(self, coro, done, _where(el, fn)).step()
 
     def _entry_failed(self, el: Chare, fn: Any, exc: BaseException, reply: Callable[[Any], None] | None) -> None:
         if isinstance(exc, SystemExit):
             if not self.exit_requested:  # sys.exit() in an entry method ends the job too
-                self.request_exit(_exit_code(exc))
+                self.request_exit(exit_code(exc))
             return
         where = _where(el, fn)
         if reply is None:
@@ -324,6 +340,15 @@ class Runtime(Sending):
         else:
             annotate(exc, self.pe, where)
             reply(Failure(exc))
+
+    def _reply_failed(self, el: Chare, fn: Any, value: Any, exc: BaseException, reply: Callable[[Any], None]) -> None:
+        """The return value of a ``ret=True`` call could not be sent: the caller gets a
+        TypeError naming the method, the element and the reason instead."""
+        error = TypeError(
+            f"cannot send the return value ({type(value).__name__}) of {_where(el, fn)} back to the caller: "
+            f"{exc}; an entry method called with ret=True must return a picklable value"
+        )
+        self._entry_failed(el, fn, error, reply)
 
     def fail(self, exc: BaseException, where: str) -> None:
         """An error nothing can catch: end the job, naming the PE and the place."""
@@ -343,6 +368,8 @@ class Runtime(Sending):
 
     def _broadcast_here(self, cs: CollectionState, kind: int, entry: int, src: int, aux: int, segments: list) -> None:
         if not cs.elements:
+            if aux and not cs.hosts and self.pe == cs.info.root:  # a sparse array with no element
+                self.send_future(src, aux, [])
             return
         args, kwargs = decode_call(kind, segments)
         if not aux:
@@ -373,6 +400,8 @@ class Runtime(Sending):
     def _resolve_future(self, fid: int, value: Any) -> None:
         fut = self.futures.get(fid)
         if fut is None:
+            if isinstance(value, Failure):
+                return  # a second error for a future that failed already: the first one wins
             self.fail(
                 ShoalError(f"a value came for future #{fid} of PE {self.pe}, which was already resolved"),
                 "Future.send",
@@ -417,6 +446,37 @@ class Runtime(Sending):
         else:
             self.reductions.on_result((coll,), aux, value, None)
 
+    def await_remote(self, handle: Future) -> None:
+        """Ask the owner of ``handle`` (another PE's future) to send its value here, once."""
+        key = (handle.owner, handle.fid)
+        if key in self._asked:
+            return
+        self._asked.add(key)
+        reply = Future(_depth=2)
+
+        def arrived(f: Future) -> None:
+            self._asked.discard(key)
+            value = f._value if f._state == 1 else Failure(f._error())
+            if not handle.done():
+                handle._resolve(value)
+
+        reply.add_done_callback(arrived)
+        self.post(handle.owner, Kind.AWAIT, 0, handle.fid, _NO_COLL, (), reply.fid)
+
+    def _on_await(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        reply_fid = decode(segments)
+        fut = self.futures.get(aux) or self.escaped.get(aux)
+        if fut is None:
+            error = ShoalError(
+                f"PE {src} awaits future #{aux} of PE {self.pe}, which resolved and was dropped here before "
+                "the request came; keep a reference to a future on its owner while others may await it"
+            )
+            self.send_future(src, reply_fid, Failure(error))
+            return
+        fut.add_done_callback(
+            lambda f: self.send_future(src, reply_fid, f._value if f._state == 1 else Failure(f._error()))
+        )
+
     def _on_exchange(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         self.reductions.on_exchange(coll, aux, entry, decode_call(kind, segments)[0][0])
 
@@ -431,10 +491,15 @@ class Runtime(Sending):
         self.exit_code = code
 
     def request_exit(self, code: int) -> None:
-        """Start ending the job on every PE with exit code ``code``."""
+        """Start ending the job on every PE; ``code`` is this PE's wish for its exit code.
+
+        PE 0 then asks every PE for its wish and ends the job with the first non-zero
+        one by PE number (else 0), so ``shoal.exit(8)`` on one PE is not lost when main
+        returns at the same time (:mod:`shoal.runtime.system`)."""
         if not self.exit_requested:
             self.exit_requested = True
-            self.system.stop(code)
+            self.exit_code = code
+            self.system[0].end_job()
 
     def quiescence(self) -> Future:
         fut = Future(_depth=3)
@@ -501,11 +566,6 @@ def _pending_sets(el: Chare, pe: int) -> list[str]:
             sets.setdefault(id(w), (w, []))[1].append(ch)
     return [f"PE {pe}: {w!r} waits for {len(chs)} message(s), on " + ", ".join(map(repr, chs))
             for w, chs in sets.values()]
-
-
-def _exit_code(exc: SystemExit) -> int:
-    code = exc.code
-    return code if isinstance(code, int) else (0 if code is None else 1)
 
 
 def _where(el: Chare, fn: Any) -> str:

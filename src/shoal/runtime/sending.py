@@ -15,10 +15,10 @@ import numpy as np
 
 from ..errors import ShoalError
 from .collections import CollectionInfo
-from .futures import Future
+from .futures import Failure, Future
 from .location import Locations
 from .message import HEADER, Kind, encode, encode_call, pack_header, pack_index, unpicklable
-from .system import SYSTEM_ID
+from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:
     from ..transport.base import Transport
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Sending"]
 
-_NO_COLL = 1  # collection field of messages that belong to no collection (futures)
 _pack = HEADER.pack
 
 
@@ -133,6 +132,8 @@ class Sending:
         if owner == self.pe:
             fut = self.futures.get(fid)
             if fut is None:
+                if isinstance(value, Failure):
+                    return  # a second error for a future that failed already: the first one wins
                 raise ShoalError(f"PE {self.pe}: future #{fid} was already resolved; a future resolves once")
             fut._resolve(value)
             return

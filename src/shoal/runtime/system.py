@@ -16,9 +16,10 @@ from .quiescence import combine_reports
 if TYPE_CHECKING:
     from .futures import Future
 
-__all__ = ["System", "SYSTEM_ID"]
+__all__ = ["System", "SYSTEM_ID", "NO_COLL"]
 
 SYSTEM_ID = 0
+NO_COLL = 1  # the collection field of messages that belong to no collection (futures)
 _WAVE_PAUSE = 0.0005  # seconds between quiescence waves that found activity
 _COUNT_PAUSE = 0.001  # seconds between insertion counts that did not balance
 
@@ -41,8 +42,30 @@ def _concat(values: list) -> list:
     return out
 
 
+def _first_failure(values: list) -> tuple:
+    """Reducer of exit wishes ``(code != 0, -pe, code)``: the non-zero code of the lowest PE."""
+    return max(values)
+
+
 class System(Chare):
     """Control entry methods; element 0 (on PE 0) coordinates."""
+
+    ending = False
+
+    # -- ending the job ----------------------------------------------------------
+    def end_job(self) -> None:
+        """Some PE asked to end the job (on PE 0): collect every PE's exit wish once."""
+        if not self.ending:
+            self.ending = True
+            self.collection.exit_wish()
+
+    def exit_wish(self) -> None:
+        rt = current()
+        code = rt.exit_code if rt.exit_requested else 0
+        self.contribute((code != 0, -rt.pe, code), _first_failure, self.collection[0].exit_decided)
+
+    def exit_decided(self, wish: tuple) -> None:
+        self.collection.stop(wish[2])
 
     def stop(self, code: int) -> None:
         current().stop(code)

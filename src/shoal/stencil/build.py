@@ -122,7 +122,18 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
         src.write_text(source)
         tmp = folder / f"{key}.{os.getpid()}.tmp.so"
         cmd = [cc, *flags, str(src), "-o", str(tmp), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as exc:
+            raise CompilerError(f"{where}the compiler {cc} could not be run: {exc}\n  $ {' '.join(cmd)}") from None
+        if proc.returncode == 0 and (not tmp.is_file() or tmp.stat().st_size == 0):
+            kept = folder / f"{key}.failed.{suffix}"
+            os.replace(src, kept)
+            said = (proc.stderr or proc.stdout).strip()
+            raise CompilerError(
+                f"{where}the compiler {cc} exited with 0 but wrote no object file ({tmp.name}):\n"
+                f"  $ {' '.join(cmd)}\n{said + chr(10) if said else ''}generated source saved in {kept}"
+            )
         if proc.returncode != 0:
             kept = folder / f"{key}.failed.{suffix}"
             os.replace(src, kept)

@@ -21,7 +21,7 @@ from mpi4py import MPI
 
 from .base import Deliver, Transport
 
-__all__ = ["MPITransport"]
+__all__ = ["MPITransport", "abort_world", "job_finished"]
 
 _PREFIX = struct.Struct("<HH")
 _SEG = struct.Struct("<Q")
@@ -229,10 +229,11 @@ class MPITransport(Transport):
             self._receive_frames()
 
     def abort(self, code: int) -> None:
-        MPI.COMM_WORLD.Abort(code)
+        abort_world(code)
 
     def close(self) -> None:
         self.barrier()
+        _finished.append(True)
         if self._core is not None:
             self._core.detach()
         if self._native is not None:
@@ -244,10 +245,27 @@ class MPITransport(Transport):
         for comm in (self._frames, self._bulk, self._user):
             comm.Free()
 
-    def user_comm(self) -> MPI.Comm:
-        """A private duplicate of ``COMM_WORLD`` for the program's own MPI calls."""
-        return self._user
+    def user_comm(self, patience: float = 5.0) -> MPI.Comm:
+        """A private duplicate of ``COMM_WORLD`` for the program's own MPI calls, whose
+        collectives report a wait longer than ``patience`` seconds (:mod:`.user_comm`)."""
+        from .user_comm import WatchedComm
 
+        return WatchedComm(self._user, self.rank, patience)
+
+
+
+_finished: list[bool] = []
+
+
+def job_finished() -> bool:
+    """Whether a job on this transport ended on every PE (its closing barrier passed)."""
+    return bool(_finished)
+
+
+def abort_world(code: int) -> None:
+    """End every process of the MPI job with exit code ``code`` (``MPI_Abort``), starting MPI
+    first if needed: PEs still in ``MPI_Init`` wait there for this one otherwise."""
+    MPI.COMM_WORLD.Abort(code)
 
 
 def describe_library() -> dict[str, Any]:

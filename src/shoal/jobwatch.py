@@ -1,0 +1,258 @@
+"""How each PE of a ``shoal run`` job started, failed or ended; and its watch on the launcher.
+
+``shoal run`` makes a folder for the job (``SHOAL_JOB_DIR``) and names itself
+(``SHOAL_LAUNCHER=pid:start``). Each PE writes into the folder at most four small files:
+``pe<N>.start`` (its pid), ``pe<N>.fatal`` (what failed, where), ``pe<N>.exit`` (its exit
+code, written when its program ends) and ``pe<N>.fault`` (its Python stack on a fatal
+signal, from :mod:`faulthandler`); and it holds the FIFO ``pe<N>.alive`` open, so the
+launcher sees the moment its process ends. After mpiexec returns, the launcher reads them to say
+which PE did not finish, and how (:func:`read_records`). A thread on each PE checks once a
+second that the launcher still lives, and ends the job if it is gone (SIGKILL leaves no
+time for the launcher to end the job itself). Nothing here is on the per-message path.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import fcntl
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, NoReturn
+
+__all__ = [
+    "JOB_DIR_VAR", "LAUNCHER_VAR", "PERecord", "read_records", "launcher_rank", "process_start",
+    "process_alive", "join_job", "note_fatal", "note_exit", "end_job", "describe", "format_exception",
+]
+
+JOB_DIR_VAR = "SHOAL_JOB_DIR"
+LAUNCHER_VAR = "SHOAL_LAUNCHER"
+_RANK_VARS = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
+#: seconds between two checks that the launcher lives
+CHECK_INTERVAL = 1.0
+
+
+@dataclass
+class PERecord:
+    """What one PE wrote about itself: pid, failure, exit code, fatal-signal stack."""
+
+    pe: int
+    pid: int = 0
+    start: str = ""
+    fatal: tuple[float, str] | None = None
+    exit_code: int | None = None
+    mpi: bool = True  # whether MPI had started in it when its program ended
+    fault: str = ""
+
+
+# -- processes ---------------------------------------------------------------------------------
+def process_start(pid: int) -> str:
+    """The start time of process ``pid`` (clock ticks since boot, Linux), or "" if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def process_alive(pid: int, start: str = "") -> bool:
+    """Whether process ``pid`` runs (and, if ``start`` is given, is the one that started then)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return False
+        fields = []
+    except OSError:
+        fields = []
+    if not fields:  # no /proc (macOS): ask the kernel, without the start time
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    return fields[0] not in ("Z", "X", "x") and (not start or fields[19] == start)
+
+
+def launcher_rank() -> int | None:
+    """This process's rank in its MPI job, from the launcher's environment (None if unknown)."""
+    for var in _RANK_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+# -- records (PE side) -----------------------------------------------------------------------
+_folder: Path | None = None
+_rank = -1
+_fault_file: IO[str] | None = None
+_alive_fd = -1
+
+
+def _write(name: str, text: str) -> None:
+    """Write one record file whole (renamed into place: the launcher never reads half of it)."""
+    if _folder is None:
+        return
+    tmp = _folder / f".{name}.{os.getpid()}"
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, _folder / name)
+    except OSError:
+        pass  # the launcher is gone with its folder: nothing left to tell
+
+
+def join_job() -> bool:
+    """Under ``shoal run``: record this PE's start, keep its fatal-signal stack, watch the launcher.
+
+    The job's variables are removed from the environment, so processes this program starts
+    (another ``shoal run``, say) do not write into this job's records. False outside
+    ``shoal run``; then, under another MPI launcher, only :mod:`faulthandler` is enabled
+    (the Python stack to stderr on a crash).
+    """
+    global _folder, _rank, _fault_file, _alive_fd
+    folder = os.environ.pop(JOB_DIR_VAR, "")
+    launcher = os.environ.pop(LAUNCHER_VAR, "")
+    rank = launcher_rank()
+    if rank is None:
+        return False
+    if not folder or not os.path.isdir(folder):
+        if not faulthandler.is_enabled():
+            faulthandler.enable()
+        return False
+    _folder, _rank = Path(folder), rank
+    pid = os.getpid()
+    _write(f"pe{rank}.start", f"{pid} {process_start(pid)}\n")
+    try:  # held until this process ends, however it ends: the launcher sees EOF then
+        _alive_fd = _high(os.open(_folder / f"pe{rank}.alive", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError:
+        pass  # no FIFO (many PEs) or no reader: the records alone tell
+    try:
+        _fault_file = open(_folder / f"pe{rank}.fault", "w")
+        faulthandler.enable(file=_fault_file, all_threads=False)
+    except OSError:
+        faulthandler.enable()
+    lpid, _, lstart = launcher.partition(":")
+    if lpid.isdigit():
+        threading.Thread(target=_watch_launcher, args=(int(lpid), lstart), name="shoal-launcher-watch",
+                         daemon=True).start()
+    return True
+
+
+def _high(fd: int) -> int:
+    """Move ``fd`` to a descriptor number above any other this process will use.
+
+    An ending process releases its files last-closed first (Linux runs the deferred
+    releases in reverse), and mpiexec kills the other PEs the moment this one's MPI socket
+    closes: the launcher must see this FIFO close before that, or it would blame a PE
+    that mpiexec killed."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = 4095 if soft == resource.RLIM_INFINITY else min(soft - 1, 4095)
+    if top <= fd:
+        return fd
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, top)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
+
+def note_fatal(text: str) -> None:
+    """Record that this PE fails, and why (one line), for ``shoal run``'s summary."""
+    line = " ".join(text.split())[:400]
+    _write(f"pe{_rank}.fatal", f"{time.time():.6f} {line}\n")
+
+
+def note_exit(code: int) -> None:
+    """Record that this PE's program ended with ``code`` (a PE without it vanished), and whether
+    it had started MPI (one that had not may leave the others waiting in MPI's start-up)."""
+    _write(f"pe{_rank}.exit", f"{code} {'mpi' if 'mpi4py.MPI' in sys.modules else 'nompi'}\n")
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: first line of the message``, for one-line reports."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def end_job(pe: int | None, what: str, detail: str = "", code: int = 1, init: bool = True) -> NoReturn:
+    """Report ``what`` failed on PE ``pe`` and end every process of the job with ``code``.
+
+    With MPI started (or ``init``: start it, since other PEs may wait in its start-up for
+    this one) this is ``MPI_Abort``; otherwise the process exits.
+    """
+    who = f"PE {pe}" if pe is not None else f"process {os.getpid()}"
+    note_fatal(f"{what}{': ' + detail.strip().splitlines()[-1] if detail.strip() else ''}")
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os.write(2, f"shoal: {who}: {what}; ending the job\n{detail}".encode(errors="replace"))
+    time.sleep(0.25)  # let the launcher forward the report before the abort ends every process
+    mpi = sys.modules.get("mpi4py.MPI")
+    running = mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized()
+    if running or init:
+        try:
+            from .transport.mpi import abort_world
+
+            abort_world(code)
+        except Exception:  # noqa: BLE001 - without MPI, ending this process is all there is
+            pass
+    os._exit(code)
+
+
+def _watch_launcher(pid: int, start: str) -> None:
+    while True:
+        time.sleep(CHECK_INTERVAL)
+        if not process_alive(pid, start):
+            end_job(_rank, f"its launcher (shoal run, pid {pid}) is gone", init=False)
+
+
+def read_records(folder: Path) -> dict[int, PERecord]:
+    """Every PE's records in ``folder`` (launcher side)."""
+    out: dict[int, PERecord] = {}
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        stem, _, kind = name.partition(".")
+        if not stem.startswith("pe") or not stem[2:].isdigit() or kind not in ("start", "fatal", "exit", "fault"):
+            continue  # a FIFO (never read: that would wait for its writer) or a file half written
+        rec = out.setdefault(int(stem[2:]), PERecord(int(stem[2:])))
+        try:
+            text = (folder / name).read_text(errors="replace")
+        except OSError:
+            continue
+        parts = text.split()
+        if kind == "start" and parts and parts[0].isdigit():
+            rec.pid, rec.start = int(parts[0]), (parts[1] if len(parts) > 1 else "")
+        elif kind == "fatal" and text.strip():
+            when, _, what = text.strip().partition(" ")
+            rec.fatal = (float(when) if when.replace(".", "", 1).isdigit() else 0.0, what)
+        elif kind == "exit" and parts and parts[0].lstrip("-").isdigit():
+            rec.exit_code, rec.mpi = int(parts[0]), parts[1:] != ["nompi"]
+        elif kind == "fault":
+            rec.fault = text.strip()
+    return out
+
+
+def format_exception(exc: BaseException, path: str | None = None) -> str:
+    """``exc``'s traceback, from the first frame in ``path`` on (the launcher's frames are noise)."""
+    tb = exc.__traceback__
+    if path is not None:
+        first = tb
+        while first is not None and first.tb_frame.f_code.co_filename != path:
+            first = first.tb_next
+        tb = first
+    return "".join(traceback.format_exception(type(exc), exc, tb))

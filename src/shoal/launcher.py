@@ -1,0 +1,334 @@
+"""``shoal run`` with the MPI transport: start mpiexec, watch the job, end it on a signal, report.
+
+mpiexec's own report of a failed job names process ids, not PEs, and a job whose PE
+vanished with exit code 0 ends "successfully". The launcher gives each job a folder
+where the PEs record their start, failure and end (:mod:`shoal.jobwatch`), watches the
+PEs' processes while mpiexec runs, and after it returns prints one line saying which
+PE failed and how. On SIGINT, SIGTERM or SIGHUP it ends the job (mpiexec, then the PEs
+themselves) and exits with 128 + the signal; killed outright, it takes mpiexec with it
+(Linux: parent-death signal) and the PEs notice it is gone (:func:`jobwatch.join_job`).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .jobreport import files_needed, pe_list, summarize
+from .jobwatch import JOB_DIR_VAR, LAUNCHER_VAR, PERecord, process_alive, process_start, read_records
+
+__all__ = ["find_mpiexec", "launch_mpi", "GRACE", "STOP_WAIT"]
+
+#: seconds mpiexec may run on after a PE reported a failure or vanished, before the
+#: launcher ends the job itself (a hang guard: MPI_Abort normally ends it at once)
+GRACE = 10.0
+#: seconds mpiexec gets to end the job after the launcher asked, before SIGKILL
+STOP_WAIT = 3.0
+_POLL = 0.2
+_FOLLOW_MAX = 1024  # PEs whose end the launcher follows as it happens (one descriptor each)
+
+
+def find_mpiexec(explicit: str | None = None) -> str:
+    """The MPI launcher: ``--mpiexec``, ``$SHOAL_MPIEXEC``, PATH, then beside this Python."""
+    for candidate in (explicit, os.environ.get("SHOAL_MPIEXEC")):
+        if candidate:
+            found = shutil.which(candidate)
+            if found is None:
+                raise SystemExit(f"shoal: mpiexec {candidate!r} was not found or is not executable")
+            return found
+    for name in ("mpiexec", "mpirun"):
+        found = shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
+        if found:
+            return found
+    raise SystemExit(
+        "shoal: no mpiexec found; install one (`pip install mpich`), pass --mpiexec PATH, "
+        "or use --transport inproc"
+    )
+
+
+def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int:
+    """Run ``python -m shoal *args`` as an MPI job of ``pes`` processes; its exit code."""
+    exe = find_mpiexec(mpiexec)
+    _remove_stale_folders()
+    _raise_file_limit(pes)
+    folder = Path(tempfile.mkdtemp(prefix=f"shoal-run-{os.getpid()}-"))
+    env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
+    env["SHOAL_TRANSPORT"] = "mpi"
+    env[JOB_DIR_VAR] = str(folder)
+    env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
+    cmd = [exe, "-n", str(pes), sys.executable, "-m", "shoal", *args]
+    try:
+        return _Job(cmd, env, folder, pes).run()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _say(text: str) -> None:
+    try:
+        sys.stdout.flush()
+        print(f"shoal run: {text}", file=sys.stderr, flush=True)
+    except OSError:
+        pass  # the terminal is gone (SIGHUP): nobody to tell
+
+
+class _Job:
+    """One mpiexec run: its process, the PEs' records and processes, signals caught."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], folder: Path, pes: int):
+        self.cmd, self.env, self.folder, self.pes = cmd, env, folder, pes
+        self.records: dict[int, PERecord] = {}
+        self.alive: dict[int, int] = {}  # fd -> PE: the read end of the PE's FIFO (EOF: it is ending)
+        self.ended: list[list[int]] = []  # PEs whose process ended, in the order seen
+        self.signum = 0
+        self.trouble_since: float | None = None
+        self.verdict = ""  # why the launcher itself ended the job, if it did
+        self.guarded = False  # whether it did (mpiexec's exit code is then the signal's)
+        self.names: frozenset[str] = frozenset()
+        self.poller = select.poll()
+
+    def run(self) -> int:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        self.poller.register(wake_r, select.POLLIN)
+        try:
+            previous = _catch(self._caught, wake_w)
+        except ValueError:  # not the main thread: no signals to catch
+            previous = None
+        try:
+            self._follow()
+            try:
+                proc = subprocess.Popen(self.cmd, env=self.env, preexec_fn=_parent_death_signal())
+            except OSError as exc:
+                _say(f"cannot start {self.cmd[0]}: {exc}")
+                return 127
+            while proc.poll() is None:
+                if self.signum:
+                    return self._stop(proc, self.signum)
+                self._watch(wake_r, proc)
+            if self.signum:
+                return self._stop(proc, self.signum)
+            rc = proc.returncode
+            return self._report(128 - rc if rc < 0 else rc)  # mpiexec killed by a signal: as a shell says
+        finally:
+            if previous is not None:
+                _restore(previous)
+            for fd in (wake_r, wake_w, *self.alive):
+                os.close(fd)
+
+    def _caught(self, signum: int, frame: Any) -> None:
+        self.signum = self.signum or signum  # the first signal names the stop; the main loop acts
+
+    # -- while mpiexec runs --------------------------------------------------------------
+    def _follow(self) -> None:
+        """Make a FIFO per PE: the PE holds its write end, so its end shows here as EOF the
+        moment its files close, before mpiexec can react by killing the other PEs."""
+        import resource
+
+        if self.pes > _FOLLOW_MAX or resource.getrlimit(resource.RLIMIT_NOFILE)[0] < self.pes + 64:
+            return  # too many descriptors: the records alone tell who did not finish
+        for pe in range(self.pes):
+            path = self.folder / f"pe{pe}.alive"
+            try:
+                os.mkfifo(path)
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                return
+            self.alive[fd] = pe
+            self.poller.register(fd, select.POLLIN)
+
+    def _watch(self, wake_r: int, proc: subprocess.Popen) -> None:
+        """Wait a moment for a PE's process to end or a signal; note what the PEs wrote."""
+        batch = []
+        for fd, _ in self.poller.poll(_POLL * 1000):
+            if fd == wake_r:
+                os.read(wake_r, 512)
+            elif fd in self.alive and not os.read(fd, 512):  # EOF: the PE's process is ending
+                self.poller.unregister(fd)
+                batch.append(self.alive[fd])
+        if batch:
+            self.ended.append(sorted(batch))
+        self._read()  # after the wait: a PE writes its exit record before its process ends
+        self._guard(proc)
+
+    def _guard(self, proc: subprocess.Popen) -> None:
+        """A hang guard: end the job if mpiexec has not, well after a PE failed, vanished, or
+        left without starting MPI while another PE waits for it in MPI's start-up."""
+        now = time.monotonic()
+        if self.trouble_since is None:
+            if self._trouble() or self._left_early():
+                self.trouble_since = now
+            return
+        if now - self.trouble_since <= GRACE or self.signum:
+            return
+        if self._trouble():
+            _say(f"mpiexec did not end the job {GRACE:.0f} s after a PE failed or vanished; ending it")
+            self.guarded = True
+            self._end(proc, signal.SIGTERM)
+            return
+        early = self._left_early()
+        waiting = [pe for pe, rec in sorted(self.records.items())
+                   if rec.pid and rec.exit_code is None and process_alive(rec.pid, rec.start) and _uses_mpi(rec.pid)]
+        if early and waiting:
+            self.verdict = (f"{pe_list(early)} left (exit code 0) before the job started, without starting MPI, "
+                            f"while {pe_list(waiting)} waited for {'it' if len(early) == 1 else 'them'} in MPI's start-up")
+            _say(f"{self.verdict}; ending the job")
+            self.guarded = True
+            self._end(proc, signal.SIGTERM)
+        else:
+            self.trouble_since = now  # look again after another while
+
+    def _left_early(self) -> list[int]:
+        return sorted(pe for pe, rec in self.records.items() if rec.exit_code is not None and not rec.mpi)
+
+    def _read(self) -> None:
+        """Read the PEs' records again when a file appeared."""
+        try:
+            names = frozenset(os.listdir(self.folder))
+        except OSError:
+            return
+        if names != self.names:
+            self.names = names
+            self.records = read_records(self.folder)
+
+    def _trouble(self) -> bool:
+        """A PE reported a failure, or its process ended without its program ending."""
+        if any(rec.fatal for rec in self.records.values()):
+            return True
+        return any(self.records.get(pe, PERecord(pe)).exit_code is None for b in self.ended for pe in b)
+
+    # -- ending ------------------------------------------------------------------------
+    def _end(self, proc: subprocess.Popen, sig: int) -> str:
+        """End mpiexec and every PE: ``sig`` first, SIGKILL if they linger; what it took."""
+        how = f"sent {signal.Signals(sig).name} to mpiexec"
+        try:
+            proc.send_signal(sig)
+            proc.wait(STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            how += ", then SIGKILL"
+        except ProcessLookupError:
+            pass
+        self.records = read_records(self.folder)
+        left = [pe for pe, rec in self.records.items() if rec.pid and process_alive(rec.pid, rec.start)]
+        for pe in left:
+            try:
+                os.kill(self.records[pe].pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if left:
+            how += f", then SIGKILL to {pe_list(sorted(left))}"
+        return how
+
+    def _stop(self, proc: subprocess.Popen, signum: int) -> int:
+        name = signal.Signals(signum).name
+        if signum == signal.SIGINT and proc.poll() is None:
+            try:  # from a terminal, mpiexec got the Ctrl-C too: give it a moment to end the job
+                proc.wait(1.0)
+            except subprocess.TimeoutExpired:
+                pass
+        if proc.poll() is None:
+            how = self._end(proc, signal.SIGTERM)
+        else:
+            how = f"mpiexec ended it (exit code {proc.returncode})"
+            self._end(proc, signal.SIGTERM)  # PEs mpiexec left behind, if any
+        _say(f"stopped by {name}; the job was ended ({how})")
+        return 128 + signum
+
+    # -- after mpiexec -----------------------------------------------------------------
+    def _report(self, rc: int) -> int:
+        """Say which PE failed and how (one line, last); the job's exit code."""
+        import resource
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        code, lines = summarize(
+            read_records(self.folder), self.ended, self.pes, rc, verdict=self.verdict, guarded=self.guarded,
+            command=" ".join(self.cmd[:3]), cores=cores, file_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        )
+        for line in lines:
+            _say(line)
+        return code
+
+
+def _uses_mpi(pid: int) -> bool:
+    """Whether process ``pid`` has the MPI library loaded (so it is in, or entering, the job)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return any("libmpi" in line for line in f)
+    except OSError:
+        return False
+
+
+def _raise_file_limit(pes: int) -> None:
+    """Lift the open-file limit towards what mpiexec needs for ``pes`` PEs, as far as allowed."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = files_needed(pes) + (pes if pes <= _FOLLOW_MAX else 0)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _remove_stale_folders() -> None:
+    """Remove the job folders of launchers that were killed before they could (SIGKILL)."""
+    root = Path(tempfile.gettempdir())
+    try:
+        entries = list(root.glob("shoal-run-*-*"))
+    except OSError:
+        return
+    for path in entries:
+        pid = path.name.split("-")[2]
+        try:
+            mine = path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _catch(handler: Callable[[int, Any], None], wake_fd: int) -> tuple:
+    """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (and wake ``select`` on ``wake_fd``)."""
+    old_wake = signal.set_wakeup_fd(wake_fd)
+    handlers = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup: SIGHUP stays ignored
+            handlers[sig] = signal.signal(sig, handler)
+    return old_wake, handlers
+
+
+def _restore(previous: tuple) -> None:
+    old_wake, handlers = previous
+    for sig, h in handlers.items():
+        signal.signal(sig, h)
+    signal.set_wakeup_fd(old_wake)
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """Linux: have the kernel send SIGTERM to mpiexec if the launcher dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the launcher died before the line above
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return in_child

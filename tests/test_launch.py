@@ -1,0 +1,396 @@
+"""Launching and ending jobs (DESIGN.md §7): a PE that fails, vanishes or crashes outside an
+entry method, and a launcher that is signalled or killed, end the whole job non-zero with a
+report naming the PE; absurd PE counts and settings are refused. Exit codes and messages
+only: every timeout here is a hang guard, never a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HANG_GUARD = 60
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    env.update(extra)
+    return env
+
+
+def _shoal(*argv: str, env: dict | None = None, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shoal", *argv], capture_output=True, text=True,
+                          timeout=HANG_GUARD, env=env or _env(), cwd=cwd, **kw)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _first_line(proc: subprocess.Popen) -> str:
+    """The first line ``proc`` prints, waiting at most HANG_GUARD seconds (then: "")."""
+    import queue
+    import threading
+
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
+    try:
+        return lines.get(timeout=HANG_GUARD).strip()
+    except queue.Empty:
+        return ""
+
+
+def _job_processes(marker: str) -> list[int]:
+    """Live processes whose command line mentions ``marker`` (the program's path)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(marker.encode() in part for part in cmdline):
+            found.append(int(entry))
+    return found
+
+
+def _wait_gone(marker: str) -> list[int]:
+    """Wait (bounded) until no process of the job is left; those still there."""
+    deadline = time.monotonic() + 30
+    while (left := _job_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _kill_all(marker: str) -> None:
+    for pid in _job_processes(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# -- a PE fails outside the main program (F04, F13) ---------------------------------------------
+@pytest.mark.mpi
+def test_exception_before_start_on_one_pe_ends_job(mpi_job):
+    job = mpi_job(
+        """
+        import os, shoal
+        if os.environ.get("PMI_RANK") == "1":
+            raise RuntimeError("input file missing on PE 1")
+        def main(args):
+            print("main")
+        shoal.start(main)
+        """
+    )
+    assert job.returncode == 1, job
+    assert "shoal: PE 1: unhandled exception in" in job.stderr and "outside the main program" in job.stderr
+    assert 'prog.py", line 4, in <module>' in job.stderr and "RuntimeError: input file missing on PE 1" in job.stderr
+    assert "runpy" not in job.stderr, job  # the launch frames are not the program's
+    assert _last_line(job.stderr).startswith("shoal run: the job failed (exit code 1): PE 1: unhandled exception")
+    assert "main" not in job.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("value,code", [("'usage: prog.py N'", 1), ("3", 3)])
+def test_sys_exit_before_start_on_one_pe_ends_job(mpi_job, value, code):
+    job = mpi_job(
+        f"""
+        import os, sys, shoal
+        if os.environ.get("PMI_RANK") == "1":
+            sys.exit({value})
+        shoal.start(lambda args: print("main"))
+        """
+    )
+    assert job.returncode == code, job
+    if code == 1:
+        assert "usage: prog.py N\n" in job.stderr, job  # printed, as Python does
+    assert "shoal: PE 1: " in job.stderr and f"called sys.exit({value}) before its job ended" in job.stderr, job
+    assert f"the job failed (exit code {code}): PE 1:" in _last_line(job.stderr)
+
+
+@pytest.mark.mpi
+def test_exit_code_of_a_finished_job_is_kept_without_a_report(mpi_job):
+    job = mpi_job(
+        """
+        import shoal
+        class W(shoal.Chare):
+            def stop(self):
+                shoal.exit(5)
+        def main(args):
+            shoal.Group(W)[1].stop()
+            shoal.Future().get()
+        shoal.start(main)
+        """,
+        env={"SHOAL_DEADLOCK_TIMEOUT": "600"},
+    )
+    assert job.returncode == 5, job
+    assert "shoal run:" not in job.stderr and "Abort" not in job.stderr, job
+
+
+def test_program_level_errors_inproc(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("import sys\nsys.exit('fatal: config file missing')\n")
+    proc = _shoal("run", "--transport", "inproc", str(prog))
+    assert proc.returncode == 1 and proc.stderr == "fatal: config file missing\n", proc
+    prog.write_text("import shoal\n\ndef main(args):\n    pass\n\n{}['key']\n")
+    proc = _shoal("run", "--transport", "inproc", str(prog))
+    assert proc.returncode == 1, proc
+    assert proc.stderr.startswith("Traceback") and "KeyError: 'key'" in proc.stderr and "runpy" not in proc.stderr
+
+
+# -- a PE vanishes or crashes (F07) -----------------------------------------------------------
+@pytest.mark.mpi
+def test_pe_calling_os_exit_0_fails_the_job_naming_it(mpi_job):
+    job = mpi_job(
+        """
+        import os, shoal
+        class W(shoal.Chare):
+            def work(self):
+                if shoal.my_pe() == 1:
+                    os._exit(0)
+                return "ok"
+        def main(args):
+            print(shoal.Group(W).work(ret=True).get())
+            print("main finished")
+        shoal.start(main)
+        """,
+        env={"SHOAL_DEADLOCK_TIMEOUT": "600"},
+    )
+    assert job.returncode != 0, job
+    assert "main finished" not in job.stdout
+    last = _last_line(job.stderr)
+    assert "the job failed" in last and "PE 1 (pid " in last and "ended before the job finished" in last, job
+    assert "os._exit()" in last
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("leave", ["os._exit(0)", "sys.exit(0)"])
+def test_pe_leaving_before_start_does_not_hang(mpi_job, leave):
+    job = mpi_job(
+        f"""
+        import os, sys, shoal
+        if os.environ.get("PMI_RANK") == "1":
+            {leave}
+        shoal.start(lambda args: print("main"))
+        """
+    )
+    assert job.returncode == 1, job
+    last = _last_line(job.stderr)
+    if leave == "os._exit(0)":  # vanished: no record of its end
+        assert "PE 1 (pid " in last and "ended before the job finished" in last, job
+    else:
+        assert ("PE 1 left (exit code 0) before the job started, without starting MPI, while PE 0 waited for it "
+                "in MPI's start-up") in last, job
+
+
+@pytest.mark.mpi
+def test_program_without_shoal_runs_on_every_pe(mpi_job):
+    job = mpi_job("import os\nos.write(1, f\"rank {os.environ['PMI_RANK']}\\n\".encode())\n")
+    assert job.returncode == 0 and sorted(job.stdout.split("\n")) == ["", "rank 0", "rank 1"], job
+    assert job.stderr == "", job
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("how", ["kill", "segfault"])
+def test_crashed_pe_is_named_with_its_stack(mpi_job, how):
+    die = "os.kill(os.getpid(), signal.SIGKILL)" if how == "kill" else "ctypes.string_at(0)"
+    job = mpi_job(
+        f"""
+        import ctypes, os, signal
+        import shoal
+
+        class W(shoal.Chare):
+            def die(self):
+                {die}
+
+        def main(args):
+            shoal.Array(W, 2)[1].die()
+            shoal.Future().get()
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_DEADLOCK_TIMEOUT": "600"},
+    )
+    assert job.returncode != 0, job
+    last = _last_line(job.stderr)
+    assert "the job failed" in last and "PE 1 (pid " in last, job
+    if how == "segfault":
+        assert re.search(r"with Segmentation fault in die \(\S*prog\.py, line 7\)", last), job
+        assert "crashed; its Python stack:" in job.stderr and 'prog.py", line 7 in die' in job.stderr
+
+
+# -- the launcher is signalled or killed (F17) ----------------------------------------------------
+_LONG_JOB = """
+import shoal, time
+class W(shoal.Chare):
+    def work(self, i):
+        t = time.time()
+        while time.time() - t < 0.01:
+            pass
+        return i
+def main(args):
+    g = shoal.Group(W)
+    g.work(0, ret=True).get()
+    print("started", flush=True)
+    t = time.time()
+    i = 0
+    while time.time() - t < 120:
+        g.work(i, ret=True).get(); i += 1
+    print("finished normally")
+shoal.start(main)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
+def test_signal_to_launcher_ends_every_process(tmp_path, sig):
+    prog = tmp_path / f"long_{sig.name}.py"
+    prog.write_text(_LONG_JOB)
+    launcher = subprocess.Popen([sys.executable, "-m", "shoal", "run", "-n", "2", str(prog)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True)
+    try:
+        assert _first_line(launcher) == "started"
+        assert len(_job_processes(str(prog))) >= 3  # mpiexec and the PEs (the launcher names it too)
+        os.kill(launcher.pid, sig)
+        _, err = launcher.communicate(timeout=HANG_GUARD)
+        assert _wait_gone(str(prog)) == []
+        if sig == signal.SIGKILL:
+            assert launcher.returncode == -signal.SIGKILL
+        else:
+            assert launcher.returncode == 128 + sig, err
+            assert _last_line(err).startswith(f"shoal run: stopped by {sig.name}; the job was ended"), err
+            assert "Traceback" not in err and "KeyboardInterrupt" not in err
+            assert not list(Path("/tmp").glob(f"shoal-run-{launcher.pid}-*"))  # its job folder is gone
+    finally:
+        try:
+            os.killpg(launcher.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _kill_all(str(prog))
+        launcher.wait(HANG_GUARD)
+
+
+def test_sigint_to_inproc_job_is_one_line(tmp_path):
+    prog = tmp_path / "long_inproc.py"
+    prog.write_text(_LONG_JOB)
+    job = subprocess.Popen([sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", str(prog)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                           start_new_session=True)
+    try:
+        assert _first_line(job) == "started"
+        job.send_signal(signal.SIGINT)
+        _, err = job.communicate(timeout=HANG_GUARD)
+        assert job.returncode == 130 and err == "shoal run: stopped by SIGINT (KeyboardInterrupt)\n", err
+    finally:
+        job.kill()
+        job.wait(HANG_GUARD)
+
+
+@pytest.mark.mpi
+def test_pes_end_the_job_when_their_launcher_is_gone(tmp_path):
+    """The PEs' own watch (the launcher's SIGKILL leaves it no time): a stand-in launcher dies."""
+    from shoal.jobwatch import process_start
+    from shoal.launcher import find_mpiexec
+
+    prog = tmp_path / "watched.py"
+    prog.write_text(_LONG_JOB)
+    stand_in = subprocess.Popen(["sleep", "300"])
+    folder = tmp_path / "job"
+    folder.mkdir()
+    env = _env(SHOAL_JOB_DIR=str(folder), SHOAL_LAUNCHER=f"{stand_in.pid}:{process_start(stand_in.pid)}")
+    job = subprocess.Popen([find_mpiexec(), "-n", "2", sys.executable, "-m", "shoal", str(prog)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        assert _first_line(job) == "started"
+        stand_in.kill()
+        stand_in.wait()
+        _, err = job.communicate(timeout=HANG_GUARD)
+        assert job.returncode != 0
+        assert f"its launcher (shoal run, pid {stand_in.pid}) is gone; ending the job" in err, err
+        assert _wait_gone(str(prog)) == []
+        assert "launcher (shoal run" in (folder / "pe0.fatal").read_text() + (folder / "pe1.fatal").read_text()
+    finally:
+        stand_in.kill()
+        try:
+            os.killpg(job.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _kill_all(str(prog))
+        job.wait(HANG_GUARD)
+
+
+# -- the report after mpiexec returns (a pure function of the PEs' records) ------------------------
+def _rec(pe: int, **kw) -> "PERecord":
+    from shoal.jobwatch import PERecord
+
+    return PERecord(pe, pid=100 + pe, start="1", **kw)
+
+
+def test_report_names_the_first_pe_that_failed():
+    from shoal.jobreport import summarize
+
+    recs = {0: _rec(0, fatal=(2.0, "unhandled exception in X: KeyError: 'b'")),
+            1: _rec(1, fatal=(1.0, "unhandled exception in Y: ValueError: a"))}
+    assert summarize(recs, [], 2, 1) == (1, ["the job failed (exit code 1): PE 1: unhandled exception in Y: "
+                                            "ValueError: a (PE 0 failed too)"])
+
+
+def test_report_names_the_pe_that_vanished_first():
+    from shoal.jobreport import summarize
+
+    recs = {0: _rec(0), 1: _rec(1), 2: _rec(2, exit_code=0)}
+    code, lines = summarize(recs, [[1], [0, 2]], 3, 0)
+    assert code == 1 and lines == [
+        "the job failed (exit code 1): PE 1 (pid 101) ended before the job finished, with no error from Python "
+        "(os._exit(), exit() in C code, or a signal such as SIGKILL); PE 0 ended with the job"]
+    code, lines = summarize({0: _rec(0), 1: _rec(1)}, [[0, 1]], 2, 9)  # seen together: both named
+    assert code == 9 and "PE 0 (pid 100) and PE 1 (pid 101) ended before the job finished" in lines[-1]
+
+
+def test_report_shows_a_crashed_pe_with_its_stack():
+    from shoal.jobreport import summarize
+
+    import sysconfig
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    fault = ('Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n'
+             f'  File "{stdlib}/ctypes/__init__.py", line 519 in string_at\n'
+             '  File "/work/prog.py", line 7 in die\n  File "<frozen runpy>", line 88 in _run_code\n'
+             'Extension modules: numpy (total: 1)')
+    code, lines = summarize({0: _rec(0), 1: _rec(1, fault=fault)}, [[0], [1]], 2, 11)
+    assert code == 11 and len(lines) == 2
+    assert lines[0].startswith("PE 1 (pid 101) crashed; its Python stack:\n    Fatal Python error: Segmentation fault")
+    assert 'File "/work/prog.py", line 7 in die' in lines[0] and "runpy" not in lines[0] and "Extension" not in lines[0]
+    assert lines[1].endswith("PE 1 (pid 101) ended before the job finished, with Segmentation fault in die "
+                             "(/work/prog.py, line 7); PE 0 ended with the job")
+
+
+def test_report_explains_mpiexec_failing_to_start_the_pes():
+    from shoal.jobreport import summarize
+
+    recs = {3: _rec(3, fatal=(1.0, "unhandled exception in the shoal command: BrokenPipeError: [Errno 32]"))}
+    code, lines = summarize(recs, [], 100, 255, command="mpiexec -n 100", cores=2, file_limit=200)
+    assert code == 255 and lines == [
+        "mpiexec failed (exit code 255) before every PE started (1 of 100 started): mpiexec -n 100 …; 100 PEs on 2 "
+        "cores; mpiexec needs about 464 open files (4 per PE), the limit is 200 (ulimit -n)"]
+
+
+def test_report_is_silent_for_a_job_that_finished():
+    from shoal.jobreport import summarize
+
+    recs = {pe: _rec(pe, exit_code=5) for pe in range(3)}
+    assert summarize(recs, [[0, 1, 2]], 3, 5) == (5, [])
+    assert summarize({}, [], 2, 0) == (0, [])  # PEs that keep no records (no shoal on them)
+    assert summarize(recs, [], 3, 15, verdict="PE 1 left early", guarded=True) == (
+        1, ["the job failed (exit code 1): PE 1 left early"])
