@@ -5,14 +5,16 @@
     shoal run -n 2 --transport inproc examples/pool.py
 
 No chares to write: ``shoal.pool.map(fn, items)`` is ``[fn(x) for x in items]`` with
-the calls spread over the PEs (whichever PE finishes a chunk gets the next one, so
+the calls spread over the PEs (whichever PE finishes a task gets the next one, so
 uneven tasks balance themselves). ``shoal.Executor`` is a
-``concurrent.futures.Executor`` over the same workers. Functions and items are
+``concurrent.futures.Executor`` over the same workers: its futures work with
+``concurrent.futures.wait``/``as_completed`` and timeouts. Functions and items are
 pickled, so define functions at module level. ``pool.map`` and ``Future.result()``
 block, so use them from a plain ``def main``; in ``async`` code, ``await
 shoal.pool.map_async(...)`` instead.
 """
 
+import concurrent.futures as cf
 import math
 import sys
 
@@ -50,10 +52,14 @@ def main(args):
 
     # Executor: submit/map/shutdown, as with concurrent.futures.ProcessPoolExecutor.
     with shoal.Executor() as ex:  # leaving the block calls ex.shutdown(wait=True)
-        fut = ex.submit(hypot, 3.0, 4.0)  # calls go to the PEs round-robin
+        fut = ex.submit(hypot, 3.0, 4.0)  # calls go to whichever PE has room
         lengths = list(ex.map(hypot, [5.0, 8.0], [12.0, 15.0]))
-        print(f"Executor: hypot(3, 4) = {fut.result()}, map -> {lengths}")
+        print(f"Executor: hypot(3, 4) = {fut.result(timeout=60)}, map -> {lengths}")
         assert fut.result() == 5.0 and lengths == [13.0, 17.0]
+        futs = {ex.submit(collatz_steps, n): n for n in (27, 97, 871)}
+        for f in cf.as_completed(futs):  # in the order they finish
+            assert f.result() == EXPECTED[futs[f] - 1]
+        print(f"Executor: as_completed -> {sorted(f.result() for f in futs)}")
         bad = ex.submit(hypot, "three", 4.0)  # an error in a task comes back to the caller
         print(f"Executor: a failing task -> {type(bad.exception()).__name__}: {bad.exception()}")
     print("pool: OK")

@@ -12,7 +12,7 @@ from .errors import (
     RemoteError,
     ShoalError,
 )
-from .pool import Executor
+from .pool import BrokenPool, Executor
 from .runtime.attach import attach, detach
 from .runtime.channels import Channel
 from .runtime.chare import Chare
@@ -50,6 +50,7 @@ __all__ = [
     "mpi_comm",
     "pool",
     "Executor",
+    "BrokenPool",
     "ShoalError",
     "NotRunningError",
     "BlockingCallError",
