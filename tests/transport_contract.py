@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 import traceback
 import zlib
@@ -399,22 +400,34 @@ def check_barrier_progress(ep: Endpoint) -> Generator[str, None, None]:
 
 
 def check_barrier(ep: Endpoint) -> Generator[str, None, None]:
-    """``barrier`` returns on every rank, and holds the early ranks until the last one arrives."""
+    """``barrier`` returns on every rank, and holds the early ranks until the last one arrives.
+
+    Checked by the order of events, not by time: PE 0 writes a marker file only after
+    the others are waiting (it naps first), then enters the barrier; every other rank
+    must find the marker once it leaves the barrier."""
     if ep.lockstep:  # all PEs are driven by one loop: the barrier only has to return
         ep.t.barrier()
         ep.t.barrier()
         return
         yield
     if ep.rank == 0:
-        time.sleep(0.3)
-    start = time.monotonic()
+        token = f"{os.getpid()}-{time.time_ns()}"
+        for dest in ep.others:
+            ep.send(dest, "barrier-token", [token.encode()])
+    else:
+        (m,) = yield from ep.expect(1)
+        token = bytes(m.segments[0]).decode()
+    marker = os.path.join(tempfile.gettempdir(), f"shoal-contract-barrier-{token}")
+    if ep.rank == 0:
+        time.sleep(0.3)  # a barrier that does not wait lets the others leave meanwhile
+        with open(marker, "w") as f:
+            f.write("PE 0 entered the barrier")
     ep.t.barrier()
-    waited = time.monotonic() - start
     if ep.rank != 0:
-        assert waited > 0.2, f"PE {ep.rank} left the barrier after {waited:.3f} s, before PE 0 (asleep 0.3 s) entered it"
+        assert os.path.exists(marker), f"PE {ep.rank} left the barrier before PE 0 entered it"
     ep.t.barrier()
-    return
-    yield
+    if ep.rank == 0:
+        os.unlink(marker)
 
 
 def check_invalid_rank(ep: Endpoint) -> Generator[str, None, None]:
