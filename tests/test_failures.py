@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -123,13 +122,27 @@ def test_message_to_missing_sparse_element_fails():
 
 
 def test_deadlock_inproc_reports_what_waits():
+    """The report comes once the main program has idled ``deadlock_timeout`` on the
+    engine's clock: a fake clock that advances a second per reading gets there at once,
+    whatever the machine's load (30 s of real idling otherwise)."""
+    from shoal.runtime.engine import Engine
+    from shoal.settings import load_settings
+    from shoal.transport import open_transports
+
     def main(args):
         shoal.Future().get()
 
-    t0 = time.monotonic()
+    readings = []
+
+    def clock():
+        readings.append(None)
+        return float(len(readings))
+
+    settings = load_settings(transport="inproc", pes=3, deadlock_timeout=30.0)
+    engine = Engine(open_transports("inproc", settings), settings, clock=clock, sleep=lambda s: None)
     with pytest.raises(shoal.DeadlockError, match=r"main program waits on <shoal.Future pending .*test_failures.py"):
-        run_inproc(main, pes=3)
-    assert time.monotonic() - t0 < 5
+        engine.run_main(main, [])
+    assert len(readings) > 30  # the watch waited its 30 (fake) seconds of idling
 
 
 # -- real processes -----------------------------------------------------------------

@@ -331,7 +331,7 @@ def test_pes_end_the_job_when_their_launcher_is_gone(tmp_path):
 
 
 # -- the report after mpiexec returns (a pure function of the PEs' records) ------------------------
-def _rec(pe: int, **kw) -> "PERecord":
+def _rec(pe: int, **kw):  # -> shoal.jobwatch.PERecord
     from shoal.jobwatch import PERecord
 
     return PERecord(pe, pid=100 + pe, start="1", **kw)

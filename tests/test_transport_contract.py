@@ -148,3 +148,10 @@ def test_mpi_invalid_rank():
     if proc.returncode != 0 and "did not raise" not in out:
         pytest.fail(f"invalid_rank failed for another reason:\n{out}")
     assert proc.returncode == 0, out
+
+
+def test_inproc_abort_ends_the_process_with_the_code():
+    t = contract.inproc_endpoints(2, 1024)[1].t
+    with pytest.raises(SystemExit) as info:
+        t.abort(7)
+    assert info.value.code == 7

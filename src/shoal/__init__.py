@@ -1,7 +1,5 @@
 """shoal: message-driven, migratable Python objects (chares) over MPI."""
 
-from __future__ import annotations
-
 from . import pool
 from .errors import (
     BlockingCallError,
@@ -26,20 +24,20 @@ from .runtime.reductions import Reducer, reducers
 
 __version__ = "0.1.0"
 
+# Not in __all__, on purpose: `exit` (``from shoal import *`` would shadow the builtin;
+# the documented spelling is ``shoal.exit(code)``) and the proxy classes, which users
+# never construct (they stay importable for type hints and isinstance checks).
+
 __all__ = [
     "start",
     "run",
     "attach",
     "detach",
-    "exit",
     "my_pe",
     "num_pes",
     "Chare",
     "Group",
     "Array",
-    "ElementProxy",
-    "CollectionProxy",
-    "SectionProxy",
     "Future",
     "gather",
     "Channel",

@@ -37,6 +37,11 @@ static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
     return off;
 }
 
+/* The frames' hook: a received eager frame for this core (see native.h). */
+static int deliver_hook(void *core, const char *frame, Py_ssize_t n, void *frames) {
+    return core_deliver((Core *)core, frame, n, (Frames *)frames);
+}
+
 static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls, *set_cls;
     if (self->locations) { /* a second __init__ would leak (or drop) what the first one took */
@@ -97,14 +102,18 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
         (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0)
         return -1;
-    self->frames->core = self;
+    self->frames->hook = deliver_hook;
+    self->frames->hook_owner = self;
     active = self;
     return 0;
 }
 
 /* detach(): stop serving (the transport is closing). */
 static PyObject *Core_detach(Core *self, PyObject *unused) {
-    if (self->frames && self->frames->core == self) self->frames->core = NULL;
+    if (self->frames && self->frames->hook_owner == self) {
+        self->frames->hook = NULL;
+        self->frames->hook_owner = NULL;
+    }
     if (active == self) active = NULL;
     Py_RETURN_NONE;
 }

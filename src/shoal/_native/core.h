@@ -40,6 +40,24 @@
 #define KIND_EXCHANGE 10
 #define SEQ_MASK 0xFFFF  /* channel sequence numbers wrap at 2**16 (they travel in the entry field) */
 
+typedef struct Core Core;
+extern PyTypeObject CoreType;
+
+/* A received eager frame for the runtime: 1 delivered; 0 not a case the compiled path
+ * handles (deliver it through Python); -1 error set. The receive is restarted once the
+ * buffer has been read, before any Python code runs. The frames' hook (core.c). */
+int core_deliver(Core *core, const char *frame, Py_ssize_t n, Frames *frames);
+
+/* An entry-method call (positional arguments) to one element. 1: sent; 0: not handled
+ * (use the Python path, nothing was done); -1: error set. */
+int core_send_call(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs);
+int core_send(Core *core, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs);
+/* The same with keyword arguments `kwargs` (a dict); 0 for a local element (Python path). */
+int core_send_kw(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject *kwargs);
+
+/* The compiled core serving runtime `rt`, or NULL (borrowed). */
+Core *core_for(PyObject *rt);
+
 struct Core {
     PyObject_HEAD
     Frames *frames;

@@ -5,8 +5,9 @@
  * (nbytes << 1 | is_bulk), the header, then the inline segments. This file only
  * handles frames whose segments are all inline; anything else (bulk segments, or a
  * source with earlier messages still waiting for bulk data) goes back to Python,
- * which keeps per-source order. Entry-method calls in received frames go to the
- * compiled core (core.c, receive.c) when a runtime core is attached.
+ * which keeps per-source order. This file is the transport layer: it never looks
+ * inside a message; a received eager frame goes first to the hook a runtime attached
+ * (native.h; the runtime's compiled core, core.c), and to Python if the hook declines.
  */
 #include "native.h"
 #include <mpi4py/mpi4py.h>
@@ -185,8 +186,8 @@ static double now(void) {
 
 /* Receive frames until none is waiting, or until the first one if `spin` seconds
  * of waiting are allowed. Eager-only frames from sources with nothing queued in
- * Python are delivered at once (entry-method calls through the compiled core
- * when it takes them); every other frame goes to slow(source, bytearray) in
+ * Python are delivered at once (through the attached hook when it takes them, else
+ * deliver(header, segments)); every other frame goes to slow(source, bytearray) in
  * arrival order. Returns the number of frames received, or -1 with an error set. */
 static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *stalled, PyObject *arrived, double spin) {
     long count = 0;
@@ -235,8 +236,8 @@ static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *s
             }
         }
         count++;
-        if (eager && !queued && self->core) {
-            int done = core_deliver(self->core, self->rbuf, n, self);  /* restarts the receive itself */
+        if (eager && !queued && self->hook) {
+            int done = self->hook(self->hook_owner, self->rbuf, n, self);  /* restarts the receive itself */
             if (done < 0) { Py_XDECREF(key); return -1; }
             if (done) { Py_XDECREF(key); continue; }
         }

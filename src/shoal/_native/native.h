@@ -1,6 +1,11 @@
-/* Shared declarations of shoal's compiled parts (one extension module, six files):
+/* The transport layer of shoal's compiled parts, and what every file includes.
  *
- *   frames.c    the MPI transport's eager frames: send, poll, idle wait;
+ * One extension module, two layers (docs/architecture.md):
+ *
+ *   frames.c    transport: the MPI transport's eager frames: send, poll, idle wait;
+ *               it knows nothing of the runtime and hands received frames to a hook;
+ *
+ *   runtime (core.h), which attaches itself to the frames' hook:
  *   core.c      the Core object of one runtime (its counters and methods), with
  *   send.c      the send paths: an entry-method call from proxy to MPI_Isend, and
  *   receive.c   the receive paths: from a received frame to the method call;
@@ -30,8 +35,6 @@
 #define FRAME_SEG 8
 #define FRAME_BULK 1
 
-typedef struct Core Core;
-
 typedef struct {
     MPI_Request req;
     char *buf;
@@ -47,33 +50,24 @@ typedef struct {
     PendingSend *sends;
     Py_ssize_t nsends, maxsends;
     int active;
-    Core *core; /* the runtime's fast paths, once attached (borrowed: the core owns the frames) */
+    /* The runtime's handler of received eager frames, once one attached (a core owns the
+     * frames, so `hook_owner` is borrowed): 1 delivered; 0 not a case it handles (the frame
+     * goes to Python); -1 error set. It restarts the receive once it has read the buffer. */
+    int (*hook)(void *hook_owner, const char *frame, Py_ssize_t n, void *frames);
+    void *hook_owner;
 } Frames;
 
 extern PyTypeObject FramesType;
-extern PyTypeObject CoreType;
 
 /* Send one frame whose segments all go inline. 1: sent; 0: too large for an eager
  * frame (the caller uses the Python path); -1: error set. */
 int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
                        const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 
-/* A received eager frame for the runtime: 1 delivered; 0 not a case the compiled path
- * handles (deliver it through Python); -1 error set. `restart` is called once the
- * receive buffer has been read, before any Python code runs. */
-int core_deliver(Core *core, const char *frame, Py_ssize_t n, Frames *frames);
+/* Restart the standing receive once the frame in the receive buffer has been read. */
 int frames_restart(Frames *self);
 
-/* An entry-method call (positional arguments) to one element. 1: sent; 0: not handled
- * (use the Python path, nothing was done); -1: error set. */
-int core_send_call(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs);
-int core_send(Core *core, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs);
-/* The same with keyword arguments `kwargs` (a dict); 0 for a local element (Python path). */
-int core_send_kw(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject *kwargs);
-
-/* The compiled core serving runtime `rt`, or NULL (borrowed). */
-Core *core_for(PyObject *rt);
-
+/* The runtime layer's parts add their types to the module (core.c, proxies.c). */
 int core_init(PyObject *module);
 int proxies_init(PyObject *module);
 

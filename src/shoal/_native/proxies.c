@@ -6,7 +6,7 @@
  * core_send_kw with keywords). Every other call (`ret=True`, a local element with
  * keywords, no core) goes to the Python hook, which is what the Python bound entry does.
  */
-#include "native.h"
+#include "core.h"
 #include <structmember.h>
 
 static PyObject *context_globals; /* shoal.runtime.context's namespace: `_current` is the running runtime */

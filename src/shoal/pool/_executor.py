@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
-import time
 from collections import deque
 from functools import partial
 from typing import Any, Callable, Iterable
@@ -87,7 +86,7 @@ def _block(what: str, done: Callable[[], bool], timeout: float | None, futures: 
     """
     rt = current(what)
     refuse_blocking(rt, what, _INSTEAD)
-    deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+    deadline = None if timeout is None else rt.engine.clock() + max(timeout, 0.0)
 
     def waiting() -> Future | None:
         for f in futures:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import inspect
 import itertools
-from collections import deque
 from functools import partial
 from types import CoroutineType
 from typing import Any, Callable, Iterable

@@ -21,24 +21,23 @@ from __future__ import annotations
 import atexit
 import sys
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import NotRunningError, ShoalError
 from .context import current, set_current
-from .engine import Engine, MPIEngine, under_mpi_launcher
+from .engine import Engine, MPIEngine, open_engine
 
 __all__ = ["attach", "detach"]
 
 
 class _Attached:
-    """The job this process attached to: its engine, PE 0's runtime, how to close."""
+    """The job this process attached to: its engine and PE 0's runtime."""
 
-    __slots__ = ("engine", "rt0", "close", "previous_hook", "failed")
+    __slots__ = ("engine", "rt0", "previous_hook", "failed")
 
-    def __init__(self, engine: Engine, close: Callable[[], None] | None):
+    def __init__(self, engine: Engine):
         self.engine = engine
         self.rt0 = engine.runtimes[0]
-        self.close = close
         self.previous_hook = sys.excepthook
         self.failed = False
 
@@ -60,26 +59,12 @@ def attach(**options: Any) -> int:
         pass
     from ..settings import load_settings
 
-    settings = load_settings(**options)
-    transport = settings.transport or ("mpi" if under_mpi_launcher() else "inproc")
-    close = None
-    if transport == "mpi":
-        from ..transport.mpi import MPITransport
-
-        t = MPITransport.from_settings(settings)
-        engine: Engine = MPIEngine([t], settings)
-        t.barrier()
-        if engine.runtimes[0].pe != 0:
-            code = engine.run_main(lambda args: None, [])  # serve as backend until the job ends
-            t.close()
-            raise SystemExit(code)
-        close = t.close
-    else:
-        from ..transport.inproc import InprocHub
-
-        hub = InprocHub(settings.pes, settings.rendezvous_threshold)
-        engine = Engine(hub.transports, settings)
-    a = _attached = _Attached(engine, close)
+    engine = open_engine(load_settings(**options))
+    if engine.runtimes[0].pe != 0:  # under MPI: serve as backend until the job ends
+        code = engine.run_main(lambda args: None, [])
+        engine.close()
+        raise SystemExit(code)
+    a = _attached = _Attached(engine)
     set_current(a.rt0)
     sys.excepthook = _hook
     atexit.register(_at_exit)
@@ -108,8 +93,7 @@ def detach(code: int = 0) -> None:
         engine.fatal(a.rt0, exc, "the shoal runtime")
     finally:
         set_current(None)
-    if a.close is not None:
-        a.close()
+    engine.close()
 
 
 def _at_exit() -> None:

@@ -19,6 +19,7 @@ from ..errors import DeadlockError, ShoalError, exit_code
 from . import context
 from ..settings import Settings, load_settings
 from .context import current, set_current
+from ..transport import open_transports
 from .futures import Future, Task
 from .scheduler import Runtime
 
@@ -102,8 +103,14 @@ def _precise_sleeps() -> None:
 class Engine:
     """Drives the runtimes of this process."""
 
-    def __init__(self, transports: Sequence[Any], settings: Settings):
+    def __init__(
+        self, transports: Sequence[Any], settings: Settings,
+        clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+    ):
         self.settings = settings
+        self.transports = list(transports)
+        #: the idle policy's and the deadlock watch's time (tests inject their own)
+        self.clock, self.sleep = clock, sleep
         self.runtimes = [Runtime(self, t, settings) for t in transports]
         self.idle_since: float | None = None
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -134,7 +141,7 @@ class Engine:
                     self.idle_since = None
                     nap = 0.0
                     continue
-                now = time.monotonic()
+                now = self.clock()
                 if self.idle_since is None:
                     self.idle_since = now
                     continue
@@ -144,10 +151,10 @@ class Engine:
                 if self.yield_when_idle:
                     # more PEs than cores here: never spin, nap from 5 us so a PE with work runs
                     nap = min(max(nap * 2, 2e-5), max_sleep)
-                    time.sleep(nap)
+                    self.sleep(nap)
                 elif idle > spin:
                     nap = min(max(nap * 2, 2e-5), max_sleep)
-                    time.sleep(nap)
+                    self.sleep(nap)
                 elif len(rts) == 1:
                     # spin inside the transport (on MPI_Test, if compiled), not round this loop
                     rt = rts[0]
@@ -174,12 +181,12 @@ class Engine:
         self, done: Callable[[], bool], deadline: float | None, waiting: Callable[[], Future | None]
     ) -> bool:
         """:meth:`wait_main` for any condition: serve until ``done()`` (True) or, with a
-        ``deadline`` (``time.monotonic()``), until it passes (False; every PE steps at
+        ``deadline`` (on :attr:`clock`), until it passes (False; every PE steps at
         least once, so a zero timeout still serves what arrived); a deadlock is
         reported about the future ``waiting()`` returns (None: nothing to report)."""
         rt0 = self.runtimes[0]
         watch = _Watch(self, rt0, waiting)
-        clock, stepped = time.monotonic, [False]
+        clock, stepped = self.clock, [False]
 
         def until() -> bool:
             if done() or watch.report is not None or rt0.stopped:
@@ -197,6 +204,13 @@ class Engine:
         if watch.report is not None:
             raise watch.error()
         return False
+
+    def close(self) -> None:
+        """End this process's part of the job: the runtimes stop serving, the transports close."""
+        for rt in self.runtimes:
+            rt.close()
+        for t in self.transports:
+            t.close()
 
     # -- the job -----------------------------------------------------------------
     def run_main(self, main: Callable[..., Any], args: list) -> int:
@@ -294,22 +308,21 @@ def run(main: Callable[..., Any], args: list | None = None, settings: Settings |
             f"shoal.start()/shoal.run() called inside a running shoal program (on PE {context._current.pe}); "
             "a process runs one job: call shoal.start(main) once, at the top level of the program"
         )
-    settings = settings or load_settings(**options)
-    transport = settings.transport or ("mpi" if under_mpi_launcher() else "inproc")
-    args = list(sys.argv if args is None else args)
-    if transport == "mpi":
-        from ..transport.mpi import MPITransport
+    engine = open_engine(settings or load_settings(**options))
+    code = engine.run_main(main, list(sys.argv if args is None else args))
+    engine.close()
+    return code
 
-        t = MPITransport.from_settings(settings)
-        engine: Engine = MPIEngine([t], settings)
+
+def open_engine(settings: Settings) -> Engine:
+    """The engine of a new job in this process: its transport chosen (``settings.transport``,
+    else MPI under an MPI launcher, else in-process), opened, and every PE up."""
+    name = settings.transport or ("mpi" if under_mpi_launcher() else "inproc")
+    transports = open_transports(name, settings)
+    engine = (MPIEngine if name == "mpi" else Engine)(transports, settings)
+    for t in transports:
         t.barrier()
-        code = engine.run_main(main, args)
-        t.close()
-        return code
-    from ..transport.inproc import InprocHub
-
-    hub = InprocHub(settings.pes, settings.rendezvous_threshold)
-    return Engine(hub.transports, settings).run_main(main, args)
+    return engine
 
 
 def start(main: Callable[..., Any]) -> NoReturn:

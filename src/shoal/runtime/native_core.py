@@ -22,7 +22,7 @@ from .receive_sets import ReceiveSet
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["make_core", "slow_call"]
+__all__ = ["attach_core", "make_core", "slow_call"]
 
 
 def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
@@ -31,6 +31,13 @@ def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: d
     ret = kwargs.pop("ret", False) if kwargs else False
     rt = context._current or context.current("calling an entry method")
     return rt.invoke(proxy, entry, name, args, kwargs, ret)
+
+
+def attach_core(transport: Any, rt: "Runtime") -> Any:
+    """The compiled core of ``rt``, attached to ``transport``'s compiled frames (their
+    hook then hands it received frames first); None if the transport has none."""
+    compiled = transport.compiled()
+    return None if compiled is None else make_core(compiled[0], compiled[1], transport, rt)
 
 
 def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:

@@ -63,12 +63,10 @@ class Transport(ABC):
         (an idle PE that has its core to itself); the default does not wait."""
         return self.poll(deliver)
 
-    def make_core(self, runtime: Any) -> Any:
-        """Compiled per-message paths for ``runtime``, if this transport has them, else None.
-
-        The object has the counters ``sent``, ``received`` and ``depth`` that the
-        runtime otherwise keeps in a :class:`shoal.runtime.scheduler.Counts`.
-        """
+    def compiled(self) -> tuple[Any, Any] | None:
+        """``(module, frames)``: shoal's compiled module and this transport's compiled
+        frames, to which a runtime may attach its compiled per-message paths (their hook
+        takes received frames first); None if this transport has none."""
         return None
 
     @abstractmethod

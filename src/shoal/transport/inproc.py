@@ -24,11 +24,6 @@ class InprocHub:
         self.size = size
         self.mailboxes: list[deque] = [deque() for _ in range(size)]
         self.transports = [InprocTransport(self, r, rendezvous_threshold) for r in range(size)]
-        self.aborted: int | None = None
-
-
-class InprocAbort(SystemExit):
-    """Raised by :meth:`InprocTransport.abort` to unwind the whole in-process job."""
 
 
 class InprocTransport(Transport):
@@ -68,5 +63,5 @@ class InprocTransport(Transport):
         """All in-process PEs are driven by one loop, so they are always in step."""
 
     def abort(self, code: int) -> None:
-        self.hub.aborted = code
-        raise InprocAbort(code)
+        """Every PE is in this process: ending the process ends the job."""
+        raise SystemExit(code)

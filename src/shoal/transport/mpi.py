@@ -66,7 +66,6 @@ class MPITransport(Transport):
         self._native = (
             self._module.Frames(self._frames, self.frame_capacity, rendezvous_threshold) if self._module else None
         )
-        self._core: Any = None
         #: ``send_eager(dest, header, segments) -> bool``: the compiled send of an eager-only
         #: message (False: not eager-only, use :meth:`send`); None without the compiled path.
         self.send_eager = self._native.send if self._native is not None else None
@@ -174,14 +173,8 @@ class MPITransport(Transport):
         for src in done:
             del self._stalled[src]
 
-    def make_core(self, runtime: Any) -> Any:
-        """The compiled per-message paths for ``runtime`` (None without the compiled module)."""
-        if self._module is None:
-            return None
-        from ..runtime.native_core import make_core
-
-        self._core = make_core(self._module, self._native, self, runtime)
-        return self._core
+    def compiled(self) -> tuple[Any, Any] | None:
+        return (self._module, self._native) if self._native is not None else None
 
     def poll(self, deliver: Deliver) -> int:
         return self.wait(deliver, 0.0)
@@ -234,8 +227,6 @@ class MPITransport(Transport):
     def close(self) -> None:
         self.barrier()
         _finished.append(True)
-        if self._core is not None:
-            self._core.detach()
         if self._native is not None:
             self._native.close()
         else:

@@ -1,0 +1,60 @@
+"""The public namespace is what we say it is: ``shoal.__all__`` pinned, every name
+documented, nothing that shadows a builtin under ``from shoal import *``."""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+
+import shoal
+import shoal.pool
+import shoal.stencil
+
+PUBLIC = {
+    "start", "run", "attach", "detach", "my_pe", "num_pes",
+    "Chare", "Group", "Array", "Future", "gather", "Channel", "ReceiveSet", "reducers", "Reducer",
+    "quiescence", "mpi_comm", "pool", "Executor", "BrokenPool",
+    "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",
+    "ChannelError", "__version__",
+}
+#: public on purpose though not in __all__ (see shoal/__init__.py)
+QUALIFIED_ONLY = {"exit", "ElementProxy", "CollectionProxy", "SectionProxy"}
+
+
+def test_all_is_pinned():
+    assert set(shoal.__all__) == PUBLIC, (
+        f"added: {sorted(set(shoal.__all__) - PUBLIC)}, removed: {sorted(PUBLIC - set(shoal.__all__))}; "
+        "update PUBLIC here and the docs if that is intended"
+    )
+    assert len(shoal.__all__) == len(set(shoal.__all__))
+
+
+def test_every_public_name_exists_and_is_documented():
+    for name in PUBLIC | QUALIFIED_ONLY:
+        obj = getattr(shoal, name)
+        if name == "__version__":
+            assert isinstance(obj, str)
+            continue
+        assert inspect.getdoc(obj), f"shoal.{name} has no docstring"
+
+
+def test_star_import_shadows_no_builtin():
+    namespace: dict = {}
+    exec("from shoal import *", namespace)
+    shadowed = sorted(n for n in namespace if n != "__builtins__" and hasattr(builtins, n))
+    assert shadowed == [], f"`from shoal import *` shadows builtins {shadowed}"
+
+
+def test_internals_are_not_reexported():
+    for name in dir(shoal):
+        if name.startswith("_") or name in PUBLIC | QUALIFIED_ONLY:
+            continue
+        obj = getattr(shoal, name)
+        assert inspect.ismodule(obj), f"shoal.{name} is neither public nor a module"
+
+
+def test_subpackages_declare_their_public_names():
+    for module in (shoal.pool, shoal.stencil):
+        assert module.__all__, module.__name__
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.__all__ names {name}, which does not exist"
