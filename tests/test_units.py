@@ -22,7 +22,8 @@ from shoal.runtime.message import (
     unpack_header,
 )
 from shoal.runtime.quiescence import Detector, combine_reports
-from shoal.runtime.reductions import ALLREDUCE, Reducer, as_reducer, reducers
+from shoal.runtime.reducers import Reducer, as_reducer, reducers
+from shoal.runtime.reductions import ALLREDUCE
 from shoal.settings import Settings, load_settings
 
 

@@ -20,7 +20,7 @@ from .runtime.engine import exit, mpi_comm, quiescence, run, start
 from .runtime.futures import Future, gather
 from .runtime.proxy import CollectionProxy, ElementProxy, SectionProxy
 from .runtime.receive_sets import ReceiveSet
-from .runtime.reductions import Reducer, reducers
+from .runtime.reducers import Reducer, reducers
 
 __version__ = "0.1.0"
 
