@@ -407,31 +407,6 @@ def test_errors_in_a_script_point_at_the_script(tmp_path):
     assert f"{prog}:5: shape mismatch" in proc.stderr
 
 
-# -- the benchmarks (smoke: tiny sizes) -------------------------------------------------------
-def test_bench_stencil_runs(tmp_path):
-    out = tmp_path / "r.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "shoal", "bench", "stencil", "--n", "64", "--steps", "3", "--trials", "1",
-         "--pes", "1", "--systems", "numpy,c,shoal-1pe", "--json", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "shoal-1pe" in proc.stdout and "vs numpy" in proc.stdout
-    data = __import__("json").loads(out.read_text())
-    assert {"numpy", "c", "shoal-1pe"} <= set(data["results"]["jacobi"])
-    assert all("median_s" in r for r in data["results"]["burgers"].values())
-
-
-def test_bench_stencil_pipeline_runs():
-    proc = subprocess.run(
-        [sys.executable, "-m", "shoal", "bench", "stencil-pipeline", "--n", "12", "--steps", "20", "--trials", "1",
-         "--pes", "1", "--freqs", "1,5"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "one backend loop" in proc.stdout and "backend_freq=5" in proc.stdout and "failed" not in proc.stdout
-
-
 def test_exchange_ghosts_accepts_only_fields_of_the_stencil():
     def body():
         g, h = Grid((8,)), Grid((8,))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shoal.stencil import Stencil, norm
-from shoal.stencil.bench import burgers_numpy, jacobi_numpy
+from shoal.bench.stencil.problems import burgers_numpy, jacobi_numpy
 from stencil_support import run_on, same
 
 

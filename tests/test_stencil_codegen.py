@@ -92,7 +92,7 @@ def test_jacobi_kernel_inner_loop_is_vectorized(tmp_path):
     """GCC must vectorize the contiguous inner loop (without care it stays scalar)."""
     from shoal.stencil.analysis import analyze
     from shoal.stencil.build import BASE_FLAGS, find_compiler
-    from shoal.stencil.expr import index_axes
+    from shoal.stencil.indexing import index_axes
     from shoal.stencil.lowering import lower_statement
     from shoal.stencil.printer_c import print_kernel
 

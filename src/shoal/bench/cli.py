@@ -15,11 +15,11 @@ __all__ = ["BENCHMARKS", "main"]
 #: subcommand -> (module with main(argv), one-line help)
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "micro": ("shoal.bench.micro.cli", "OSU-style point-to-point and collective micro-benchmarks"),
-    "compare": ("shoal.bench.compare", "run targets interleaved; medians, CIs, ratios and a figure"),
+    "compare": ("shoal.bench.compare.cli", "run targets interleaved; medians, CIs, ratios and a figure"),
     "taskbench": ("shoal.bench.taskbench.cli", "Task Bench graphs and kernels on shoal, mpi4py and peers"),
     "metg": ("shoal.bench.taskbench.metg_cli", "Task Bench METG sweep: efficiency vs task granularity, METG(50%)"),
-    "stencil": ("shoal.stencil.bench", "stencil DSL vs NumPy and hand-written C (Jacobi, Burgers)"),
-    "stencil-pipeline": ("shoal.stencil.bench_pipeline", "stencil frontend overhead hidden? backend_freq vs one backend loop"),
+    "stencil": ("shoal.bench.stencil.cli", "stencil DSL vs NumPy and hand-written C (Jacobi, Burgers)"),
+    "stencil-pipeline": ("shoal.bench.stencil.pipeline_cli", "stencil frontend overhead hidden? backend_freq vs one backend loop"),
 }
 
 

@@ -5,6 +5,11 @@ computed. Each operation is checked as it is built (shapes, grid axes, types), s
 mistake raises at the user's own line. The functions here (``sqrt``, ``where``, ...)
 also accept plain NumPy arrays and then just call NumPy, so one step function can run
 on NumPy arrays (the reference) and on fields alike; ``np.sqrt(field_expr)`` works too.
+
+Two neighbours hold what a field builds on: :mod:`.indexing` (which positions an index
+selects) and :mod:`.reductions` (the :class:`Reduction` and :class:`Condition` values
+that ``norm``, ``total``, ``maximum_of`` and ``minimum_of`` here return). Their names
+are importable from this module too, where the frontend and the package import them.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .analysis import Meta, combine, where_meta
-from .errors import GridBoundsError, UnsupportedOperationError, at_user
-from .nodes import Axis, Binary, Const, Node, Read, Unary, Where
+from .errors import UnsupportedOperationError, at_user
+from .indexing import index_axes
+from .nodes import Binary, Const, Node, Read, Unary, Where
+from .reductions import Condition, Reduction
 
 if TYPE_CHECKING:
     from .frontend import Stencil
@@ -223,74 +230,6 @@ class Expr(_Ops):
         return f"<stencil expression {self.node!r} shape={self.shape}>"
 
 
-def _axis(idx: Any, n: int, k: int, name: str) -> Axis:
-    if isinstance(idx, slice):
-        for part in (idx.start, idx.stop, idx.step):
-            if part is not None and not isinstance(part, (int, np.integer)):
-                raise at_user(UnsupportedOperationError, f"{name}: slice bounds must be integers, not {part!r}")
-        if idx.step == 0:
-            raise at_user(GridBoundsError, f"{name}: slice step cannot be zero")
-        start, stop, step = idx.indices(n)
-        return Axis(start, step, len(range(start, stop, step)))
-    if isinstance(idx, (int, np.integer)) and not isinstance(idx, (bool, np.bool_)):
-        i = int(idx)
-        if not -n <= i < n:
-            raise at_user(GridBoundsError, f"{name}: index {i} is outside the grid along axis {k} (size {n})")
-        return Axis(i % n, 1, 1, True)
-    raise at_user(
-        UnsupportedOperationError,
-        f"{name}: index {idx!r} along axis {k} is not supported; use integers, slices and '...'",
-    )
-
-
-_INDEX_CACHE: dict[tuple, tuple[Axis, ...]] = {}
-
-
-def _index_key(items: tuple) -> tuple | None:
-    key = []
-    for i in items:
-        t = type(i)
-        if t is slice:
-            key.append((i.start, i.stop, i.step))
-        elif t is int or i is Ellipsis:
-            key.append(i)
-        else:
-            return None
-    return tuple(key)
-
-
-def index_axes(idx: Any, shape: tuple[int, ...], name: str) -> tuple[Axis, ...]:
-    """Per-axis positions selected by a NumPy basic index (ints, slices, one ``...``)."""
-    items = idx if isinstance(idx, tuple) else (idx,)
-    key = _index_key(items)
-    if key is not None:
-        hit = _INDEX_CACHE.get((key, shape))
-        if hit is not None:
-            return hit
-    axes = _index_axes(items, shape, name)
-    if key is not None and len(_INDEX_CACHE) < 4096:
-        _INDEX_CACHE[(key, shape)] = axes
-    return axes
-
-
-def _index_axes(items: tuple, shape: tuple[int, ...], name: str) -> tuple[Axis, ...]:
-    if sum(1 for i in items if i is Ellipsis) > 1:
-        raise at_user(GridBoundsError, f"{name}: an index can only have a single ellipsis ('...')")
-    if any(i is None for i in items):
-        raise at_user(UnsupportedOperationError, f"{name}: np.newaxis/None is not supported in a stencil index")
-    given = len(items) - (1 if Ellipsis in items else 0)
-    if given > len(shape):
-        raise at_user(GridBoundsError, f"{name}: too many indices for a {len(shape)}-d grid (got {given})")
-    full = []
-    for i in items:
-        if i is Ellipsis:
-            full.extend([slice(None)] * (len(shape) - given))
-        else:
-            full.append(i)
-    full.extend([slice(None)] * (len(shape) - len(full)))
-    return tuple(_axis(i, n, k, name) for k, (i, n) in enumerate(zip(full, shape)))
-
-
 class Field(_Ops):
     """A named field of a stencil's grid; slice it to read, assign to a slice to write.
 
@@ -410,68 +349,6 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     except Exception as exc:
         _raise(exc)
     return Expr(_stencil_of(cond, a, b), Where(nc, na, nb), meta)
-
-
-# -- reductions ------------------------------------------------------------------------------
-class Condition:
-    """``reduction <op> threshold``: a convergence test evaluated on the backend."""
-
-    __slots__ = ("reduction", "op", "threshold")
-
-    def __init__(self, reduction: "Reduction", op: str, threshold: float):
-        self.reduction, self.op, self.threshold = reduction, op, threshold
-
-    def __bool__(self) -> bool:
-        raise at_user(UnsupportedOperationError, "a convergence condition is evaluated on the backend; pass it as solve(until=...)")
-
-    def __repr__(self) -> str:
-        return f"<condition {self.reduction!r} {self.op} {self.threshold!r}>"
-
-
-class Reduction:
-    """A reduction of an expression over its box (all tiles): ``.get()`` its value, or
-    compare it with a number to make a convergence condition for ``solve(until=...)``."""
-
-    __slots__ = ("expr", "kind", "finish", "_pending")
-
-    def __init__(self, expr: Expr, kind: str, finish: str = "none"):
-        self.expr, self.kind, self.finish = expr, kind, finish
-        self._pending: Any = None
-
-    def _compare(self, op: str, value: Any) -> Condition:
-        if not isinstance(value, numbers.Real):
-            raise at_user(UnsupportedOperationError, "a reduction can only be compared with a number")
-        return Condition(self, op, float(value))
-
-    def __lt__(self, v: Any) -> Condition:
-        return self._compare("lt", v)
-
-    def __le__(self, v: Any) -> Condition:
-        return self._compare("le", v)
-
-    def __gt__(self, v: Any) -> Condition:
-        return self._compare("gt", v)
-
-    def __ge__(self, v: Any) -> Condition:
-        return self._compare("ge", v)
-
-    def future(self) -> Any:
-        """Send the reduction now; a future of its value (``.get()`` waits for it)."""
-        if self._pending is None:
-            st = self.expr._st
-            assert st is not None
-            self._pending = st._reduce(self)
-        return self._pending
-
-    def get(self) -> float:
-        """The value (sends the reduction if needed and waits)."""
-        return self.future().get()
-
-    def __float__(self) -> float:
-        return float(self.get())
-
-    def __repr__(self) -> str:
-        return f"<reduction {self.kind}{'+sqrt' if self.finish == 'sqrt' else ''} of {self.expr.node!r}>"
 
 
 def _reduce_arg(x: Any, what: str) -> Expr:

@@ -1,0 +1,153 @@
+"""``shoal bench stencil``: the stencil DSL against NumPy and hand-written C, on this machine.
+
+Problems: Jacobi 5-point (2-D Laplace) and 2-D Burgers (two coupled fields), on an
+n×n float64 grid. Systems:
+
+* ``numpy`` — the statements on whole arrays (the reference);
+* ``c`` — a hand-written C loop, 1 thread, compiled with the same flags as kernels, on
+  arrays whose rows start their first written point on a cache line (as shoal's tiles);
+* ``c-omp`` — the same loop with OpenMP on ``--threads`` threads (if -fopenmp builds);
+* ``numba`` — ``@njit(parallel=True)`` with ``prange`` on ``--threads`` threads (if
+  Numba is installed);
+* ``shoal-<P>pe`` — the DSL on P PEs (``--pes``; 1 PE in-process, more under mpiexec),
+  the time loop sent once (``solve(steps=...)``).
+
+Each system runs in its own process (:mod:`.worker`): warm-up, then ``--trials`` timed
+runs of ``--steps`` steps; the table shows the median time per step and ratios.
+``--json`` and ``--figure`` write the numbers and a bar chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .jobs import run_worker, worker_command
+
+__all__ = ["main", "systems"]
+
+#: the program each system runs
+WORKER = Path(__file__).with_name("worker.py")
+
+
+def systems(problem: str, n: int, steps: int, pes: Sequence[int], odf: int, threads: int,
+            numba: bool) -> list[tuple[str, list[str]]]:
+    """``(name, command)`` of every system for ``problem``, each command one timed run."""
+    numpy_steps = max(1, steps // 5) if problem == "burgers" else steps
+
+    def run(system: str, k: int, extra: int, on: int | None = None) -> list[str]:
+        return worker_command(WORKER, [system, problem, str(n), str(k), "1", str(extra)], on)
+
+    out = [
+        ("numpy", run("numpy", numpy_steps, 0)),
+        ("c", run("c", steps, 1)),
+        (f"c-omp{threads}", run("c", steps, threads)),
+    ]
+    if numba:
+        out.append((f"numba{threads}", run("numba", steps, threads)))
+    out += [(f"shoal-{p}pe", run("shoal", steps, odf, p)) for p in pes]
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="shoal bench stencil", description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--problems", default="jacobi,burgers", help="comma-separated: jacobi, burgers")
+    p.add_argument("--n", type=int, default=8192, help="grid size n (an n x n grid; default 8192)")
+    p.add_argument("--steps", type=int, default=10, help="steps per timed run (NumPy Burgers: 1/5 of it, at least 1)")
+    p.add_argument("--trials", type=int, default=3, help="rounds; each runs every system once (the median is shown)")
+    p.add_argument("--pes", default="1,2", help="PE counts for shoal (comma-separated)")
+    p.add_argument("--odf", type=int, default=1, help="tiles per PE")
+    p.add_argument("--threads", type=int, default=2, help="threads of the C OpenMP and Numba peers")
+    p.add_argument("--systems", default="", help="only these systems (comma-separated names)")
+    p.add_argument("--json", default="", help="write the results to this JSON file")
+    p.add_argument("--figure", default="", help="write a bar chart (PNG) here (needs matplotlib)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per system run")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    ns = _parser().parse_args(list(argv))
+    have_numba = importlib.util.find_spec("numba") is not None
+    pes = [int(x) for x in ns.pes.split(",")]
+    wanted = set(filter(None, ns.systems.split(",")))
+    results: dict[str, dict[str, Any]] = {}
+    for problem in ns.problems.split(","):
+        if problem not in ("jacobi", "burgers"):
+            print(f"shoal bench stencil: unknown problem {problem!r} (jacobi, burgers)", file=sys.stderr)
+            return 2
+        chosen = [(name, cmd) for name, cmd in systems(problem, ns.n, ns.steps, pes, ns.odf, ns.threads, have_numba)
+                  if not wanted or name in wanted]
+        rows = results.setdefault(problem, {})
+        times: dict[str, list[float]] = {}
+        for r in range(ns.trials):  # rounds: every system once per round, so drifting load hits all alike
+            for name, cmd in chosen:
+                if name in rows:
+                    continue  # failed in an earlier round
+                out = run_worker(cmd, ns.timeout)
+                if isinstance(out, str):
+                    rows[name] = {"error": out}
+                    print(f"  {problem:8s} {name:12s} {out}")
+                    continue
+                times.setdefault(name, []).extend(out)
+                print(f"  {problem:8s} {name:12s} round {r + 1}: {out[0] * 1e3:9.2f} ms/step", flush=True)
+        for name, _ in chosen:
+            if name in times and name not in rows:
+                rows[name] = {"median_s": statistics.median(times[name]), "times_s": times[name]}
+        results[problem] = {name: rows[name] for name, _ in chosen if name in rows}
+    _table(results, ns)
+    if ns.json:
+        with open(ns.json, "w") as f:
+            json.dump({"n": ns.n, "steps": ns.steps, "results": results}, f, indent=2)
+    if ns.figure:
+        _figure(results, ns.figure, ns.n)
+    return 0
+
+
+def _table(results: dict, ns: argparse.Namespace) -> None:
+    print(f"\nper-step time, {ns.n}x{ns.n} float64 grid (median of {ns.trials} interleaved rounds of {ns.steps} steps)")
+    print(f"{'problem':9s} {'system':12s} {'ms/step':>10s} {'vs numpy':>9s} {'vs c':>7s} {'vs best 2T':>10s}")
+    for problem, rows in results.items():
+        base = rows.get("numpy", {}).get("median_s")
+        c1 = rows.get("c", {}).get("median_s")
+        peers = [r["median_s"] for k, r in rows.items() if (k.startswith("c-omp") or k.startswith("numba")) and "median_s" in r]
+        best2 = min(peers) if peers else None
+        for name, r in rows.items():
+            if "median_s" not in r:
+                print(f"{problem:9s} {name:12s} {r['error']}")
+                continue
+            t = r["median_s"]
+            vs_np = f"{base / t:8.1f}x" if base else ""
+            vs_c = f"{t / c1:6.2f}x" if c1 else ""
+            vs_b = f"{t / best2:9.2f}x" if best2 else ""
+            print(f"{problem:9s} {name:12s} {t * 1e3:10.2f} {vs_np:>9s} {vs_c:>7s} {vs_b:>10s}")
+
+
+def _figure(results: dict, path: str, n: int) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no figure: matplotlib is not installed", file=sys.stderr)
+        return
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
+    for ax, (problem, rows) in zip(axes[0], results.items()):
+        names = [k for k, r in rows.items() if "median_s" in r]
+        values = [rows[k]["median_s"] * 1e3 for k in names]
+        bars = ax.bar(names, values)
+        ax.bar_label(bars, labels=[f"{v:.3g}" for v in values], fontsize=8)
+        ax.set_yscale("log")
+        if values:
+            ax.set_ylim(bottom=min(values) / 3)
+        ax.set_ylabel("ms per step (log)")
+        ax.set_title(f"{problem}, {n}x{n}")
+        ax.tick_params(axis="x", rotation=45)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"figure: {path}")

@@ -1,0 +1,83 @@
+"""The program one configuration of ``shoal bench stencil-pipeline`` runs.
+
+    python pipeline_worker.py PROBLEM N STEPS MODE FREQ ODF TRIALS
+    shoal run -n P pipeline_worker.py PROBLEM N STEPS MODE FREQ ODF TRIALS
+
+``PROBLEM`` is ``laplace3d`` (N³ points) or ``jacobi2d`` (N²). ``MODE`` ``loop`` sends
+the time loop once (``solve(steps=STEPS)``, the shoal spelling); ``steps`` records every
+step on the frontend and sends batches of ``FREQ`` steps (``backend_freq``, the
+CharmStencil spelling). After a warm-up of up to 4 steps it times TRIALS runs of STEPS
+steps and prints their seconds on one ``RESULT`` line (:mod:`.jobs`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Sequence
+
+from shoal.bench.stencil.jobs import emit
+from shoal.bench.stencil.problems import jacobi_numpy, laplace3d_numpy
+
+__all__ = ["PROBLEMS", "MODES", "main"]
+
+PROBLEMS = ("laplace3d", "jacobi2d")
+MODES = ("loop", "steps")
+
+
+def run(problem: str, n: int, steps: int, mode: str, freq: int, odf: int, trials: int) -> list[float]:
+    """Seconds of each of ``trials`` timed runs of ``steps`` steps."""
+    from shoal.stencil import Stencil
+
+    shape = (n, n, n) if problem == "laplace3d" else (n, n)
+    update = laplace3d_numpy if problem == "laplace3d" else jacobi_numpy
+
+    class Solver(Stencil):
+        def __init__(self) -> None:
+            self.a, self.b = self.initialize(shape, backend_freq=freq, odf=odf, num_fields=2)
+            self.count = 0
+
+        def step(self) -> None:  # the shoal spelling: solve(steps=N) sends one loop
+            update(self.a, self.b)
+            self.a, self.b = self.b, self.a
+
+        def iterate(self, nsteps: int) -> bool:  # the CharmStencil spelling: per-step batches
+            update(self.a, self.b)
+            self.a, self.b = self.b, self.a
+            self.count += 1
+            return self.count < nsteps
+
+    s: Any = Solver()
+    s.a[0, ...] = s.b[0, ...] = 1.0
+
+    def once(k: int) -> None:
+        if mode == "loop":
+            s.solve(steps=k)
+        else:
+            s.count = 0
+            s.solve(k)
+        s.sync()
+
+    once(min(steps, 4))
+    times = []
+    for _ in range(trials):
+        t = time.perf_counter()
+        once(steps)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run one configuration as the arguments say and print its ``RESULT`` line."""
+    if len(argv) != 7 or argv[0] not in PROBLEMS or argv[3] not in MODES:
+        print(f"usage: pipeline_worker.py {{{','.join(PROBLEMS)}}} N STEPS {{{','.join(MODES)}}} FREQ ODF TRIALS; "
+              f"got {list(argv)}", file=sys.stderr)
+        return 2
+    problem, mode = argv[0], argv[3]
+    n, steps, freq, odf, trials = int(argv[1]), int(argv[2]), int(argv[4]), int(argv[5]), int(argv[6])
+    emit(run(problem, n, steps, mode, freq, odf, trials))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
