@@ -149,9 +149,9 @@ class Halos:
     def _piece(self, itemsize: int) -> int:
         """Elements per halo message: half the eager limit of the runtime's transport."""
         if self.piece_bytes == 0:
-            from ..runtime.context import current
+            from ..lowlevel import current_settings
 
-            s = current("a stencil tile").settings
+            s = current_settings("a stencil tile")
             self.piece_bytes = max(1024, min(s.rendezvous_threshold, s.frame_capacity) // 2)
         return max(1, self.piece_bytes // itemsize)
 

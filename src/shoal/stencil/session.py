@@ -11,7 +11,7 @@ runs on every PE, code after it on PE 0 only.
 
 from __future__ import annotations
 
-from ..runtime.attach import attach
+from .. import attach
 
 __all__ = ["ensure_runtime"]
 

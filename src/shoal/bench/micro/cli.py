@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ...runtime.engine import launcher_size
+from ...lowlevel import launcher_size
 from .options import Config, UsageError, parse
 from .targets import TARGETS
 
@@ -44,8 +44,7 @@ def _check_available(cfg: Config) -> str | None:
 
 def main(argv: Sequence[str]) -> int:
     """Entry point of ``shoal bench micro``; returns the exit code."""
-    from ...cli import launch_mpi
-    from ...runtime.engine import under_mpi_launcher
+    from ...lowlevel import launch_mpi, under_mpi_launcher
 
     argv = list(argv)
     if not argv or argv[0] in ("-h", "--help"):

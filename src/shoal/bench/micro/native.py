@@ -121,6 +121,6 @@ def launch(cfg: Config, inside: bool) -> int:
     sys.stdout.flush()
     if inside:
         os.execv(program, [str(program), *args])
-    from ...cli import find_mpiexec
+    from ...lowlevel import find_mpiexec
 
     return subprocess.call([find_mpiexec(cfg.mpiexec), "-n", str(cfg.pes), str(program), *args])

@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from ...runtime.engine import launcher_size
+from ...lowlevel import launcher_size
 from .app import HELP, UsageError, parse
 from .systems import SYSTEMS
 
@@ -24,8 +24,7 @@ _PROG = "shoal bench taskbench"
 
 def main(argv: Sequence[str]) -> int:
     """Entry point of ``shoal bench taskbench``; returns the exit code."""
-    from ...cli import launch_mpi
-    from ...runtime.engine import under_mpi_launcher
+    from ...lowlevel import launch_mpi, under_mpi_launcher
 
     argv = list(argv)
     if any(a in ("-h", "--help") for a in argv):
