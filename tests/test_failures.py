@@ -1,4 +1,4 @@
-"""Failure behaviour (DESIGN.md §7): every error names what and where, ends the job, never hangs."""
+"""Failure behaviour (docs/architecture.md, "Failures"): every error names what and where, ends the job, never hangs."""
 
 from __future__ import annotations
 

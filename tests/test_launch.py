@@ -1,4 +1,4 @@
-"""Launching and ending jobs (DESIGN.md §7): a PE that fails, vanishes or crashes outside an
+"""Launching and ending jobs (docs/architecture.md, "Failures"): a PE that fails, vanishes or crashes outside an
 entry method, and a launcher that is signalled or killed, end the whole job non-zero with a
 report naming the PE; absurd PE counts and settings are refused. Exit codes and messages
 only: every timeout here is a hang guard, never a measurement.

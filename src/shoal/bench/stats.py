@@ -1,7 +1,7 @@
 """Statistics for benchmark comparisons: medians, bootstrap CIs, Mann–Whitney U.
 
 Pure functions over sequences of floats (one float per trial), so they are unit-tested
-without running anything. The method follows the benchmark methodology of DESIGN §6:
+without running anything. The method (docs/benchmarks.md):
 the *median* of repeated trials as the point estimate (robust to the occasional trial a
 noisy machine slows down), a bootstrap 95% confidence interval around it, and the
 non-parametric Mann–Whitney U test for "is A faster than B" (timings are skewed and

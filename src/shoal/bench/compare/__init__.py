@@ -1,8 +1,8 @@
 """``shoal bench compare <test>``: several targets, interleaved trials, statistics, a figure.
 
 Each *trial* is one ``shoal bench micro <test> --target … --json`` process (its own MPI
-job), so trials are independent launches, as the benchmark methodology asks (DESIGN
-§6). For ``--trials N`` the comparison runs N *rounds*; every round runs each target
+job), so trials are independent launches, as the benchmark methodology asks
+(docs/benchmarks.md). For ``--trials N`` the comparison runs N *rounds*; every round runs each target
 once, in a **fresh random order per round** (a new shuffle each round, seeded by
 ``--seed``), so drift of the machine over time spreads evenly over the targets instead
 of favouring whichever runs first, and each target gets exactly N trials.
