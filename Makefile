@@ -6,7 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test typecheck clean
 
-$(STAMP): pyproject.toml
+# pip builds the compiled per-message path (setup.py) into the package: a changed C file
+# reinstalls, so the extension in use is always the one the sources describe.
+NATIVE := $(wildcard src/shoal/_native/*.c src/shoal/_native/*.h)
+
+$(STAMP): pyproject.toml setup.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[mpich,test,bench,charm4py,dask,ray,numba]'
@@ -23,4 +27,4 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache build src/shoal/_shoal_native.*.so src/shoal/_native_build.py

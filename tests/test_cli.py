@@ -24,7 +24,7 @@ def test_info_reports_versions_library_settings_and_compiled_path():
     out = proc.stdout
     for field in ("shoal", "numpy", "mpi4py", "mpi library", "mpi abi", "setting rendezvous_threshold", "setting tree_fanout"):
         assert field in out, out
-    assert "compiled path" in out and "compiled (" in out, out
+    assert re.search(r"^compiled path +(installed extension|built on first use in) ", out, re.M), out
 
 
 def test_info_inproc_needs_no_mpi():
@@ -152,33 +152,6 @@ def fake_compiler(tmp_path: Path) -> Path:
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
     return fake
-
-
-def test_native_build_with_silent_compiler_falls_back(tmp_path, fake_compiler):
-    env = _env(MPICC=str(fake_compiler), SHOAL_CACHE_DIR=str(tmp_path / "cache"))
-    proc = _run("info", env=env)
-    assert proc.returncode == 0, proc
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("compiled path"))
-    assert "unavailable, using the Python path" in line
-    assert f"{fake_compiler} exited with 0 but wrote no shared object" in line and "-shared" in line
-
-
-@pytest.mark.mpi
-def test_job_runs_on_the_python_path_when_the_compiler_writes_nothing(tmp_path, fake_compiler, mpi_job):
-    job = mpi_job(
-        """
-        import shoal
-        class W(shoal.Chare):
-            def pe(self):
-                return shoal.my_pe()
-        def main(args):
-            print("pes", shoal.Group(W).pe(ret=True).get())
-        shoal.start(main)
-        """,
-        env={"MPICC": str(fake_compiler), "SHOAL_CACHE_DIR": str(tmp_path / "cache")},
-    )
-    assert job.returncode == 0, job
-    assert "pes [0, 1]" in job.stdout
 
 
 def test_stencil_build_with_silent_compiler_names_the_command(tmp_path, fake_compiler, monkeypatch):

@@ -152,13 +152,29 @@ def _info(ns: argparse.Namespace) -> int:
             from .transport.mpi import describe_library
         except ImportError as exc:
             rows["mpi"] = f"unavailable ({exc}); install with `pip install mpi4py mpich`"
+        except RuntimeError as exc:  # mpi4py's binary wheel found no MPI library to load
+            rows["mpi"] = (f"unavailable: mpi4py {_first_line(exc)}; install one (`pip install mpich`) "
+                           "or put your MPI's libmpi on LD_LIBRARY_PATH")
         else:
             rows.update(describe_library())
+        if "compiled path" not in rows:
+            from .native import load_native, native_status
+
+            load_native()
+            rows["compiled path"] = native_status()
     rows.update({f"setting {k}": v for k, v in vars(settings).items()})
     width = max(map(len, rows))
     for k, v in rows.items():
-        print(f"{k:<{width}}  {v}")
+        lines = str(v).splitlines() or [""]
+        print(f"{k:<{width}}  {lines[0]}")
+        for line in lines[1:]:  # a compiler's message, say: indented under its row
+            print(f"{'':<{width}}    {line}")
     return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (mpi4py lists every path it tried after it)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _cache(ns: argparse.Namespace) -> int:

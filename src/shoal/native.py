@@ -1,33 +1,60 @@
-"""Compiled parts of shoal, built on first use with the MPI's own compiler wrapper.
+"""Compiled parts of shoal: the extension ``pip install`` built, else one built on first use.
 
-The extension is compiled once per (source, Python, mpi4py, MPI library) into a cache
-directory and loaded from there; PEs starting together wait on a file lock instead of
-all compiling. Where no compiler is found the pure-Python path runs, and
-``shoal info`` says why.
+``pip install`` (and ``pip install -e .``) compiles ``_native/*.c`` with the MPI's own
+compiler wrapper into the extension module ``shoal._shoal_native`` and records how, in
+the generated module ``shoal._native_build`` (:func:`build_config`). At load that record
+is checked against this process: the C sources, mpi4py, the MPI library and NumPy must
+be those it was built with. Where they are not, or the install found no compiler, the
+extension is compiled once per (source, Python, mpi4py, MPI library) into a cache
+directory and loaded from there (PEs starting together wait on a file lock instead of
+all compiling); where that fails too, the pure-Python path runs. :func:`native_status`
+(``shoal info``) says which of the three is in use and why.
+
+``setup.py`` loads this file by path (not as part of the package) to build at install
+time, so its top level imports the standard library only.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib
 import importlib.util
 import os
+import pprint
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-__all__ = ["load_native", "native_status", "cache_dir", "find_mpicc"]
+__all__ = [
+    "load_native", "native_status", "build_config", "cache_dir", "find_mpicc", "locate_mpicc", "BuildError",
+    "compile_extension", "describe_build", "write_record", "source_digest", "EXTENSION", "RECORD", "CFLAGS",
+    "SOURCES", "HEADERS",
+]
 
 _FOLDER = Path(__file__).parent / "_native"
-_SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "sets.c", "proxies.c")]
-_HEADERS = [_FOLDER / name for name in ("native.h", "core.h")]
+#: the C files of the extension (one module), and the headers they include
+SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "sets.c", "proxies.c", "query.c")]
+HEADERS = sorted(_FOLDER.glob("*.h"))
+#: the extension's module name in the package (frames.c defines its PyInit__shoal_native)
+EXTENSION = "_shoal_native"
+#: the generated module beside the installed extension that records how it was built
+RECORD = "_native_build"
+#: what the MPI compiler wrapper is given besides the include directories and sources
+CFLAGS = ("-O2", "-shared", "-fPIC", "-Wall")
 #: seconds the compiler may take before the build is given up (and the Python path used)
 BUILD_TIMEOUT = 600.0
 _status = "not loaded"
 _module: ModuleType | None = None
+
+
+class BuildError(RuntimeError):
+    """The compiled path could not be built: no compiler, or the compiler failed."""
 
 
 def cache_dir() -> Path:
@@ -39,49 +66,237 @@ def cache_dir() -> Path:
 
 
 def find_mpicc() -> str | None:
-    """The MPI C compiler wrapper: ``$MPICC``, beside this Python, then on PATH."""
-    for candidate in (os.environ.get("MPICC"), os.path.join(os.path.dirname(sys.executable), "mpicc"), "mpicc"):
-        if candidate and shutil.which(candidate):
-            return shutil.which(candidate)
+    """The MPI C compiler wrapper: ``$MPICC``, the one mpi4py's ``get_config()`` names
+    (where its packager recorded one), beside this Python, then on PATH."""
+    found = locate_mpicc()
+    return found[0] if found else None
+
+
+def locate_mpicc() -> tuple[str, str] | None:
+    """``(path, where it was found)`` of :func:`find_mpicc`'s wrapper, or None."""
+    candidates = [("$MPICC", os.environ.get("MPICC") or "")]
+    try:
+        import mpi4py
+
+        candidates.append(("mpi4py.get_config()", str(mpi4py.get_config().get("mpicc", ""))))
+    except ImportError:
+        pass
+    candidates += [(f"beside {sys.executable}", os.path.join(os.path.dirname(sys.executable), "mpicc")),
+                   ("PATH", "mpicc")]
+    for where, candidate in candidates:
+        path = shutil.which(candidate) if candidate else None
+        if path:
+            return path, where
     return None
 
 
+def source_digest() -> str:
+    """A hash of the C sources and headers: a build of other sources is not this one."""
+    h = hashlib.sha256()
+    for path in SOURCES + HEADERS:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _key() -> str:
+    """The first-use cache folder: one per (sources, Python, mpi4py, MPI library, NumPy)."""
     import mpi4py
     from mpi4py import MPI
 
     import numpy
 
-    h = hashlib.sha256()
-    for path in _SOURCES + _HEADERS:
-        h.update(path.read_bytes())
+    h = hashlib.sha256(source_digest().encode())
     for part in (sys.version, mpi4py.__version__, MPI.Get_library_version(), MPI.__file__, numpy.__version__):
         h.update(part.encode())
     return h.hexdigest()[:16]
 
 
-def _build(target: Path) -> None:
+def _compile_command(mpicc: str, output: Path) -> list[str]:
+    """One wrapper call compiles and links every source against Python, mpi4py and NumPy."""
     import mpi4py
     import numpy
 
-    mpicc = find_mpicc()
-    if mpicc is None:
-        raise RuntimeError("no mpicc found (set MPICC or install the mpich wheel)")
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [
-        mpicc, "-O2", "-shared", "-fPIC", "-Wall",
+    return [
+        mpicc, *CFLAGS,
         f"-I{sysconfig.get_paths()['include']}", f"-I{mpi4py.get_include()}", f"-I{numpy.get_include()}",
-        *map(str, _SOURCES), "-o", str(tmp),
+        *map(str, SOURCES), "-o", str(output),
     ]
+
+
+def compile_extension(target: Path, mpicc: str | None = None) -> list[str]:
+    """Compile the extension into ``target`` (atomically: a temporary file, then a
+    rename) with ``mpicc`` (default :func:`find_mpicc`); returns the command that ran."""
+    mpicc = mpicc or find_mpicc()
+    if mpicc is None:
+        raise BuildError(
+            f"no mpicc found ($MPICC is unset, mpi4py.get_config() names none, none beside {sys.executable}, "
+            "none on PATH): set MPICC to your MPI's compiler wrapper or install the mpich wheel (pip install mpich)"
+        )
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    cmd = _compile_command(mpicc, tmp)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise RuntimeError(f"{mpicc} could not be run: {exc}") from None
+        raise BuildError(f"{mpicc} could not be run: {exc}") from None
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed (exit code {proc.returncode}):\n{proc.stderr.strip()}")
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"{' '.join(cmd)} failed (exit code {proc.returncode}):\n{proc.stderr.strip()}")
     if not tmp.is_file() or tmp.stat().st_size == 0:
-        raise RuntimeError(f"{mpicc} exited with 0 but wrote no shared object ({tmp}); command: {' '.join(cmd)}")
+        raise BuildError(f"{mpicc} exited with 0 but wrote no shared object ({tmp}); command: {' '.join(cmd)}")
     os.replace(tmp, target)
+    return cmd
+
+
+def describe_build(mpicc: str, command: list[str], found: str = "") -> dict[str, Any]:
+    """The facts of a build by ``mpicc`` for the record: versions of Python, mpi4py and
+    NumPy, the MPI header and library it compiled against (from a probe program built
+    with the same wrapper), and what the wrapper runs."""
+    import mpi4py
+    import numpy
+
+    header, library = _probe(mpicc)
+    return {
+        "built": True,
+        "mpicc": mpicc,
+        "mpicc_found": found,
+        "mpicc_runs": _wrapped(mpicc),
+        "flags": list(CFLAGS),
+        "command": command,
+        "python": sys.version.split()[0],
+        "mpi4py": mpi4py.__version__,
+        "numpy": numpy.__version__,
+        "mpi_header": header,
+        "mpi_library": library,
+        "sources": source_digest(),
+    }
+
+
+def _probe(mpicc: str) -> tuple[str, str | None]:
+    """``(header, library version)`` of the MPI behind ``mpicc``: query.c built as a
+    program and run (the library is None where the program cannot run here)."""
+    with tempfile.TemporaryDirectory(prefix="shoal-probe-") as tmp:
+        exe = os.path.join(tmp, "probe")
+        cmd = [mpicc, "-DSHOAL_QUERY_MAIN", str(_FOLDER / "query.c"), "-o", exe]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise BuildError(f"{mpicc} could not be run: {exc}") from None
+        if proc.returncode != 0:
+            raise BuildError(f"{' '.join(cmd)} failed (exit code {proc.returncode}):\n{proc.stderr.strip()}")
+        try:
+            run = subprocess.run([exe], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return "unknown", None
+        if run.returncode != 0:
+            return "unknown", None
+        header, _, library = run.stdout.partition("\n")
+        return header.strip(), library.strip()
+
+
+def _wrapped(mpicc: str) -> str:
+    """The command line the wrapper runs (MPICH: ``-show``; Open MPI: ``--showme``)."""
+    for flag in ("-show", "--showme"):
+        try:
+            proc = subprocess.run([mpicc, flag], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if proc.returncode == 0 and proc.stdout.strip():
+            return proc.stdout.strip()
+    return "unknown"
+
+
+def write_record(folder: Path, config: dict[str, Any]) -> Path:
+    """Write the build record ``config`` as the module ``RECORD`` in ``folder``."""
+    path = folder / f"{RECORD}.py"
+    path.write_text(
+        '"""How the install built shoal\'s compiled per-message path (generated by setup.py; do not edit)."""\n\n'
+        "from typing import Any\n\n"
+        '__all__ = ["CONFIG"]\n\n'
+        f"CONFIG: dict[str, Any] = {pprint.pformat(config, width=100, sort_dicts=False)}\n"
+    )
+    return path
+
+
+def build_config() -> dict[str, Any]:
+    """What the install recorded about building the extension: how it was built
+    (``built`` True: compiler, flags, versions) or why it was not (``reason``)."""
+    try:
+        record = importlib.import_module(f"{__package__ or 'shoal'}.{RECORD}")
+    except ImportError:
+        return {"built": False, "reason": "no extension was built at install (there is no build record "
+                f"{Path(__file__).with_name(RECORD + '.py')}: reinstall with `pip install -e .` or `make`)"}
+    return dict(record.CONFIG)
+
+
+def _installed() -> Path:
+    """Where the install put the extension: beside this file, as setuptools names it."""
+    return Path(__file__).with_name(EXTENSION + str(sysconfig.get_config_var("EXT_SUFFIX")))
+
+
+def _mismatch(config: dict[str, Any]) -> str | None:
+    """Why the installed extension cannot serve this process, or None if it can."""
+    import mpi4py
+    from mpi4py import MPI
+
+    import numpy
+
+    if not config.get("built"):
+        return str(config.get("reason", "the install did not build it (no reason recorded)"))
+    path = _installed()
+    if not path.is_file():
+        return f"the installed extension {path} is missing (reinstall shoal)"
+    if config.get("sources") != source_digest():
+        return "the C sources changed since the install built it (rerun `pip install -e .` or `make`)"
+    if config.get("mpi4py") != mpi4py.__version__:
+        return (f"the installed extension was built against mpi4py {config.get('mpi4py')}, "
+                f"this is mpi4py {mpi4py.__version__}")
+    built_library = config.get("mpi_library")
+    library = MPI.Get_library_version().strip()
+    if built_library is None:
+        return ("the install could not run its MPI probe, so the MPI library the extension was built against is "
+                "unknown")
+    if built_library != library:
+        return (f"the installed extension was built against another MPI library ({_first_line(built_library)}; "
+                f"this process uses {_first_line(library)})")
+    if int(str(config.get("numpy", "0")).split(".")[0]) < int(numpy.__version__.split(".")[0]):
+        return (f"the installed extension was built against NumPy {config.get('numpy')}, "
+                f"too old for NumPy {numpy.__version__}")
+    return None
+
+
+def _first_line(text: object) -> str:
+    """The first line of a library version string (the rest is configure flags)."""
+    return str(text).strip().splitlines()[0].strip() if str(text).strip() else "unknown"
+
+
+def _describe(config: dict[str, Any]) -> str:
+    """``built with ...`` for the status line."""
+    runs = str(config.get("mpicc_runs", "")).split()
+    under = f" → {runs[0]}" if runs and runs[0] != "unknown" else ""
+    return (f"built with {config.get('mpicc')}{under} {' '.join(config.get('flags', []))} against "
+            f"{config.get('mpi_header')}, mpi4py {config.get('mpi4py')}, numpy {config.get('numpy')}")
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    """Import the extension at ``path`` by file, not by search path (it is checked first)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _build_on_first_use() -> Path:
+    """Compile the extension into the cache (once: concurrent callers wait on a lock)."""
+    folder = cache_dir() / _key()
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (EXTENSION + str(sysconfig.get_config_var("EXT_SUFFIX")))
+    if not target.exists():
+        with open(folder / "build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.exists():
+                compile_extension(target)
+    return target
 
 
 def load_native() -> ModuleType | None:
@@ -90,22 +305,32 @@ def load_native() -> ModuleType | None:
     if _module is not None:
         return _module
     try:
-        folder = cache_dir() / _key()
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / ("_shoal_native" + sysconfig.get_config_var("EXT_SUFFIX"))
-        if not target.exists():
-            with open(folder / "build.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                if not target.exists():
-                    _build(target)
-        spec = importlib.util.spec_from_file_location("_shoal_native", target)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - any failure means: use the Python path
-        _status = f"unavailable, using the Python path ({exc})"
+        from mpi4py import MPI  # noqa: F401 - the MPI library is loaded before the extension that links it
+    except Exception as exc:  # noqa: BLE001 - mpi4py raises RuntimeError when no MPI library loads
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        _status = f"unavailable: mpi4py's MPI module does not load ({first}), using the Python path"
         return None
-    _status = f"compiled ({target})"
+    config = build_config()
+    try:
+        why = _mismatch(config)
+    except Exception as exc:  # noqa: BLE001 - a damaged record means: do not trust the installed extension
+        why = f"the install's build record could not be checked ({type(exc).__name__}: {exc})"
+    if why is None:
+        path = _installed()
+        try:
+            _module = _load(path, f"{__package__ or 'shoal'}.{EXTENSION}")
+        except Exception as exc:  # noqa: BLE001 - any failure means: build it here instead
+            why = f"the installed extension {path} did not load ({type(exc).__name__}: {exc})"
+        else:
+            _status = f"installed extension {path} ({_describe(config)})"
+            return _module
+    try:
+        target = _build_on_first_use()
+        module = _load(target, EXTENSION)
+    except Exception as exc:  # noqa: BLE001 - any failure means: use the Python path
+        _status = f"unavailable: {why}, and building it on first use failed: {exc}; using the Python path"
+        return None
+    _status = f"built on first use in {target} because {why}"
     _module = module
     return module
 

@@ -49,8 +49,6 @@ int shoal_query_cuda(int *flag) {
 /* The MPI whose mpi.h this file was compiled against, e.g. "MPICH 5.0.2 (MPI 4.1)". */
 const char *shoal_mpi_header(void) {
     static char text[128];
-#define SHOAL_STR2(x) #x
-#define SHOAL_STR(x) SHOAL_STR2(x)
 #if defined(MPICH_VERSION)
     snprintf(text, sizeof text, "MPICH %s (MPI %d.%d)", MPICH_VERSION, MPI_VERSION, MPI_SUBVERSION);
 #elif defined(OPEN_MPI)

@@ -260,7 +260,7 @@ def abort_world(code: int) -> None:
 
 
 def describe_library() -> dict[str, Any]:
-    """The MPI library behind this transport, for ``shoal info``."""
+    """The MPI library behind this transport and the compiled path, as measured here, for ``shoal info``."""
     import mpi4py
 
     return {
@@ -269,8 +269,8 @@ def describe_library() -> dict[str, Any]:
         "mpi standard": "%d.%d" % MPI.Get_version(),
         "mpi abi": _abi_name(),
         "mpi thread level": _thread_level(),
-        "device buffers": "staged through host memory (no CUDA-aware MPI detected)",
         "compiled path": _native_status(),
+        "cuda-aware mpi": _cuda_aware(),
     }
 
 
@@ -303,13 +303,48 @@ def _native_status() -> str:
 
 
 def _abi_name() -> str:
-    """Which MPI ABI mpi4py's extension was built for (mpi4py ships several)."""
+    """Which MPI ABI mpi4py's extension was built for: mpi4py >= 4.1 ships one extension
+    per ABI (``MPI.mpich.*.so``, ``MPI.openmpi.*.so``), 4.0 a single one."""
     import os
 
-    variant = os.path.basename(MPI.__file__).split(".")[1]
-    major, minor = MPI.Get_abi_version()
-    standard = f"; MPI standard ABI {major}.{minor}" if major >= 0 else ""
-    return f"{variant} (extension {os.path.basename(MPI.__file__)}){standard}"
+    name = os.path.basename(MPI.__file__)
+    parts = name.split(".")
+    if len(parts) < 4:
+        return f"the MPI mpi4py was compiled against (a single extension, {name})"
+    standard = ""
+    get_abi_version = getattr(MPI, "Get_abi_version", None)  # mpi4py >= 4.1
+    if get_abi_version is not None:
+        major, minor = get_abi_version()
+        standard = f"; MPI standard ABI {major}.{minor}" if major >= 0 else ""
+    return f"{parts[1]} (extension {name}){standard}"
+
+
+#: the MPI library's own CUDA query behind each answer of _native/query.c's shoal_query_cuda
+_CUDA_QUERIES = {1: "MPIX_GPU_query_support", 2: "MPIX_Query_cuda_support"}
+
+
+def _cuda_aware() -> str:
+    """Whether the MPI library sends and receives CUDA device memory itself, as the library
+    answers: the compiled path asks it (it is built against the library's own header)."""
+    import ctypes
+
+    module = _native_module()
+    if module is None:
+        return "unknown: the compiled path, which asks the MPI library, is unavailable"
+    if not MPI.Is_initialized() or MPI.Is_finalized():
+        return "unknown: MPI is not initialized, so the library cannot be asked"
+    query = getattr(ctypes.CDLL(module.__file__), "shoal_query_cuda", None)
+    if query is None:
+        return f"unknown: the compiled path {module.__file__} has no shoal_query_cuda (rebuild it: pip install -e .)"
+    query.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    query.restype = ctypes.c_int
+    flag = ctypes.c_int(0)
+    used = query(ctypes.byref(flag))
+    if used == 0:
+        return "unknown: this MPI has no query (neither MPIX_GPU_query_support nor MPIX_Query_cuda_support)"
+    if used not in _CUDA_QUERIES:
+        return "unknown: MPIX_GPU_query_support returned an error"
+    return f"{'yes' if flag.value else 'no'} ({_CUDA_QUERIES[used]})"
 
 
 def _thread_level() -> str:
