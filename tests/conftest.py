@@ -52,3 +52,12 @@ def mpi_job(tmp_path: Path) -> Callable[..., Job]:
         return Job(proc)
 
     return launch
+
+
+@pytest.fixture
+def silent_compiler(tmp_path: Path) -> Path:
+    """A compiler that says nothing, writes nothing and exits 0."""
+    fake = tmp_path / "fakecc"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    return fake

@@ -145,23 +145,14 @@ def test_defaults_are_valid():
     assert load_settings(environ={}) == shoal.settings.Settings()
 
 
-@pytest.fixture
-def fake_compiler(tmp_path: Path) -> Path:
-    """A compiler that says nothing, writes nothing and exits 0."""
-    fake = tmp_path / "fakecc"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    return fake
-
-
-def test_stencil_build_with_silent_compiler_names_the_command(tmp_path, fake_compiler, monkeypatch):
+def test_stencil_build_with_silent_compiler_names_the_command(tmp_path, silent_compiler, monkeypatch):
     from shoal.stencil import build
     from shoal.stencil.errors import CompilerError
 
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(build, "_compiler", [str(fake_compiler)])
+    monkeypatch.setattr(build, "_compiler", [str(silent_compiler)])
     with pytest.raises(CompilerError) as info:
         build.compile_kernel("double shoal_x;\n", where="prog.py:3: ")
     text = str(info.value)
-    assert text.startswith(f"prog.py:3: the compiler {fake_compiler} exited with 0 but wrote no object file"), text
-    assert f"$ {fake_compiler} -O3" in text and "generated source saved in" in text
+    assert text.startswith(f"prog.py:3: the compiler {silent_compiler} exited with 0 but wrote no object file"), text
+    assert f"$ {silent_compiler} -O3" in text and "generated source saved in" in text

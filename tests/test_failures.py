@@ -238,27 +238,6 @@ def test_deadlock_is_reported_mpi(mpi_job):
     assert "PE 1: W.wait_forever of element (1,) awaits" in job.stderr
 
 
-@pytest.mark.mpi
-def test_exit_code_propagates_mpi(mpi_job):
-    job = mpi_job(
-        """
-        import shoal
-
-        class W(shoal.Chare):
-            def stop(self):
-                shoal.exit(5)
-
-        def main(args):
-            shoal.Group(W)[1].stop()
-            shoal.Future().get()
-
-        shoal.start(main)
-        """,
-        env={"SHOAL_DEADLOCK_TIMEOUT": "600"},
-    )
-    assert job.returncode == 5, job
-
-
 def test_bad_cli_option_lists_valid_ones():
     proc = subprocess.run([sys.executable, "-m", "shoal", "run", "--frobnicate", "x.py"], capture_output=True, text=True)
     assert proc.returncode == 2

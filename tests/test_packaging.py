@@ -183,15 +183,6 @@ def test_missing_installed_extension_builds_on_first_use(installed, first_use_ca
     assert out["loaded"] and f"because the installed extension {gone} is missing (reinstall shoal)" in out["status"]
 
 
-@pytest.fixture
-def silent_compiler(tmp_path: Path) -> Path:
-    """A compiler that says nothing, writes nothing and exits 0."""
-    fake = tmp_path / "fakecc"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    return fake
-
-
 def test_no_installed_extension_and_failing_build_runs_the_python_path(tmp_path, silent_compiler):
     out = _fallback("{'built': False, 'reason': 'not built at install: no mpicc found'}", tmp_path / "cache",
                     env={"MPICC": str(silent_compiler)})
