@@ -244,7 +244,7 @@ def test_cache_bound_comes_from_the_environment():
     import subprocess
     import sys
 
-    code = "from shoal.stencil.build import CACHE_LIMIT; print(CACHE_LIMIT)"
+    code = "from shoal.stencil.build import cache_limit; print(cache_limit())"
     run = lambda value: subprocess.run(  # noqa: E731
         [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "SHOAL_CACHE_MAX_MB": value}
     )

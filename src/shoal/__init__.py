@@ -16,9 +16,10 @@ from .runtime.channels import Channel
 from .runtime.chare import Chare
 from .runtime.collections import Array, Group
 from .runtime.context import my_pe, num_pes
-from .runtime.engine import exit, mpi_comm, quiescence, run, start
+from .runtime.engine import exit as exit  # qualified only (see below)
+from .runtime.engine import mpi_comm, quiescence, run, start
 from .runtime.futures import Future, gather
-from .runtime.proxy import CollectionProxy, ElementProxy, SectionProxy
+from .runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
 from .runtime.receive_sets import ReceiveSet
 from .runtime.reducers import Reducer, reducers
 

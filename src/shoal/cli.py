@@ -179,17 +179,17 @@ def _first_line(exc: BaseException) -> str:
 
 def _cache(ns: argparse.Namespace) -> int:
     from .native import cache_dir
-    from .stencil.build import CACHE_LIMIT, cache_usage, clear_cache, prune_cache
+    from .stencil.build import cache_limit, cache_usage, clear_cache, prune_cache
 
     if ns.action == "clear":
         n, freed = clear_cache()
         print(f"removed {n} kernels ({freed / 2**20:.1f} MB)")
     elif ns.action == "prune":
-        limit = CACHE_LIMIT if ns.max_mb is None else int(ns.max_mb * 2**20)
+        limit = cache_limit() if ns.max_mb is None else int(ns.max_mb * 2**20)
         n, freed = prune_cache(limit, keep_recent=0)
         print(f"removed {n} least recently used kernels ({freed / 2**20:.1f} MB)")
     n, size = cache_usage()
-    print(f"{cache_dir() / 'stencil'}: {n} kernels, {size / 2**20:.1f} MB (bound {CACHE_LIMIT / 2**20:.0f} MB)")
+    print(f"{cache_dir() / 'stencil'}: {n} kernels, {size / 2**20:.1f} MB (bound {cache_limit() / 2**20:.0f} MB)")
     return 0
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 from .jobreport import files_needed, pe_list, summarize
 from .jobwatch import JOB_DIR_VAR, LAUNCHER_VAR, PERecord, process_alive, process_start, read_records
+from .settings import mpiexec_choice
 
 __all__ = ["find_mpiexec", "launch_mpi", "GRACE", "STOP_WAIT"]
 
@@ -38,7 +39,7 @@ _FOLLOW_MAX = 1024  # PEs whose end the launcher follows as it happens (one desc
 
 def find_mpiexec(explicit: str | None = None) -> str:
     """The MPI launcher: ``--mpiexec``, ``$SHOAL_MPIEXEC``, PATH, then beside this Python."""
-    for candidate in (explicit, os.environ.get("SHOAL_MPIEXEC")):
+    for candidate in (explicit, mpiexec_choice()):
         if candidate:
             found = shutil.which(candidate)
             if found is None:

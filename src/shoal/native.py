@@ -59,10 +59,9 @@ class BuildError(RuntimeError):
 
 def cache_dir() -> Path:
     """Where compiled parts are kept: ``$SHOAL_CACHE_DIR``, else ``~/.cache/shoal``."""
-    root = os.environ.get("SHOAL_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shoal"
-    )
-    return Path(root)
+    from .settings import cache_root
+
+    return Path(cache_root())
 
 
 def find_mpicc() -> str | None:

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Mapping
 
-__all__ = ["Settings", "SettingsError", "load_settings", "MAX_PES", "RANGES"]
+__all__ = ["Settings", "SettingsError", "load_settings", "MAX_PES", "RANGES", "cache_root", "cache_limit", "mpiexec_choice"]
 
 #: The most PEs a job may have. One in-process PE costs about 12 KiB before any chare
 #: and one thread steps them all in turn, so more than this is a mistake, not a job;
@@ -137,3 +137,34 @@ def _convert(key: str, raw: str, typ: object) -> object:
         return kind(raw)
     except ValueError:
         raise SettingsError(f"{key}={raw!r} is not a valid {kind.__name__}") from None
+
+
+# -- variables read outside a job (the launcher and the builders): read here too ----------------
+def cache_root(environ: Mapping[str, str] | None = None) -> str:
+    """Where compiled parts are kept: ``$SHOAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/shoal``
+    (``~/.cache/shoal``)."""
+    env = os.environ if environ is None else environ
+    return env.get("SHOAL_CACHE_DIR") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shoal"
+    )
+
+
+def cache_limit(environ: Mapping[str, str] | None = None) -> int:
+    """The bound of the stencil kernel cache in bytes: ``$SHOAL_CACHE_MAX_MB`` megabytes,
+    else 512; a value that is not a size is an error naming it."""
+    env = os.environ if environ is None else environ
+    raw = env.get("SHOAL_CACHE_MAX_MB", "")
+    try:
+        mb = float(raw) if raw else 512.0
+    except ValueError:
+        mb = -1.0
+    if not 0 <= mb < float("inf"):
+        raise SettingsError(f"SHOAL_CACHE_MAX_MB={raw!r} is not a size in megabytes (a number >= 0)")
+    return int(mb * 2**20)
+
+
+def mpiexec_choice(environ: Mapping[str, str] | None = None) -> str | None:
+    """The launcher ``$SHOAL_MPIEXEC`` names, if any."""
+    env = os.environ if environ is None else environ
+    return env.get("SHOAL_MPIEXEC") or None
+

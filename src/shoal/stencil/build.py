@@ -28,7 +28,7 @@ from .errors import CompilerError, DeviceError
 from .printer_c import print_copy, print_wavefront
 
 __all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
-           "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros", "CACHE_LIMIT", "cache_usage",
+           "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros", "cache_limit", "cache_usage",
            "prune_cache", "clear_cache", "load_wavefront"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
@@ -298,20 +298,13 @@ def load_wavefront(extra_flags: Sequence[str] = ()) -> Callable:
 
 
 # -- the cache's size --------------------------------------------------------------------------
-def _cache_limit() -> int:
-    """The bound of the kernel cache: ``$SHOAL_CACHE_MAX_MB`` megabytes, else 512."""
-    raw = os.environ.get("SHOAL_CACHE_MAX_MB", "")
-    try:
-        mb = float(raw) if raw else 512.0
-    except ValueError:
-        mb = -1.0
-    if not mb >= 0:
-        raise ValueError(f"SHOAL_CACHE_MAX_MB={raw!r} is not a size in megabytes (a number >= 0)")
-    return int(mb * 2**20)
+def cache_limit() -> int:
+    """The bound of the kernel cache (objects and their sources), in bytes, read when
+    needed (``SHOAL_CACHE_MAX_MB``, :func:`shoal.settings.cache_limit`)."""
+    from ..settings import cache_limit as limit
 
+    return limit()
 
-#: the bound of the kernel cache (objects and their sources), in bytes
-CACHE_LIMIT = _cache_limit()
 #: objects used this recently (seconds) are never evicted by the automatic bound: another
 #: process of a job may be about to load them
 KEEP_RECENT = 600.0
@@ -324,12 +317,15 @@ def cache_usage() -> tuple[int, int]:
     return len(entries), sum(size for _, size, _ in entries.values())
 
 
-def prune_cache(limit: int = CACHE_LIMIT, keep_recent: float = KEEP_RECENT) -> tuple[int, int]:
+def prune_cache(limit: int | None = None, keep_recent: float = KEEP_RECENT) -> tuple[int, int]:
     """Evict the least recently used kernels until the cache holds at most ``limit``
     bytes, sparing those used in the last ``keep_recent`` seconds; returns ``(kernels
-    removed, bytes freed)``. Every load marks its object used."""
+    removed, bytes freed)``; ``limit`` None is :func:`cache_limit`. Every load marks its
+    object used."""
     import time
 
+    if limit is None:
+        limit = cache_limit()
     entries = _entries()
     total = sum(size for _, size, _ in entries.values())
     removed = freed = 0
