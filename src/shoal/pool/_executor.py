@@ -185,15 +185,7 @@ class Executor(cf.Executor):
                 fut.set_result(value)
         else:
             drop(inner)
-        if pe == self._rt.pe:
-            self._rt.ready.append(partial(self._resume, pe))  # after this PE's next poll
-        else:
-            self._slots.give(pe)
-            self._pump()
-
-    def _resume(self, pe: int) -> None:
-        self._slots.give(pe)
-        self._pump()
+        self._slots.release(pe, self._rt, self._pump)
 
     def _break(self, reason: str) -> None:
         """Fail every pending future with BrokenPool; refuse later submits."""

@@ -137,6 +137,18 @@ class Slots:
         self._levels: list[dict[int, None]] = [dict.fromkeys(p for p in range(npes) if p != me)]
         self._levels += [{} for _ in range(REMOTE_DEPTH + 1)]
 
+    def release(self, pe: int, rt: Any, then: Callable[[], None]) -> None:
+        """A task on ``pe`` finished: free its slot and call ``then`` — at once for another
+        PE, after this PE's next poll for its own (so replies from the others come first)."""
+        if pe == rt.pe:
+            rt.ready.append(partial(self._release_now, pe, then))
+        else:
+            self._release_now(pe, then)
+
+    def _release_now(self, pe: int, then: Callable[[], None]) -> None:
+        self.give(pe)
+        then()
+
     def take(self, backlog: int) -> int | None:
         """The PE for the next of ``backlog`` waiting tasks (None: every PE is full)."""
         depth = REMOTE_DEPTH + 1 if self._deep and backlog > self._npes else REMOTE_DEPTH
@@ -244,15 +256,8 @@ class _MapRun:
         self.left -= 1
         if self.left == 0:
             out._resolve(list(itertools.chain.from_iterable(self.results)))
-        elif pe == self.rt.pe:
-            self.rt.ready.append(partial(self.resume, pe))  # after this PE's next poll
         else:
-            self.slots.give(pe)
-            self.pump()
-
-    def resume(self, pe: int) -> None:
-        self.slots.give(pe)
-        self.pump()
+            self.slots.release(pe, self.rt, self.pump)
 
 
 def _start_map(call: str, fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int) -> Future:

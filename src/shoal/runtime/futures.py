@@ -182,6 +182,11 @@ class Future:
             raise self._error()
         raise ShoalError(f"future created at {self.origin} is not resolved yet")
 
+    def _outcome(self) -> Any:
+        """What a resolved future resolved with, to pass on: its value, or its (now
+        retrieved) error as a :class:`Failure`."""
+        return self._value if self._state == _DONE else Failure(self._error())
+
     def _error(self) -> BaseException:
         """The exception of a failed future, now retrieved (so it is not reported)."""
         log = getattr(self, "_unretrieved", None)
@@ -256,10 +261,7 @@ def _rebuild_future(owner: int, fid: int, origin: str, value: Any = _PENDING_VAL
     key = (owner, fid)
     handle = rt.handles.get(key)
     if handle is None:
-        handle = Future.__new__(Future)
-        handle._rt, handle.owner, handle.fid = None, owner, fid
-        handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, origin
-        rt.handles[key] = handle
+        handle = rt.handles[key] = _handle(owner, fid, origin)
     if value is not _PENDING_VALUE and handle._state == _PENDING:
         handle._resolve(value)
     return handle
@@ -272,9 +274,14 @@ def future_handle(owner: int, fid: int) -> Future:
         local = rt.futures.get(fid)
         if local is not None:
             return local
+    return _handle(owner, fid, "a ret=True call")
+
+
+def _handle(owner: int, fid: int, origin: str) -> Future:
+    """A pending stand-in on this PE for future ``fid`` of PE ``owner``."""
     handle = Future.__new__(Future)
     handle._rt, handle.owner, handle.fid = None, owner, fid
-    handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, "a ret=True call"
+    handle._state, handle._value, handle._callbacks, handle._origin = _PENDING, None, None, origin
     return handle
 
 

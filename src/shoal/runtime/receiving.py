@@ -333,7 +333,7 @@ class Receiving:
 
         def arrived(f: Future) -> None:
             self._asked.discard(key)
-            value = f._value if f._state == 1 else Failure(f._error())
+            value = f._outcome()
             if not handle.done():
                 handle._resolve(value)
 
@@ -351,7 +351,7 @@ class Receiving:
             self.send_future(src, reply_fid, Failure(error))
             return
         fut.add_done_callback(
-            lambda f: self.send_future(src, reply_fid, f._value if f._state == 1 else Failure(f._error()))
+            lambda f: self.send_future(src, reply_fid, f._outcome())
         )
 
     def _on_exchange(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
