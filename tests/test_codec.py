@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shoal.runtime.message import ARRAYS, KWARGS, decode_call, encode_call
+from shoal._runtime.message import ARRAYS, KWARGS, decode_call, encode_call
 
 
 def _travel(segments):

@@ -125,9 +125,9 @@ def test_deadlock_inproc_reports_what_waits():
     """The report comes once the main program has idled ``deadlock_timeout`` on the
     engine's clock: a fake clock that advances a second per reading gets there at once,
     whatever the machine's load (30 s of real idling otherwise)."""
-    from shoal.runtime.engine import Engine
+    from shoal._runtime.engine import Engine
     from shoal.settings import load_settings
-    from shoal.transport import open_transports
+    from shoal._transport import open_transports
 
     def main(args):
         shoal.Future().get()

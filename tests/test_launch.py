@@ -35,6 +35,13 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _as_at_a_terminal() -> None:
+    """Child set-up: SIGINT handled as at a terminal. A shell starts background jobs with
+    SIGINT ignored, and Python then installs no KeyboardInterrupt handler, so a suite run
+    with ``&`` would otherwise see the launcher ignore the signal these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _first_line(proc: subprocess.Popen) -> str:
     """The first line ``proc`` prints, waiting at most HANG_GUARD seconds (then: "")."""
     import queue
@@ -258,7 +265,8 @@ def test_signal_to_launcher_ends_every_process(tmp_path, sig):
     prog = tmp_path / f"long_{sig.name}.py"
     prog.write_text(_LONG_JOB)
     launcher = subprocess.Popen([sys.executable, "-m", "shoal", "run", "-n", "2", str(prog)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True)
+                                stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True,
+                                preexec_fn=_as_at_a_terminal)
     try:
         assert _first_line(launcher) == "started"
         assert len(_job_processes(str(prog))) >= 3  # mpiexec and the PEs (the launcher names it too)
@@ -286,7 +294,7 @@ def test_sigint_to_inproc_job_is_one_line(tmp_path):
     prog.write_text(_LONG_JOB)
     job = subprocess.Popen([sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", str(prog)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
-                           start_new_session=True)
+                           start_new_session=True, preexec_fn=_as_at_a_terminal)
     try:
         assert _first_line(job) == "started"
         job.send_signal(signal.SIGINT)

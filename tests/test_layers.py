@@ -1,6 +1,6 @@
 """The layers depend one way (docs/architecture.md): checked on every module's imports.
 
-transport  <-  runtime  <-  pool, lowlevel  <-  stencil, bench
+_transport  <-  _runtime  <-  pool, lowlevel  <-  stencil, bench
 A module may import from its own layer and the layers below it; the stencil DSL and the
 benchmarks reach the runtime and the transport only through ``shoal.lowlevel`` and the
 public ``shoal`` namespace.
@@ -17,16 +17,16 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "shoal"
 
 #: package of shoal -> the shoal packages/modules it must not import
 FORBIDDEN = {
-    "transport": {"runtime", "pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
-    "runtime": {"pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
-    "stencil": {"runtime", "transport", "bench", "cli"},
-    "bench": {"runtime", "transport"},
+    "_transport": {"_runtime", "pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
+    "_runtime": {"pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
+    "stencil": {"_runtime", "_transport", "bench", "cli"},
+    "bench": {"_runtime", "_transport"},
 }
 
 
 def shoal_imports(path: Path) -> set[str]:
     """The first component below ``shoal`` of every module ``path`` imports."""
-    package = path.relative_to(SRC.parent).with_suffix("").parts  # ("shoal", "runtime", "engine")
+    package = path.relative_to(SRC.parent).with_suffix("").parts  # ("shoal", "_runtime", "engine")
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):

@@ -19,7 +19,7 @@ def test_compiled_descriptor_matches_python(mpi_job):
         import numpy as np
         import shoal
         from shoal.native import load_native, native_status
-        from shoal.runtime.message import _describe
+        from shoal._runtime.message import _describe
 
         def main(args):
             m = load_native()

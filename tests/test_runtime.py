@@ -325,7 +325,7 @@ class Relay(shoal.Chare):
 
 def test_location_forwarding_and_cache_update():
     """An element away from its home is reached through the home, which updates the sender."""
-    from shoal.runtime.context import current
+    from shoal._runtime.context import current
 
     def main():
         rts = current().engine.runtimes

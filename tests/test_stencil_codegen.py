@@ -21,14 +21,14 @@ HERE = os.path.abspath(__file__)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
 def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
-    from shoal.stencil.backend import _aligned
+    from shoal.stencil.layout import aligned
     from shoal.stencil.build import find_compiler, load_copy
 
     if find_compiler() is None:
         pytest.skip("no C compiler")
     import ctypes
 
-    raw, a = _aligned(shape, dtype, 2)
+    raw, a = aligned(shape, dtype, 2)
     a[...] = np.random.default_rng(3).standard_normal(shape)
     strides = (ctypes.c_long * len(shape))(*(s // a.itemsize for s in a.strides))
     pack, unpack = load_copy(len(shape), dtype)
@@ -51,10 +51,10 @@ def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
 def test_tile_rows_start_a_chosen_column_on_a_cache_line(dtype, shape):
-    from shoal.stencil.backend import _aligned, _first_written
+    from shoal.stencil.layout import aligned, first_written
 
     for column in (0, 1, 2, 4):
-        raw, a = _aligned(shape, dtype, column)
+        raw, a = aligned(shape, dtype, column)
         assert a.shape == shape and a.dtype == dtype and not a.any()
         assert raw.flags.c_contiguous and a.base is not None
         assert a.ctypes.data % 64 == (-column * a.itemsize) % 64
@@ -62,8 +62,8 @@ def test_tile_rows_start_a_chosen_column_on_a_cache_line(dtype, shape):
             assert a.strides[-2] % 64 == 0 and a.strides[-2] // a.itemsize == raw.shape[-1]
     # ``u[1:-1] = ...`` with ghost 1 starts its rows at global column 1: local 2 in the
     # first tile of the axis; other tiles align their first owned point
-    assert _first_written(0, 100, 1) == 2 and _first_written(0, 100, 2) == 4
-    assert _first_written(50, 100, 1) == 1 and _first_written(0, 1, 1) == 1
+    assert first_written(0, 100, 1) == 2 and first_written(0, 100, 2) == 4
+    assert first_written(50, 100, 1) == 1 and first_written(0, 1, 1) == 1
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -72,11 +72,11 @@ def test_tiles_spanning_the_last_axis_keep_whole_rows(dtype, shape):
     """A tile that spans the last axis stores owned points only per row (64 KiB rows for
     8192 doubles); its ghost columns alias the neighbouring rows' ends and are never
     touched, and the first written column still starts a cache line."""
-    from shoal.stencil.backend import _whole_rows
+    from shoal.stencil.layout import whole_rows
 
     for g in (1, 2):
         local = tuple(n + 2 * g for n in shape)
-        raw, v = _whole_rows(local, dtype, 2 * g, g)
+        raw, v = whole_rows(local, dtype, 2 * g, g)
         owned = (slice(g, -g),) * len(shape)
         ref = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
         v[owned] = ref

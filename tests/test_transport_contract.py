@@ -1,6 +1,6 @@
 """The transport contract (``tests/transport_contract.py``) run against every transport.
 
-In process, every rank of an :class:`~shoal.transport.inproc.InprocHub` is driven
+In process, every rank of an :class:`~shoal._transport.inproc.InprocHub` is driven
 from one loop; under MPI, ``mpiexec`` runs the same checks as a script, one process
 per rank.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import transport_contract as contract
 
-from shoal.transport import TRANSPORTS
+from shoal._transport import TRANSPORTS
 
 SCRIPT = Path(__file__).with_name("transport_contract.py")
 
@@ -42,7 +42,7 @@ def test_inproc_contract(check, size, threshold):
 
 def test_inproc_checks_can_fail():
     """The harness itself: a transport that reorders, corrupts or ignores the allocator is caught."""
-    from shoal.transport.inproc import InprocTransport
+    from shoal._transport.inproc import InprocTransport
 
     class Reordering(InprocTransport):
         def poll(self, deliver):

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from shoal.errors import ReductionError
-from shoal.runtime import message, tree
-from shoal.runtime.message import (
+from shoal._runtime import message, tree
+from shoal._runtime.message import (
     HEADER,
     Kind,
     decode,
@@ -21,9 +21,9 @@ from shoal.runtime.message import (
     pack_header,
     unpack_header,
 )
-from shoal.runtime.quiescence import Detector, combine_reports
-from shoal.runtime.reducers import Reducer, as_reducer, reducers
-from shoal.runtime.reductions import ALLREDUCE
+from shoal._runtime.quiescence import Detector, combine_reports
+from shoal._runtime.reducers import Reducer, as_reducer, reducers
+from shoal._runtime.reductions import ALLREDUCE
 from shoal.settings import Settings, load_settings
 
 

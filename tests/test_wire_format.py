@@ -4,8 +4,8 @@
 header layout, the message kinds and flags, the system collection ids, the frame
 prefix and tag, the channel sequence wrap. These tests parse those ``#define``s and
 fail, naming the constant, where one disagrees with the Python it mirrors
-(``runtime/message.py``, ``runtime/system.py``, ``runtime/channels.py``,
-``transport/mpi.py``). They need neither a compiler nor MPI.
+(``_runtime/message.py``, ``_runtime/system.py``, ``_runtime/channels.py``,
+``_transport/mpi.py``). They need neither a compiler nor MPI.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any, Callable
 import pytest
 
 import shoal
-from shoal.runtime import futures, message, system
-from shoal.runtime.channels import Channel
-from shoal.runtime.message import Kind
+from shoal._runtime import futures, message, system
+from shoal._runtime.channels import Channel
+from shoal._runtime.message import Kind
 
 PACKAGE = Path(shoal.__file__).resolve().parent
 NATIVE = PACKAGE / "_native"
@@ -46,10 +46,10 @@ def c_defines() -> dict[str, tuple[int, str]]:
 
 
 def transport_constants() -> dict[str, Any]:
-    """The module-level constants of transport/mpi.py, read from its source: importing it
+    """The module-level constants of _transport/mpi.py, read from its source: importing it
     would start MPI in the test process."""
     out: dict[str, Any] = {}
-    for node in ast.parse((PACKAGE / "transport" / "mpi.py").read_text()).body:
+    for node in ast.parse((PACKAGE / "_transport" / "mpi.py").read_text()).body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         name, value = node.targets[0].id, node.value
@@ -173,7 +173,7 @@ def test_future_states_come_from_python() -> None:
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if "off_state" in line and path.name not in ("core.h", "core.c"):
                 raise AssertionError(f"{path.name}:{lineno} uses Future._state directly: {line.strip()}")
-    tree = ast.parse((PACKAGE / "runtime" / "native_core.py").read_text())
+    tree = ast.parse((PACKAGE / "_runtime" / "native_core.py").read_text())
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "module.Core"]
     assert len(calls) == 1, "native_core.py should construct module.Core once"
     assert [ast.unparse(a) for a in calls[0].args[-2:]] == ["_PENDING", "_DONE"], "Core(..., _PENDING, _DONE)"
@@ -190,7 +190,7 @@ def test_frames_not_matching_their_prefix_go_to_python(mpi_job: Callable[..., An
         from collections import deque
         from mpi4py import MPI
         from shoal.native import load_native, native_status
-        from shoal.transport.mpi import _FRAME_TAG
+        from shoal._transport.mpi import _FRAME_TAG
 
         m = load_native()
         assert m is not None, native_status()

@@ -1,7 +1,7 @@
 """The transport contract, written once and run against every transport.
 
 Each check is a generator ``check(ep)`` run by every rank of one job, where ``ep`` is
-an :class:`Endpoint` wrapping that rank's :class:`~shoal.transport.base.Transport`.
+an :class:`Endpoint` wrapping that rank's :class:`~shoal._transport.base.Transport`.
 A check yields ``WAIT`` when it needs messages that have not arrived yet and
 ``BARRIER`` to meet the other ranks. Two drivers run the same checks:
 
@@ -10,7 +10,7 @@ A check yields ``WAIT`` when it needs messages that have not arrived yet and
 * :func:`run_alone` drives one rank of a real MPI job (``WAIT`` means: poll again;
   ``BARRIER`` calls the transport's own barrier).
 
-Run as a script under ``mpiexec`` it checks :class:`~shoal.transport.mpi.MPITransport`:
+Run as a script under ``mpiexec`` it checks :class:`~shoal._transport.mpi.MPITransport`:
 ``mpiexec -n 2 python tests/transport_contract.py [--checks a,b]`` prints a line
 starting with ``OK`` on rank 0 and exits 0 when every check passed; any failure prints
 a traceback and aborts the job with a non-zero exit code.
@@ -515,7 +515,7 @@ def run_alone(ep: Endpoint, check: Check, timeout: float = 30.0) -> None:
 
 
 def inproc_endpoints(size: int, rendezvous_threshold: int) -> list[Endpoint]:
-    from shoal.transport.inproc import InprocHub
+    from shoal._transport.inproc import InprocHub
 
     hub = InprocHub(size, rendezvous_threshold=rendezvous_threshold)
     return [Endpoint(t, lockstep=True) for t in hub.transports]
@@ -536,7 +536,7 @@ def main(argv: Iterable[str]) -> int:
 
     from mpi4py import MPI
 
-    from shoal.transport.mpi import MPITransport
+    from shoal._transport.mpi import MPITransport
 
     native = "--python" not in argv  # --python: the pure-Python reference path
     t = MPITransport(rendezvous_threshold=threshold, native=native)

@@ -11,17 +11,17 @@ from .errors import (
     ShoalError,
 )
 from .pool import BrokenPool, Executor
-from .runtime.attach import attach, detach
-from .runtime.channels import Channel
-from .runtime.chare import Chare
-from .runtime.collections import Array, Group
-from .runtime.context import my_pe, num_pes
-from .runtime.engine import exit as exit  # qualified only (see below)
-from .runtime.engine import mpi_comm, quiescence, run, start
-from .runtime.futures import Future, gather
-from .runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
-from .runtime.receive_sets import ReceiveSet
-from .runtime.reducers import Reducer, reducers
+from ._runtime.attach import attach, detach
+from ._runtime.channels import Channel
+from ._runtime.chare import Chare
+from ._runtime.collections import Array, Group
+from ._runtime.context import my_pe, num_pes
+from ._runtime.engine import exit as exit  # qualified only (see below)
+from ._runtime.engine import mpi_comm, quiescence, run, start
+from ._runtime.futures import Future, gather
+from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
+from ._runtime.receive_sets import ReceiveSet
+from ._runtime.reducers import Reducer, reducers
 
 __version__ = "0.1.0"
 

@@ -17,7 +17,7 @@ from . import jobwatch
 from .errors import exit_code
 from .launcher import find_mpiexec, launch_mpi
 from .settings import MAX_PES, SettingsError, load_settings
-from .transport import TRANSPORTS
+from ._transport import TRANSPORTS
 
 __all__ = ["main", "run_program", "find_mpiexec", "launch_mpi", "OptionParser"]
 
@@ -63,7 +63,7 @@ def run_program(path: str, args: Sequence[str]) -> int:
         return 2
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    from .runtime.engine import under_mpi_launcher
+    from ._runtime.engine import under_mpi_launcher
 
     mpi = under_mpi_launcher()
     try:
@@ -92,9 +92,9 @@ def run_program(path: str, args: Sequence[str]) -> int:
 
 def _job_finished() -> bool:
     """Whether this process's MPI job already ended on every PE (its exit code is the job's)."""
-    if "shoal.transport.mpi" not in sys.modules:
+    if "shoal._transport.mpi" not in sys.modules:
         return False
-    from .transport.mpi import job_finished
+    from ._transport.mpi import job_finished
 
     return job_finished()
 
@@ -149,7 +149,7 @@ def _info(ns: argparse.Namespace) -> int:
     }
     if ns.transport == "mpi":
         try:
-            from .transport.mpi import describe_library
+            from ._transport.mpi import describe_library
         except ImportError as exc:
             rows["mpi"] = f"unavailable ({exc}); install with `pip install mpi4py mpich`"
         except RuntimeError as exc:  # mpi4py's binary wheel found no MPI library to load

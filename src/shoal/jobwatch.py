@@ -203,7 +203,7 @@ def end_job(pe: int | None, what: str, detail: str = "", code: int = 1, init: bo
     running = mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized()
     if running or init:
         try:
-            from .transport.mpi import abort_world
+            from ._transport.mpi import abort_world
 
             abort_world(code)
         except Exception:  # noqa: BLE001 - without MPI, ending this process is all there is

@@ -8,8 +8,8 @@ names only, so the runtime's private modules can change without touching them (a
 from __future__ import annotations
 
 from .launcher import find_mpiexec, launch_mpi
-from .runtime.context import current
-from .runtime.engine import launcher_size, under_mpi_launcher
+from ._runtime.context import current
+from ._runtime.engine import launcher_size, under_mpi_launcher
 from .settings import Settings
 
 __all__ = ["current_settings", "under_mpi_launcher", "launcher_size", "launch_mpi", "find_mpiexec"]

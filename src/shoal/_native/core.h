@@ -13,7 +13,7 @@
 #endif
 #include <numpy/arrayobject.h>
 
-/* The wire format, as runtime/message.py, runtime/system.py and runtime/channels.py
+/* The wire format, as _runtime/message.py, _runtime/system.py and _runtime/channels.py
  * define it; tests/test_wire_format.py fails, naming the constant, when one of these
  * disagrees with the Python definition. */
 /* the header (message.HEADER, <BBHIIQ): kind, index rank, entry, source, aux, collection,
@@ -142,6 +142,14 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx);
+
+/* channels.c */
+/* A channel message (tag `tag`) for element `el`; `frames` NULL for one from this PE's
+ * own queue. 1 done; 0 for the Python path; -1 error. */
+int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
+                    const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames);
+/* A queued channel message of one array between elements of this PE. 1 done; 0 Python path. */
+int local_channel(Core *c, PyObject *header, PyObject *body);
 
 /* sets.c */
 /* Land one array message (descriptor `desc`, `nbytes` of `data`) in the buffer that set

@@ -1,6 +1,6 @@
 /* The compiled eager path of the MPI transport: frame send, frame receive, idle wait.
  *
- * Same wire format as shoal/transport/mpi.py (its Python code is the reference):
+ * Same wire format as shoal/_transport/mpi.py (its Python code is the reference):
  * a frame is <HH header length, segment count>, one <Q per segment
  * (nbytes << 1 | is_bulk), the header, then the inline segments. This file only
  * handles frames whose segments are all inline; anything else (bulk segments, or a

@@ -9,11 +9,12 @@
  *   core.c      the Core object of one runtime (its counters and methods), with
  *   send.c      the send paths: an entry-method call from proxy to MPI_Isend, and
  *   receive.c   the receive paths: from a received frame to the method call;
+ *   channels.c  channel messages: completing a receive, or joining the inbox;
  *   sets.c      receive sets: posting a round, landing messages, queueing then();
  *   proxies.c   element proxies' entry methods as C descriptors and bound calls.
  *
- * The Python code they shadow (transport/mpi.py, runtime/scheduler.py,
- * runtime/sending.py, runtime/proxy.py, runtime/receive_sets.py) is the readable
+ * The Python code they shadow (_transport/mpi.py, _runtime/scheduler.py,
+ * _runtime/sending.py, _runtime/proxy.py, _runtime/receive_sets.py) is the readable
  * reference and the fallback: every case these files do not handle goes back to it.
  */
 #ifndef SHOAL_NATIVE_H
@@ -28,7 +29,7 @@
 #error "shoal's wire format is little-endian; this compiled path assumes a little-endian host"
 #endif
 
-/* The frame layout of transport/mpi.py (_PREFIX, _SEG): a prefix of two uint16 (header
+/* The frame layout of _transport/mpi.py (_PREFIX, _SEG): a prefix of two uint16 (header
  * length, segment count), one uint64 word per segment (nbytes << 1 | FRAME_BULK), the
  * header, then the inline segments. tests/test_wire_format.py checks these against it. */
 #define FRAME_PREFIX 4

@@ -1,4 +1,4 @@
-/* Element proxies' entry methods in C: runtime/proxy.py (_EntryDescriptor and
+/* Element proxies' entry methods in C: _runtime/proxy.py (_EntryDescriptor and
  * _BoundElementEntry) is the reference.
  *
  * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
@@ -9,7 +9,7 @@
 #include "core.h"
 #include <structmember.h>
 
-static PyObject *context_globals; /* shoal.runtime.context's namespace: `_current` is the running runtime */
+static PyObject *context_globals; /* shoal._runtime.context's namespace: `_current` is the running runtime */
 static PyObject *str_current;
 static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs) */
 static PyObject *entry_ref;  /* proxy.EntryRef */

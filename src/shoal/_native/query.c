@@ -1,7 +1,7 @@
 /* Build and capability queries of the compiled path: plain C, no Python API.
  *
  * Compiled into the extension with the other files, its functions are called through
- * ctypes by transport/mpi.py (shoal info asks them); compiled alone with
+ * ctypes by _transport/mpi.py (shoal info asks them); compiled alone with
  * -DSHOAL_QUERY_MAIN it is the probe program the install-time build runs to record the
  * MPI library it compiled against (native.py, describe_build).
  *

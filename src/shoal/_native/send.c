@@ -1,9 +1,9 @@
 /* The compiled send paths (reference: Runtime.invoke / _to_element / post_value and
- * Channel._send in shoal/runtime): entry-method calls to another PE's element, to one of
+ * Channel._send in shoal/_runtime): entry-method calls to another PE's element, to one of
  * this PE's elements, channel messages and one-value reduction messages. */
 #include "core.h"
 
-/* Append the descriptor of array `a` (runtime/message.py _describe) at `p`; the new end, or NULL. */
+/* Append the descriptor of array `a` (_runtime/message.py _describe) at `p`; the new end, or NULL. */
 char *describe(char *p, char *end, PyArrayObject *a) {
     PyArray_Descr *d = PyArray_DESCR(a);
     int nd = PyArray_NDIM(a);

@@ -1,4 +1,4 @@
-/* Receive sets, compiled (reference: shoal/runtime/receive_sets.py): posting a round of
+/* Receive sets, compiled (reference: shoal/_runtime/receive_sets.py): posting a round of
  * receives, landing a message in its posted buffer (from the network, from this PE's
  * queue, or straight from a sender on this PE) and queueing `then()` when the last
  * one lands. Anything unusual (a message that is not one plain array, a buffer that

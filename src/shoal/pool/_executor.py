@@ -15,8 +15,8 @@ from collections import deque
 from functools import partial
 from typing import Any, Callable, Iterable
 
-from ..runtime.context import current
-from ..runtime.futures import Future
+from .._runtime.context import current
+from .._runtime.futures import Future
 from ._tasks import BrokenPool, Slots, drop, refuse_blocking, send_error, task_name, workers
 
 __all__ = ["Executor"]

@@ -19,11 +19,11 @@ from types import CoroutineType
 from typing import Any, Callable, Iterable
 
 from ..errors import BlockingCallError
-from ..runtime.chare import Chare
-from ..runtime.collections import Group
-from ..runtime.context import current
-from ..runtime.futures import Failure, Future, annotate
-from ..runtime.message import encode
+from .._runtime.chare import Chare
+from .._runtime.collections import Group
+from .._runtime.context import current
+from .._runtime.futures import Failure, Future, annotate
+from .._runtime.message import encode
 
 __all__ = ["BrokenPool", "map", "map_async", "Slots", "workers", "send_error", "drop", "refuse_blocking", "task_name"]
 

@@ -1,8 +1,8 @@
 """Wiring of the compiled per-message paths (``shoal/_native``) into one runtime.
 
 The compiled core sends entry-method calls from element proxies and delivers the
-ones it receives without entering Python; :mod:`shoal.runtime.scheduler` and
-:mod:`shoal.runtime.proxy` hold the Python code it shadows, which still handles
+ones it receives without entering Python; :mod:`shoal._runtime.scheduler` and
+:mod:`shoal._runtime.proxy` hold the Python code it shadows, which still handles
 every other case. Only the MPI transport has a core (``SHOAL_NATIVE=0`` turns it off).
 """
 

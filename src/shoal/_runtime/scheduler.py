@@ -32,7 +32,7 @@ from .sending import Sending
 from .system import SYSTEM_ID, System
 
 if TYPE_CHECKING:
-    from ..transport.base import Transport
+    from .._transport.base import Transport
     from .engine import Engine
     from .proxy import CollectionProxy
 
@@ -182,7 +182,7 @@ class Runtime(Receiving, Sending):
 
         PE 0 then asks every PE for its wish and ends the job with the first non-zero
         one by PE number (else 0), so ``shoal.exit(8)`` on one PE is not lost when main
-        returns at the same time (:mod:`shoal.runtime.system`)."""
+        returns at the same time (:mod:`shoal._runtime.system`)."""
         if not self.exit_requested:
             self.exit_requested = True
             self.exit_code = code

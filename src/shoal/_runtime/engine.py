@@ -19,7 +19,7 @@ from ..errors import DeadlockError, ShoalError, exit_code
 from . import context
 from ..settings import Settings, load_settings
 from .context import current, set_current
-from ..transport import open_transports
+from .._transport import open_transports
 from .futures import Future, Task
 from .scheduler import Runtime
 

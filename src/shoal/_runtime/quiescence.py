@@ -4,7 +4,7 @@ The four-counter method: PE 0 runs waves over all PEs; each PE reports how many
 program messages it has sent and received and whether it has runnable work. The job
 is quiescent when two consecutive waves both see ``sent == received``, no work, and
 the same counts. :class:`Detector` is the pure state machine; the system group
-(:mod:`shoal.runtime.system`) does the messaging.
+(:mod:`shoal._runtime.system`) does the messaging.
 """
 
 from __future__ import annotations

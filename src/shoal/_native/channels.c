@@ -1,0 +1,140 @@
+/* Channel messages received, compiled (reference: Channel.arrive and
+ * Runtime._on_channel in shoal/_runtime): a message completes the pending receive (into
+ * the buffer it posted, if any), lands in a receive set's buffer (sets.c), or joins the
+ * channel's inbox. Messages from the network (receive.c) and from this PE's own queue
+ * come here alike. */
+#include "core.h"
+
+/* A channel message for element `el`: its values complete the pending receive (into
+ * the posted array, if the receive posted one that matches; a receive set's goes to
+ * sets.c), or, with no receive pending, one plain array joins the channel's inbox.
+ * 1 done; 0 for the Python path (anything else, a mismatch: it queues or reports);
+ * -1 error. */
+int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
+                    const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
+    /* `frames` NULL: a message from this PE's local queue (no receive buffer to restart) */
+    PyObject *table = PyObject_GetAttr(el, str_channels);
+    if (!table) return -1;
+    PyObject *ch = NULL;
+    if (PyDict_Check(table)) {
+        PyObject *key = PyLong_FromUnsignedLong(tag);
+        if (!key) { Py_DECREF(table); return -1; }
+        ch = PyDict_GetItemWithError(table, key);
+        Py_DECREF(key);
+        Py_XINCREF(ch);
+    }
+    Py_DECREF(table);
+    if (!ch) return PyErr_Occurred() ? -1 : 0;
+    int r = 0;
+    PyObject *fut = SLOT(ch, c->off_waiting), *into = SLOT(ch, c->off_into), *arrived = SLOT(ch, c->off_arrived);
+    if (fut && Py_TYPE(fut) == (PyTypeObject *)c->set_cls) { /* a receive set's: land it in the posted buffer */
+        if ((kind & KIND_ARRAYS) && nseg == 2) {
+            Py_INCREF(fut);
+            r = set_land(c, ch, fut, segs[0], lens[0], segs[1], lens[1], frames);
+            Py_DECREF(fut);
+            if (r > 0 && coll != SYSTEM_ID) c->received++;
+        }
+        goto done;
+    }
+    if (fut == Py_None && (kind & KIND_ARRAYS) && nseg == 2) {
+        /* no receive pending: the array, rebuilt, joins the channel's inbox */
+        PyObject *values = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, 1);
+        if (!values) { r = PyErr_Occurred() ? -1 : 0; goto done; }
+        r = inbox_push(c, ch, PyTuple_GET_ITEM(values, 0));
+        Py_DECREF(values);
+        if (r > 0 && frames && frames_restart(frames)) r = -1;
+        if (r > 0 && coll != SYSTEM_ID) c->received++;
+        goto done;
+    }
+    /* a pending receive of a local future (fid 0) that nothing resolved yet; anything
+     * else, or a slot that does not read as it should, is for the Python path */
+    long seq = -1;
+    if (fut && fut != Py_None && into && arrived && SLOT(fut, c->off_fid) && PyLong_AsLong(SLOT(fut, c->off_fid)) == 0 &&
+        future_pending(c, fut) > 0)
+        seq = PyLong_AsLong(arrived);
+    if (seq < 0) { /* -1 also when one of those reads failed */
+        PyErr_Clear();
+        goto done;
+    }
+    Py_INCREF(fut); /* the channel's reference to it goes below, and unpickling runs Python code */
+    PyObject *value;
+    if (into != Py_None) {
+        /* one array of exactly the posted layout: copy it from the frame into place */
+        if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto release;
+        PyArrayObject *a = (PyArrayObject *)into;
+        char want[1 + 64], *p = want;
+        *p++ = 1;
+        if (!(p = describe(p, want + sizeof want, a)) || p - want != lens[0] || memcmp(want, segs[0], lens[0]) != 0 ||
+            PyArray_NBYTES(a) != lens[1] || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
+            goto release;
+        memcpy(PyArray_DATA(a), segs[1], lens[1]);
+        Py_INCREF(into);
+        value = into;
+    } else {
+        PyObject *values = decode_args(c, kind, segs, lens, nseg);
+        if (!values) goto release;
+        if (PyTuple_GET_SIZE(values) == 1) {
+            value = PyTuple_GET_ITEM(values, 0);
+            Py_INCREF(value);
+            Py_DECREF(values);
+        } else {
+            value = values;
+        }
+    }
+    if (frames && frames_restart(frames)) { Py_DECREF(value); r = -1; goto release; }
+    if (coll != SYSTEM_ID) c->received++;
+    /* Channel.arrive + Future._resolve: the next sequence number, the value, the callbacks */
+    PyObject *next = PyLong_FromLong((seq + 1) & SEQ_MASK);
+    if (!next) { Py_DECREF(value); r = -1; goto release; }
+    Py_XSETREF(SLOT(ch, c->off_arrived), next);
+    Py_INCREF(Py_None);
+    Py_XSETREF(SLOT(ch, c->off_waiting), Py_None);
+    Py_INCREF(Py_None);
+    Py_XSETREF(SLOT(ch, c->off_into), Py_None);
+    Py_XSETREF(SLOT(fut, c->off_value), value);
+    future_set_done(c, fut);
+    PyObject *callbacks = SLOT(fut, c->off_callbacks);
+    r = 1;
+    if (callbacks && callbacks != Py_None) {
+        SLOT(fut, c->off_callbacks) = Py_None;
+        Py_INCREF(Py_None);
+        if (PyList_Check(callbacks)) {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks) && r > 0; i++) {
+                PyObject *res = PyObject_CallOneArg(PyList_GET_ITEM(callbacks, i), fut);
+                if (!res) r = -1; else Py_DECREF(res);
+            }
+        }
+        Py_DECREF(callbacks);
+    }
+release:
+    Py_DECREF(fut);
+done:
+    Py_DECREF(ch);
+    return r;
+}
+
+/* A queued channel message of one array between elements of this PE (send.c,
+ * send_local_channel): completed here like one from the network. 1 done; 0 Python path. */
+int local_channel(Core *c, PyObject *header, PyObject *body) {
+    if (!PyBytes_Check(header) || PyBytes_GET_SIZE(header) < HSIZE || !PyList_Check(body) || PyList_GET_SIZE(body) != 2)
+        return 0;
+    const unsigned char *h = (const unsigned char *)PyBytes_AS_STRING(header);
+    uint8_t kind = h[H_KIND], nidx = h[H_RANK];
+    if ((kind & KIND_MASK) != KIND_CHANNEL || !(kind & KIND_ARRAYS) || nidx > MAX_INDEX ||
+        PyBytes_GET_SIZE(header) != HSIZE + 8 * nidx)
+        return 0;
+    PyObject *desc = PyList_GET_ITEM(body, 0), *data = PyList_GET_ITEM(body, 1);
+    if (!PyBytes_Check(desc) || !PyArray_Check(data) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) return 0;
+    uint32_t tag;
+    uint64_t coll;
+    memcpy(&tag, h + H_AUX, 4);
+    memcpy(&coll, h + H_COLL, 8);
+    PyObject *el = element_at(c, coll, h + HSIZE, nidx);
+    if (!el) return PyErr_Occurred() ? -1 : 0;
+    const char *segs[2] = {PyBytes_AS_STRING(desc), PyArray_DATA((PyArrayObject *)data)};
+    Py_ssize_t lens[2] = {PyBytes_GET_SIZE(desc), PyArray_NBYTES((PyArrayObject *)data)};
+    Py_INCREF(el);
+    int r = channel_deliver(c, el, kind, tag, coll, segs, lens, 2, NULL);
+    Py_DECREF(el);
+    return r;
+}
