@@ -461,6 +461,9 @@ def test_allreduce_target_pickles_to_itself():
 
 # -- settings ----------------------------------------------------------------------
 ALL_VARS = [
+    "SHOAL_TRACE",
+    "SHOAL_LB",
+    "SHOAL_LB_PERIOD",
     "SHOAL_TRANSPORT",
     "SHOAL_PES",
     "SHOAL_RENDEZVOUS_THRESHOLD",

@@ -1,4 +1,4 @@
-"""The ``shoal`` command: ``run``, ``info``, ``cache``, and ``shoal prog.py`` under any launcher.
+"""The ``shoal`` command: ``run``, ``info``, ``cache``, ``trace``, and ``shoal prog.py`` under any launcher.
 
 ``shoal run -n N prog.py`` starts N PEs itself (``mpiexec`` for the MPI transport, or
 one process for ``--transport inproc``); ``python -m shoal prog.py`` is what each PE
@@ -21,7 +21,7 @@ from ._transport import TRANSPORTS
 
 __all__ = ["main", "run_program", "find_mpiexec", "launch_mpi", "OptionParser"]
 
-_COMMANDS = ("run", "info", "bench", "cache")
+_COMMANDS = ("run", "info", "bench", "cache", "trace")
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -35,11 +35,17 @@ class OptionParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = OptionParser(prog="shoal", description="Run shoal programs and inspect the installation.")
-    sub = p.add_subparsers(dest="command", metavar="{run,info,bench,cache} | PROGRAM.py", parser_class=OptionParser)
+    sub = p.add_subparsers(dest="command", metavar="{run,info,bench,cache,trace} | PROGRAM.py",
+                           parser_class=OptionParser)
     run = sub.add_parser("run", help="start a job of N PEs running a program")
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
     run.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
     run.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
+    run.add_argument("--trace", metavar="PATH", default=None,
+                     help="write the job's timeline to PATH (Chrome trace JSON for Perfetto; sets SHOAL_TRACE)")
+    run.add_argument("--lb", metavar="NAME", default=None, help="load-balancing strategy (sets SHOAL_LB)")
+    run.add_argument("--lb-period", metavar="N", type=int, default=None,
+                     help="balance at every N-th at_sync call; 0: only when asked (sets SHOAL_LB_PERIOD)")
     run.add_argument("program", help="the Python program to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
@@ -48,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     cache = sub.add_parser("cache", help="the stencil kernel cache: info, prune, clear")
     cache.add_argument("action", choices=("info", "prune", "clear"), nargs="?", default="info")
     cache.add_argument("--max-mb", type=float, default=None, help="prune: keep at most this many MB (default 512)")
+    trace = sub.add_parser("trace", help="timeline traces (shoal run --trace): summary")
+    actions = trace.add_subparsers(dest="action", metavar="{summary}", parser_class=OptionParser, required=True)
+    summary = actions.add_parser("summary", help="where each PE's time went, and the costliest entry methods")
+    summary.add_argument("file", help="a trace written by shoal run --trace (or SHOAL_TRACE)")
+    summary.add_argument("--top", type=int, default=10, help="entry methods to list (default 10)")
     return p
 
 def run_program(path: str, args: Sequence[str]) -> int:
@@ -109,14 +120,42 @@ def _check_settings(command: str, environ: dict[str, str] | None = None, **overr
     return True
 
 
+def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
+    """The ``SHOAL_*`` variables that ``shoal run``'s options set for every PE (those given)."""
+    env = {}
+    if ns.trace is not None:
+        env["SHOAL_TRACE"] = os.path.abspath(ns.trace) if ns.trace else ""  # the PEs' folder may differ
+    if ns.lb is not None:
+        env["SHOAL_LB"] = ns.lb
+    if ns.lb_period is not None:
+        env["SHOAL_LB_PERIOD"] = str(ns.lb_period)
+    return env
+
+
+def _check_trace_path(path: str) -> bool:
+    """Refuse a trace file that cannot be written before the job runs, not after."""
+    folder = os.path.dirname(path) or "."
+    why = ("it is a folder; name a file such as " + os.path.join(path, "trace.json") if os.path.isdir(path) else
+           f"its folder {folder} does not exist" if not os.path.isdir(folder) else
+           f"its folder {folder} is not writable" if not os.access(folder, os.W_OK | os.X_OK) else "")
+    if why:
+        print(f"shoal run: --trace {path}: cannot write the trace there: {why}", file=sys.stderr)
+    return not why
+
+
 def _run(ns: argparse.Namespace) -> int:
     if not 1 <= ns.pes <= MAX_PES:
         print(f"shoal run: -n {ns.pes} is not valid: a job has from 1 to {MAX_PES} PEs "
               "(each is a process on this machine, or a PE in this one with --transport inproc)", file=sys.stderr)
         return 2
+    options = _run_environment(ns)
+    if options.get("SHOAL_TRACE") and not _check_trace_path(options["SHOAL_TRACE"]):
+        return 2
+    environ = {**os.environ, **options}
     if ns.transport == "inproc":
-        if not _check_settings("run", pes=ns.pes, transport="inproc"):
+        if not _check_settings("run", environ, pes=ns.pes, transport="inproc"):
             return 2
+        os.environ.update(options)
         os.environ["SHOAL_TRANSPORT"] = "inproc"
         os.environ["SHOAL_PES"] = str(ns.pes)
         try:
@@ -124,8 +163,9 @@ def _run(ns: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # the launcher is the job here: one line, not a traceback
             print("shoal run: stopped by SIGINT (KeyboardInterrupt)", file=sys.stderr)
             return 128 + 2
-    if not _check_settings("run", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
+    if not _check_settings("run", {k: v for k, v in environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return 2
+    os.environ.update(options)  # launch_mpi hands this environment to every PE
     return launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
 
 
@@ -193,6 +233,22 @@ def _cache(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _trace(ns: argparse.Namespace) -> int:
+    from .errors import ShoalError
+    from .trace_summary import load_trace, print_summary, summarize
+
+    if ns.top < 1:
+        print(f"shoal trace summary: --top {ns.top} is not valid: list at least 1 entry method", file=sys.stderr)
+        return 2
+    try:
+        summary = summarize(load_trace(ns.file))
+    except ShoalError as exc:
+        print(f"shoal trace summary: {exc}", file=sys.stderr)
+        return 2
+    print_summary(summary, sys.stdout, top=ns.top)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``shoal`` command; under ``shoal run`` each PE also records how it ends (``shoal.jobwatch``)."""
     joined = jobwatch.join_job()
@@ -229,5 +285,7 @@ def _main(argv: list[str]) -> int:
         return _info(ns)
     if ns.command == "cache":
         return _cache(ns)
+    if ns.command == "trace":
+        return _trace(ns)
     _parser().print_help()
     return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, fields
 from typing import Mapping
 
@@ -55,10 +56,30 @@ class Settings:
     #: and keep freed ones, so large messages land in memory already mapped instead of
     #: fresh pages (page faults halve rendezvous bandwidth); 0 leaves malloc alone.
     heap_reuse: int = 32 << 20
+    #: Write a timeline of the job (entry methods, idle, sends, migrations, balancing) to
+    #: this file, in the Chrome trace-event format Perfetto opens; empty: no tracing.
+    trace: str = ""
+    #: The load-balancing strategy by name; empty: none. The runtime checks the name
+    #: against the strategies registered when the job starts.
+    lb: str = ""
+    #: With a strategy: balance at every N-th ``at_sync`` call; 0: only where the program
+    #: asks for a balancing step.
+    lb_period: int = 0
+
+
+class _Matching:
+    """The valid values of a text option: those ``pattern`` matches whole, as ``text`` says."""
+
+    def __init__(self, pattern: str, text: str) -> None:
+        self.pattern = re.compile(pattern)
+        self.text = text
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and self.pattern.fullmatch(value) is not None
 
 
 #: per option: ``(lowest, highest)`` or the set of allowed values, and what the value means
-RANGES: dict[str, tuple[tuple | frozenset, str]] = {
+RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "transport": (frozenset({"", "mpi", "inproc"}),
                   "valid transports are mpi, inproc (empty: mpi under an MPI launcher, else inproc)"),
     "pes": ((1, MAX_PES), f"an in-process job needs at least 1 PE, and more than {MAX_PES} is a mistake: "
@@ -74,6 +95,13 @@ RANGES: dict[str, tuple[tuple | frozenset, str]] = {
     "tree_fanout": ((2, MAX_PES), "a fan-out of at least the number of PEs makes a flat tree"),
     "native": (frozenset({0, 1}), "1: the compiled per-message path, 0: pure Python"),
     "heap_reuse": ((0, 2**31 - 1), "bytes; malloc takes a C int, and above 32 MiB acts as 32 MiB"),
+    "trace": (_Matching(r"[^\x00]*", "a file name without NUL characters"),
+              "the file the job's timeline is written to at its end (empty: no tracing)"),
+    "lb": (_Matching(r"(?:[A-Za-z_][A-Za-z0-9_.-]*)?", "a strategy name: letters, digits, '_', '.' and '-', "
+                     "starting with a letter or '_'"),
+           "the load-balancing strategy, by the name it was registered under (empty: none)"),
+    "lb_period": ((0, 2**31 - 1), "a count of at_sync calls: N > 0 balances at every N-th, "
+                                  "0 only where the program asks"),
 }
 
 _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, not settings
@@ -112,7 +140,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
 def _check(name: str, value: object, label: str) -> None:
     """Refuse ``value`` outside the valid range of option ``name``, naming both."""
     allowed, why = RANGES[name]
-    if isinstance(allowed, frozenset):
+    if isinstance(allowed, _Matching):
+        if value in allowed:
+            return
+        valid = allowed.text
+    elif isinstance(allowed, frozenset):
         if value in allowed:
             return
         valid = "one of " + ", ".join(repr(v) for v in sorted(allowed, key=repr))

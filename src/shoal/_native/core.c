@@ -43,15 +43,15 @@ static int deliver_hook(void *core, const char *frame, Py_ssize_t n, void *frame
 }
 
 static int Core_init(Core *self, PyObject *args, PyObject *kw) {
-    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls, *set_cls;
+    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls, *set_cls, *chare_cls;
     if (self->locations) { /* a second __init__ would leak (or drop) what the first one took */
         PyErr_SetString(PyExc_RuntimeError, "shoal._native.Core is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
                           &self->start_task, &self->failed, &self->encode, &self->loads, &self->layouts,
                           &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls,
-                          &channel_cls, &future_cls, &set_cls, &self->fut_pending, &self->fut_done))
+                          &channel_cls, &future_cls, &set_cls, &chare_cls, &self->fut_pending, &self->fut_done))
         return -1;
     /* the parsed references are borrowed: own them at once, so that Core_dealloc may
      * release them whichever check below fails */
@@ -100,7 +100,8 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
         (self->off_peer = slot_offset(channel_cls, "peer")) < 0 || (self->off_peer_epoch = slot_offset(channel_cls, "peer_epoch")) < 0 ||
         (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
-        (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0)
+        (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0 ||
+        (self->off_load = slot_offset(chare_cls, "_shoal_load")) < 0)
         return -1;
     self->frames->hook = deliver_hook;
     self->frames->hook_owner = self;
@@ -152,7 +153,13 @@ static PyMemberDef Core_members[] = {
     {NULL}
 };
 
+/* ticks() -> int: the clock that element loads are counted in (see now_ticks). */
+static PyObject *Core_ticks(PyObject *self, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(now_ticks());
+}
+
 static PyMethodDef Core_methods[] = {
+    {"ticks", (PyCFunction)Core_ticks, METH_NOARGS, "ticks() -> int: the clock of the compiled paths' element loads"},
     {"send_value", (PyCFunction)(void (*)(void))Core_send_value, METH_FASTCALL, "send_value(dest, kind, entry, aux, coll, value) -> bool"},
     {"send", (PyCFunction)(void (*)(void))Core_send, METH_FASTCALL, "send(proxy, entry, aux, *args) -> bool: an entry call whose reply goes to future aux"},
     {"run_each", (PyCFunction)(void (*)(void))Core_run_each, METH_FASTCALL, "run_each(elements, entry, args, kwargs): a broadcast's local calls"},

@@ -85,6 +85,7 @@ struct Core {
     Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch;      /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
     Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
+    Py_ssize_t off_load;   /* Chare._shoal_load: the element's load counters (float64[2]) */
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     uint32_t pe;
     long long sent, received, depth, calls;
@@ -96,6 +97,28 @@ extern PyTypeObject CompiledType;
 
 /* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* A cheap clock for the time elements spend in entry methods (load balancing): the
+ * time-stamp counter where there is one (9 ns a read here, against 24 ns for
+ * clock_gettime), nanoseconds elsewhere; Core.ticks() lets Python convert. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t now_ticks(void) { return __rdtsc(); }
+#else
+#include <time.h>
+static inline uint64_t now_ticks(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+#endif
+
+/* Add `ticks` to element `el`'s load (slot 1 of its float64[2] counters; slot 0 holds
+ * the seconds the Python paths measured). */
+static inline void add_load(Core *c, PyObject *el, uint64_t ticks) {
+    PyObject *load = SLOT(el, c->off_load);
+    if (load && PyArray_CheckExact(load)) ((double *)PyArray_DATA((PyArrayObject *)load))[1] += (double)ticks;
+}
 
 /* Whether future `fut` is still pending: 1 yes, 0 no (or its state is unset), -1 error. */
 static inline int future_pending(Core *c, PyObject *fut) {

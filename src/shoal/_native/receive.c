@@ -79,6 +79,7 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
     PyObject *r;
     c->depth++;
     c->calls++;
+    uint64_t t0 = now_ticks();
     if (nargs <= MAX_ARGS && kwargs == NULL) {
         vec[1] = el;
         for (Py_ssize_t i = 0; i < nargs; i++) vec[i + 2] = PyTuple_GET_ITEM(args, i);
@@ -89,6 +90,7 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
         Py_XDECREF(head);
         Py_XDECREF(all);
     }
+    add_load(c, el, now_ticks() - t0);
     c->depth--;
     if (r != NULL && !PyCoro_CheckExact(r)) {
         int err = fid ? reply(c, src, fid, r) : 0;

@@ -90,6 +90,12 @@ class Chare:
     whole collection. They are set before ``__init__`` runs.
     """
 
+    #: the element's load counters, float64[2]: seconds in entry methods timed by the
+    #: Python paths, and clock ticks timed by the compiled ones (a slot, so that C
+    #: reaches it at a fixed offset); reset at every balancing step
+    __slots__ = ("_shoal_load", "__dict__", "__weakref__")
+    _shoal_load: Any
+
     index: Any
     proxy: "ElementProxy"
     collection: "CollectionProxy"

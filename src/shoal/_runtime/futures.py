@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from time import perf_counter as _clock
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
 from ..errors import BlockingCallError, ShoalError
@@ -317,10 +318,12 @@ def gather(*futures: Future) -> Future:
 class Task:
     """Drives one coroutine (an ``async`` entry method or main) on its PE."""
 
-    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "wake_now", "_counts")
+    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "wake_now", "_counts", "load")
 
-    def __init__(self, rt: "Runtime", coro: Any, on_done: Callable[[Any, BaseException | None], None], where: str):
+    def __init__(self, rt: "Runtime", coro: Any, on_done: Callable[[Any, BaseException | None], None], where: str,
+                 load: Any = None):
         self.rt = rt
+        self.load = load  # the element's load counters (None for main): each resumption is timed
         self.coro = coro
         self.on_done = on_done
         self.where = where
@@ -333,16 +336,24 @@ class Task:
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:
         counts = self._counts
         counts.depth += 1
+        load = self.load
+        t0 = _clock() if load is not None else 0.0
         try:
             awaited = self.coro.send(None) if throw is None else self.coro.throw(throw)
         except StopIteration as stop:
+            if load is not None:
+                load[0] += _clock() - t0
             counts.depth -= 1
             self.on_done(stop.value, None)
             return
         except BaseException as exc:  # noqa: BLE001 - every error is reported by on_done
+            if load is not None:
+                load[0] += _clock() - t0
             counts.depth -= 1
             self.on_done(None, exc)
             return
+        if load is not None:
+            load[0] += _clock() - t0
         counts.depth -= 1
         if type(awaited) is not Future and not isinstance(awaited, Future):
             self.coro.close()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import ShoalError
 from . import tree
 from .chare import Chare, entry_table
@@ -107,6 +109,7 @@ class Lifecycle:
         info = cs.info
         cls: Any = info.cls
         el = cls.__new__(cls)
+        el._shoal_load = np.zeros(2)
         el.index = index[0] if info.kind == "group" else index
         elem_cls, coll_cls, _ = proxy_classes(cls)
         el.proxy = elem_cls(info, index)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import context, message
 from .channels import Channel
+from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import _DONE, _PENDING, Future
 from .location import Locations
@@ -49,7 +50,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     core = module.Core(
         frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
         message.encode, pickle.loads, message._layouts, message._layout, transport.send,
-        ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future, ReceiveSet,
+        ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future, ReceiveSet, Chare,
         _PENDING, _DONE,
     )
     module.configure_proxies(vars(context), slow_call, EntryRef)

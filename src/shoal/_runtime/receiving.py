@@ -11,6 +11,7 @@ Handlers are indexed by message kind; an entry method is
 from __future__ import annotations
 
 import struct
+from time import perf_counter as _clock
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -177,12 +178,15 @@ class Receiving:
         counts = self.counts
         counts.depth += 1
         counts.calls += 1
+        t0 = _clock()
         try:
             r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
         except BaseException as exc:  # noqa: BLE001
+            el._shoal_load[0] += _clock() - t0
             self.counts.depth -= 1
             self._entry_failed(el, fn, exc, reply)
             return
+        el._shoal_load[0] += _clock() - t0
         self.counts.depth -= 1
         if type(r) is CoroutineType:
             self._start_task(el, fn, r, reply)
@@ -204,7 +208,7 @@ class Receiving:
                 except Exception as error:  # noqa: BLE001
                     self._reply_failed(el, fn, value, error, reply)
 
-        Task(self, coro, done, _where(el, fn)).step()  # type: ignore[arg-type]  # self is a Runtime
+        Task(self, coro, done, _where(el, fn), el._shoal_load).step()  # type: ignore[arg-type]  # self is a Runtime
 
     def _entry_failed(self, el: Chare, fn: Any, exc: BaseException, reply: Callable[[Any], None] | None) -> None:
         if isinstance(exc, SystemExit):
