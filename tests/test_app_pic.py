@@ -138,33 +138,23 @@ def test_particles_grow_and_pickle_compactly():
     assert back.n == 32 and np.array_equal(back.live, parts.live)
 
 
-# -- the shoal target in process, with an at_sync that behaves as the runtime's will --
-class SyncingTile(shoal_target.Tile):
-    """A tile whose at_sync() is a barrier over the Array followed by resume_from_sync()
-    (what the runtime does, minus moving tiles), to test the tile's loop around it."""
-
-    def at_sync(self) -> None:
-        self.contribute(None, shoal.reducers.nop, self.collection.synced)
-
-    def synced(self, _result: object = None) -> None:
-        self.resume_from_sync()
-
-
 def _json_line(text: str) -> dict:
     return json.loads(text.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("tile", [shoal_target.Tile, SyncingTile], ids=["plain", "at_sync"])
-def test_shoal_tiles_in_process_match_the_sequential_run(tile, capsys):
+@pytest.mark.parametrize("lb", ["", "rotate", "greedy"])
+def test_shoal_tiles_in_process_match_the_sequential_run(lb, capsys):
+    """Tiles that balance (rotate moves every tile every round) end where the sequential run does."""
     p = Problem(**{**SMALL, "dist": "patch", "k": 1, "m": 2})
     want, placed = sequential.result(p)
-    cfg = Config(p, target="shoal", pes=2, json=True, transport="inproc", odf=4, lb_period=3)
-    code = shoal.run(shoal_target.program(cfg, tile), [], transport="inproc", pes=2)
+    cfg = Config(p, target="shoal", pes=2, json=True, transport="inproc", odf=4, lb_period=3, lb=lb or "greedy")
+    code = shoal.run(shoal_target.program(cfg), [], transport="inproc", pes=2, lb=lb)
     out = _json_line(capsys.readouterr().out)
     assert code == 0 and out["verified"] and out["particles"] == placed
     assert out["checksum"] == want.checksum and out["tiles"] == 8
-    assert out["syncs"] == (3 if tile is SyncingTile else 0)  # after timed steps 3, 6 and 9, not after the last
-    assert out["balanced"] is (tile is SyncingTile)
+    assert out["syncs"] == 3  # after timed steps 3, 6 and 9, not after the last
+    if lb == "rotate":
+        assert out["tiles_per_pe"] == [4, 4]
 
 
 def _corrupting(verify_fn):
@@ -221,6 +211,4 @@ def test_target_under_mpiexec_verifies_and_ends_where_the_sequential_run_does(ta
     assert out["checksum"] == want.checksum and out["id_sum"] == physics.expected_id_sum(placed)
     assert out["compute_per_step"] > 0 and out["comm_per_step"] >= 0
     if target[1] == "shoal":
-        assert out["tiles"] == 8 and out["lb_period"] == 3
-        if not shoal_target.balancing_available():
-            assert "load balancing is unavailable" in proc.stderr
+        assert out["tiles"] == 8 and out["lb_period"] == 3 and out["balanced"]

@@ -323,27 +323,29 @@ class Relay(shoal.Chare):
         return self.got
 
 
-def test_location_forwarding_and_cache_update():
-    """An element away from its home is reached through the home, which updates the sender."""
+def test_migrated_element_is_reached_and_the_sender_learns_where():
+    """An element moved by arr.migrate() is reached through the PE it left, whose host
+    then tells the sender, whose next message goes straight there."""
     from shoal._runtime.context import current
 
     def main():
         rts = current().engine.runtimes
         a = shoal.Array(Relay, 3)
+        a[2].take("before")
+        a.migrate(2, 0)
         shoal.quiescence().get()
         key = (a._info.id, (2,))
-        el = rts[2].colls[key[0]].elements.pop((2,))  # move element 2 from PE 2 to PE 0 by hand
-        rts[0].colls[key[0]].elements[(2,)] = el
-        rts[2].locations.learn(a._info, (2,), 0)
-        a[1].relay(a[2], "via home")
+        here = [(2,) in rt.colls[key[0]].elements for rt in rts]
+        a[1].relay(a[2], "via the old host")
         shoal.quiescence().get()
         cached = rts[1].locations.cache.get(key)
         a[1].relay(a[2], "direct")
         shoal.quiescence().get()
-        return a[2].result(ret=True).get(), cached, rts[1].counts.sent
+        return a[2].result(ret=True).get(), here, cached
 
-    got, cached, _ = job(3)(main)
-    assert got == [("via home", 0), ("direct", 0)]
+    got, here, cached = job(3)(main)
+    assert here == [True, False, False]
+    assert got == [("before", 2), ("via the old host", 0), ("direct", 0)]
     assert cached == 0
 
 

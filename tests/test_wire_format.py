@@ -105,6 +105,7 @@ def expected() -> dict[str, tuple[str, int]]:
         "KIND_ARRAYS": ("message.ARRAYS", message.ARRAYS),
         "KIND_KWARGS": ("message.KWARGS", message.KWARGS),
         "KIND_MASK": ("message.KIND_MASK", message.KIND_MASK),
+        "KIND_FWD": ("message.FWD", message.FWD),
         "SYSTEM_ID": ("system.SYSTEM_ID", system.SYSTEM_ID),
         "NO_COLL": ("system.NO_COLL", system.NO_COLL),
         "FRAME_TAG": ("transport.mpi._FRAME_TAG", mpi["_FRAME_TAG"]),
@@ -126,7 +127,7 @@ def test_c_constants_match_python() -> None:
     # every flag and kind the C code declares must have a Python counterpart to check
     unknown = sorted(n for n in defines if n.startswith("KIND_") and n not in want)
     assert not unknown, f"C constants with no Python definition to check against: {unknown}"
-    missing = sorted({"HSIZE", "MAX_INDEX", "KIND_ARRAYS", "KIND_KWARGS", "KIND_MASK", "SYSTEM_ID", "NO_COLL",
+    missing = sorted({"HSIZE", "MAX_INDEX", "KIND_ARRAYS", "KIND_KWARGS", "KIND_MASK", "KIND_FWD", "SYSTEM_ID", "NO_COLL",
                       "FRAME_TAG", "FRAME_PREFIX", "FRAME_SEG", "SEQ_MASK", *_HEADER_FIELDS} - mirrored)
     assert not missing, f"C constants this test checks were not found in {NATIVE}: {missing}"
     wrong = [

@@ -5,6 +5,7 @@ from .errors import (
     BlockingCallError,
     ChannelError,
     DeadlockError,
+    MigrationError,
     NotRunningError,
     ReductionError,
     RemoteError,
@@ -22,6 +23,7 @@ from ._runtime.futures import Future, gather
 from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
 from ._runtime.receive_sets import ReceiveSet
 from ._runtime.reducers import Reducer, reducers
+from ._runtime.strategies import register_strategy
 
 __version__ = "0.1.0"
 
@@ -57,5 +59,7 @@ __all__ = [
     "RemoteError",
     "ReductionError",
     "ChannelError",
+    "MigrationError",
+    "register_strategy",
     "__version__",
 ]

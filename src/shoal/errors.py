@@ -12,6 +12,7 @@ __all__ = [
     "RemoteError",
     "ReductionError",
     "ChannelError",
+    "MigrationError",
     "exit_code",
 ]
 
@@ -42,6 +43,11 @@ class ReductionError(ShoalError):
 
 class ChannelError(ShoalError):
     """A channel was misused: wrong receive buffer, or a receive nothing can satisfy."""
+
+
+class MigrationError(ShoalError):
+    """An element cannot move: its state cannot be pickled, or it is in the middle of a
+    coroutine or a receive."""
 
 
 def exit_code(exc: SystemExit) -> int:

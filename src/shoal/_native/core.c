@@ -101,7 +101,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_peer = slot_offset(channel_cls, "peer")) < 0 || (self->off_peer_epoch = slot_offset(channel_cls, "peer_epoch")) < 0 ||
         (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
         (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0 ||
-        (self->off_load = slot_offset(chare_cls, "_shoal_load")) < 0)
+        (self->off_load = slot_offset(chare_cls, "_shoal_load")) < 0 || (self->off_held = slot_offset(chare_cls, "_shoal_held")) < 0)
         return -1;
     self->frames->hook = deliver_hook;
     self->frames->hook_owner = self;
@@ -139,6 +139,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->route);
     Py_XDECREF(self->send_future);
     Py_XDECREF(self->replier);
+    Py_XDECREF(self->trace);
     Py_XDECREF(self->set_cls);
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
@@ -150,6 +151,7 @@ static PyMemberDef Core_members[] = {
     {"received", T_LONGLONG, offsetof(Core, received), 0, "program messages received"},
     {"depth", T_LONGLONG, offsetof(Core, depth), 0, "entry methods running (nested) now"},
     {"calls", T_LONGLONG, offsetof(Core, calls), 0, "entry-method runs begun (with `received`, a mark of the running call)"},
+    {"trace", T_OBJECT, offsetof(Core, trace), 0, "trace(el, fn, t0, t1) called after each entry method (ticks); None: off"},
     {NULL}
 };
 

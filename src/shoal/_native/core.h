@@ -29,7 +29,8 @@
 #define MAX_ARGS 16
 #define KIND_ARRAYS 0x40 /* message.ARRAYS */
 #define KIND_KWARGS 0x80 /* message.KWARGS */
-#define KIND_MASK 0x3F   /* message.KIND_MASK */
+#define KIND_MASK 0x1F   /* message.KIND_MASK */
+#define KIND_FWD 0x20    /* message.FWD: forwarded by a PE the element left (the Python path keeps order) */
 #define SYSTEM_ID 0      /* system.SYSTEM_ID */
 #define NO_COLL 1        /* system.NO_COLL: the collection field of messages of no collection (futures) */
 #define KIND_INVOKE 0    /* message.Kind.INVOKE, and so on */
@@ -78,6 +79,7 @@ struct Core {
     PyObject *route;         /* rt.locations.route(proxy) -> PE, caching it on the proxy */
     PyObject *send_future;   /* rt.send_future(owner, fid, value) */
     PyObject *replier;       /* rt._replier(owner, fid) -> the reply callable of a ret=True call */
+    PyObject *trace;         /* trace(el, fn, t0, t1) after each entry method (ticks), or NULL: tracing off */
     Py_ssize_t off_info, off_index, off_dest, off_epoch;              /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
@@ -86,6 +88,7 @@ struct Core {
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
     Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
     Py_ssize_t off_load;   /* Chare._shoal_load: the element's load counters (float64[2]) */
+    Py_ssize_t off_held;   /* Chare._shoal_held: messages held back for order after a move, or None */
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     uint32_t pe;
     long long sent, received, depth, calls;
@@ -112,6 +115,13 @@ static inline uint64_t now_ticks(void) {
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 #endif
+
+/* Whether element `el` holds messages back until a sender's fence comes (migration.py):
+ * then every message for it takes the Python path, which keeps the order. */
+static inline int holding(Core *c, PyObject *el) {
+    PyObject *held = SLOT(el, c->off_held);
+    return held != NULL && held != Py_None;
+}
 
 /* Add `ticks` to element `el`'s load (slot 1 of its float64[2] counters; slot 0 holds
  * the seconds the Python paths measured). */

@@ -90,8 +90,16 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
         Py_XDECREF(head);
         Py_XDECREF(all);
     }
-    add_load(c, el, now_ticks() - t0);
+    uint64_t t1 = now_ticks();
+    add_load(c, el, t1 - t0);
     c->depth--;
+    if (c->trace && c->trace != Py_None) { /* a timeline is recorded (SHOAL_TRACE) */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *done = PyObject_CallFunction(c->trace, "OOKK", el, fn, (unsigned long long)t0, (unsigned long long)t1);
+        if (done) Py_DECREF(done); else PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
     if (r != NULL && !PyCoro_CheckExact(r)) {
         int err = fid ? reply(c, src, fid, r) : 0;
         if (err < 0 && PyErr_ExceptionMatches(PyExc_Exception)) err = reply_failed(c, el, fn, r, src, fid);
@@ -173,7 +181,7 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
     }
     PyObject *el = PyDict_GetItemWithError(elements, index);
     Py_DECREF(index);
-    return el;
+    return el && holding(c, el) ? NULL : el;
 }
 
 /* Entry method `entry` of element `el` (a new reference); NULL with no error if the
@@ -216,8 +224,9 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     memcpy(&entry, h + H_ENTRY, 2);
     memcpy(&aux, h + H_AUX, 4);
     memcpy(&coll, h + H_COLL, 8);
+    if (kind & KIND_FWD) return 0; /* forwarded: the Python path keeps the sender's order */
     int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
-    int value = k == KIND_EXCHANGE || k == KIND_FUTURE || ((k == KIND_REDUCE || k == KIND_RESULT) && entry != 0);
+    int value = k == KIND_EXCHANGE || k == KIND_FUTURE || (k == KIND_REDUCE && entry != 0) || (k == KIND_RESULT && entry == 1);
     int keywords = (kind & KIND_KWARGS) != 0;
     if (!(channel || value || k == KIND_INVOKE) || (keywords && (k != KIND_INVOKE || (kind & KIND_ARRAYS))) ||
         nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx)
@@ -304,6 +313,7 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
             PyObject *cs = PyDict_GetItemWithError(c->colls, coll);
             PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
             PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
+            if (el && holding(c, el)) el = NULL;
             long entry = el ? PyLong_AsLong(PyTuple_GET_ITEM(body, 2)) : -1;
             PyObject *fn = el && !(entry == -1 && PyErr_Occurred()) ? entry_of(el, entry) : NULL;
             if (fn) {

@@ -181,8 +181,30 @@ class Channel:
                 value = Failure(exc)
         fut._resolve(value)
 
+    def __reduce__(self) -> tuple:
+        """A channel travels only with its element (migration.py), which re-binds it."""
+        if not _moving:
+            raise TypeError(f"{self!r} cannot be sent; each end opens its own shoal.Channel")
+        inbox = [m if type(m) is np.ndarray else (m[0], [bytes(s) for s in m[1]]) for m in self.inbox]
+        return _restore, (self.remote, self.tag, inbox, self.sent, self.arrived)
+
     def __repr__(self) -> str:
         return f"<Channel {self.chare.proxy!r} <-> {self.remote!r}>"
+
+
+#: true while migration.py packs an element: only then do channels pickle
+_moving = False
+
+
+def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: int) -> Channel:
+    """A channel of an element that moved here; migration.py sets ``chare``."""
+    rt = current("a channel arriving with its element")
+    ch = Channel.__new__(Channel)
+    ch.remote, ch.tag, ch.inbox, ch.sent, ch.arrived = remote, tag, deque(inbox), sent, arrived
+    ch.waiting, ch.into, ch.landed, ch.checked = None, None, False, None
+    ch._rt, ch.peer, ch.peer_epoch = rt, None, -1
+    ch.send = rt.channel_send(ch, Channel._send) if rt.channel_send is not None else ch._send
+    return ch
 
 
 def message_value(message: Any) -> Any:

@@ -93,8 +93,11 @@ class Chare:
     #: the element's load counters, float64[2]: seconds in entry methods timed by the
     #: Python paths, and clock ticks timed by the compiled ones (a slot, so that C
     #: reaches it at a fixed offset); reset at every balancing step
-    __slots__ = ("_shoal_load", "__dict__", "__weakref__")
+    __slots__ = ("_shoal_load", "_shoal_held", "__dict__", "__weakref__")
     _shoal_load: Any
+    #: sender PE -> messages held back until that sender's fence arrives (after a move;
+    #: see migration.py), or None: a slot, since every delivery in C checks it
+    _shoal_held: dict | None
 
     index: Any
     proxy: "ElementProxy"
@@ -121,6 +124,17 @@ class Chare:
     def allreduce(self, value: Any, reducer: Any = None, section: "SectionProxy | None" = None) -> "Future":
         """Contribute ``value`` and return a future of the combined result, on every contributor."""
         return current("Chare.allreduce()").reductions.allreduce(self, value, reducer, section)
+
+    def at_sync(self) -> None:
+        """Ready to move: once every element of the Array has called this, the runtime
+        may balance the load (``shoal run --lb greedy``), moving elements between PEs,
+        and then calls each element's :meth:`resume_from_sync`. Return from the entry
+        method after calling it; go on in ``resume_from_sync``."""
+        current("Chare.at_sync()").balancer.at_sync(self)
+
+    def resume_from_sync(self) -> None:
+        """Called after a balancing round on every element that called :meth:`at_sync`
+        (on the PE the element is on now); override it to go on with the work."""
 
     def __repr__(self) -> str:
         index = getattr(self, "index", "?")

@@ -131,7 +131,7 @@ def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int,
 class CollectionState:
     """One PE's part of a collection."""
 
-    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred")
+    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred", "size")
 
     def __init__(self, info: CollectionInfo):
         self.info = info
@@ -142,6 +142,7 @@ class CollectionState:
         self.done = info.kind != "sparse"  # a sparse array is complete after done_inserting
         self.early: dict[tuple, list] = {}  # messages to elements not inserted yet
         self.deferred: list = []  # broadcasts and contributions waiting for `done`
+        self.size = info.size  # elements in the whole collection (a sparse array's: once complete)
 
 
 def Group(cls: type, args: Sequence[Any] = ()) -> "CollectionProxy":

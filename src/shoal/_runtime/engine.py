@@ -100,6 +100,14 @@ def _precise_sleeps() -> None:
         pass
 
 
+def _trace_idle(rt: Runtime, seconds: float, since: float) -> None:
+    """The idle period of ``seconds`` that ended ``since`` seconds ago, on the timeline
+    (whose clock is perf_counter)."""
+    end = time.perf_counter() - since
+    assert rt.tracer is not None
+    rt.tracer.idle(end - seconds, end)
+
+
 class Engine:
     """Drives the runtimes of this process."""
 
@@ -138,6 +146,12 @@ class Engine:
                         if rt.step():
                             worked = True
                 if worked:
+                    if self.idle_since is not None:  # the time idle counts as every PE's here
+                        now = self.clock()
+                        for rt in rts:
+                            rt.idle_time += now - self.idle_since
+                            if rt.tracer is not None:
+                                _trace_idle(rt, now - self.idle_since, 0.0)
                     self.idle_since = None
                     nap = 0.0
                     continue
@@ -161,7 +175,12 @@ class Engine:
                     budget = min(spin - idle, 1e-4)
                     if rt.timers:
                         budget = min(budget, rt.timers[0][0] - now)
+                    # idle until this wait; what arrives in it runs inside it, so the
+                    # time the wait takes is not counted as idle (at most 0.1 ms a wake)
                     if budget > 0 and rt.wait(budget):
+                        rt.idle_time += now - self.idle_since
+                        if rt.tracer is not None:
+                            _trace_idle(rt, now - self.idle_since, self.clock() - now)
                         self.idle_since = None
         finally:
             set_current(previous)

@@ -31,7 +31,7 @@ class Lifecycle:
 
     def __init__(self, rt: "Runtime"):
         self.rt = rt
-        self.pending_finish: dict[int, list] = {}  # sparse arrays completed before CREATE arrived here
+        self.pending_finish: dict[int, tuple[list, int]] = {}  # sparse arrays completed before CREATE arrived here
         self.insert_counts: dict[int, list[int]] = {}  # collection -> [inserts sent, inserts done] here
         self.closed: set[int] = set()  # sparse arrays this PE called done_inserting() on
 
@@ -81,12 +81,13 @@ class Lifecycle:
         self.closed.add(info.id)
         rt.system.count_inserts(info.id)
 
-    def finish_inserting(self, coll: int, hosts: list) -> None:
+    def finish_inserting(self, coll: int, hosts: list, size: int) -> None:
         rt = self.rt
         cs = rt.colls.get(coll)
         if cs is None:
-            self.pending_finish[coll] = hosts
+            self.pending_finish[coll] = (hosts, size)
             return
+        cs.size = size
         cs.hosts = hosts
         cs.count = len(cs.elements)
         cs.span = tree.over(hosts, rt.pe, rt.fanout)
@@ -110,6 +111,7 @@ class Lifecycle:
         cls: Any = info.cls
         el = cls.__new__(cls)
         el._shoal_load = np.zeros(2)
+        el._shoal_held = None
         el.index = index[0] if info.kind == "group" else index
         elem_cls, coll_cls, _ = proxy_classes(cls)
         el.proxy = elem_cls(info, index)
@@ -134,10 +136,12 @@ class Lifecycle:
         for child in rt.tree_from(info.root).children:
             rt.send_raw(child, header, segments, coll)
         cs = rt.colls[coll] = CollectionState(info)
+        if info.kind == "group":
+            cs.size = rt.npes
         if info.kind == "sparse":
-            hosts = self.pending_finish.pop(coll, None)
-            if hosts is not None:
-                self.finish_inserting(coll, hosts)
+            pending = self.pending_finish.pop(coll, None)
+            if pending is not None:
+                self.finish_inserting(coll, *pending)
         else:
             cs.hosts = info.hosts(rt.npes)
             cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)

@@ -1,11 +1,16 @@
-"""Where elements live: home PE by placement, a cache of last-known PEs, forwarding.
+"""Where elements live: home PE by placement, what a PE learnt, and forwarding.
 
 Every element has a *home* PE, computed from its index by the collection's
-placement, so no PE keeps a table of all elements. A PE sends to the last location
-it learnt of an element, else to its home. The home records where its elements went
-when they move; a message that reaches a PE the element has left is forwarded (to
-the home, which knows), and the home tells the original sender the element's PE so
-its next message goes straight there. Decisions here are pure; the runtime sends.
+placement, so no PE keeps a table of all elements. An element that migrates leaves a
+*pointer* on the PE it left (where it went), so a message that reaches a PE the
+element has left follows the pointers to it; the home is the first PE of the chain.
+Pointers change only when the element leaves a PE again, which keeps every chain
+first-in first-out: messages that take it arrive in the order they entered it.
+
+A PE sends its own messages to the last location it *learnt* (a LOCATION message from
+the element's host, with the element's move count, so an old report never replaces a
+newer one), else to the home. Decisions here are pure; the runtime sends
+(:mod:`shoal._runtime.migration` keeps per-sender order when a sender's route changes).
 """
 
 from __future__ import annotations
@@ -27,20 +32,22 @@ class Route(Enum):
     """What to do with a message for an element that is not on this PE."""
 
     FORWARD = "forward"  # send it on to the PE returned with this route
-    HOLD = "hold"  # keep it: the element is about to be created here
+    HOLD = "hold"  # keep it: the element is about to be created or to arrive here
     FAIL = "fail"  # the element does not exist
 
 
 class Locations:
     """One PE's knowledge of element locations (only of elements away from home)."""
 
-    __slots__ = ("pe", "npes", "cache", "records", "epoch")
+    __slots__ = ("pe", "npes", "cache", "versions", "pointers", "incoming", "epoch")
 
     def __init__(self, pe: int, npes: int):
         self.pe = pe
         self.npes = npes
-        self.cache: dict[tuple, int] = {}  # (collection, index) -> last PE learnt
-        self.records: dict[tuple, int] = {}  # at the home: (collection, index) -> current PE
+        self.cache: dict[tuple, int] = {}  # (collection, index) -> where this PE sends its own messages
+        self.versions: dict[tuple, int] = {}  # (collection, index) -> move count of what `cache` holds
+        self.pointers: dict[tuple, int] = {}  # (collection, index) -> where the element went from here
+        self.incoming: set[tuple] = set()  # elements on their way here
         self.epoch = next(_EPOCHS)  # changes whenever a location is learnt: proxies re-resolve
 
     def route(self, proxy: "ElementProxy") -> int:
@@ -58,19 +65,43 @@ class Locations:
                 return pe
         return info.home(index, self.npes)
 
-    def learn(self, info: "CollectionInfo", index: tuple, pe: int) -> None:
-        """Element ``index`` is on ``pe`` (a location update, or it moved here)."""
+    def learn(self, info: "CollectionInfo", index: tuple, pe: int, moves: int) -> bool:
+        """Element ``index`` was on ``pe`` after its ``moves``-th move; False if this PE
+        knew of a later location already (the report is old and changes nothing)."""
         key = (info.id, index)
+        if moves < self.versions.get(key, 0):
+            return False
+        self.versions[key] = moves
         self.epoch = next(_EPOCHS)
-        if info.home(index, self.npes) == self.pe:
-            self._set(self.records, key, pe, info, index)
-        self._set(self.cache, key, pe, info, index)
-
-    def _set(self, table: dict, key: tuple, pe: int, info: "CollectionInfo", index: tuple) -> None:
         if pe == info.home(index, self.npes):
-            table.pop(key, None)
+            self.cache.pop(key, None)
         else:
-            table[key] = pe
+            self.cache[key] = pe
+        return True
+
+    def depart(self, info: "CollectionInfo", index: tuple, dest: int, moves: int) -> None:
+        """Element ``index`` left this PE for ``dest`` (its ``moves``-th move)."""
+        key = (info.id, index)
+        self.pointers[key] = dest
+        self.cache[key] = dest
+        self.versions[key] = moves
+        self.epoch = next(_EPOCHS)
+
+    def expect(self, info: "CollectionInfo", index: tuple) -> None:
+        """Element ``index`` is on its way here: hold its messages until it arrives."""
+        self.incoming.add((info.id, index))
+
+    def arrive(self, info: "CollectionInfo", index: tuple, moves: int) -> None:
+        """Element ``index`` arrived here after its ``moves``-th move."""
+        key = (info.id, index)
+        self.incoming.discard(key)
+        self.pointers.pop(key, None)
+        self.versions[key] = moves
+        self.epoch = next(_EPOCHS)
+        if self.pe == info.home(index, self.npes):
+            self.cache.pop(key, None)
+        else:
+            self.cache[key] = self.pe
 
     def route_missing(self, info: "CollectionInfo", index: tuple, complete: bool) -> tuple[Route, int]:
         """Where a message for an element that is not here goes.
@@ -79,12 +110,13 @@ class Locations:
         array before ``done_inserting``).
         """
         key = (info.id, index)
+        if self.pointers:
+            pe = self.pointers.get(key)
+            if pe is not None:
+                return Route.FORWARD, pe
+        if self.incoming and key in self.incoming:
+            return Route.HOLD, -1
         home = info.home(index, self.npes)
         if home != self.pe:
-            if self.cache.pop(key, None) is not None:  # stale: ask the home, which knows
-                self.epoch = next(_EPOCHS)
             return Route.FORWARD, home
-        pe = self.records.get(key)
-        if pe is not None and pe != self.pe:
-            return Route.FORWARD, pe
         return (Route.FAIL, -1) if complete else (Route.HOLD, -1)

@@ -26,6 +26,7 @@ __all__ = [
     "KWARGS",
     "ARRAYS",
     "KIND_MASK",
+    "FWD",
     "pack_header",
     "unpack_header",
     "encode",
@@ -51,6 +52,9 @@ class Kind(IntEnum):
     LOCATION = 9  # an element's current PE, for the sender's cache
     EXCHANGE = 10  # one round of a butterfly all-reduce between two PEs
     AWAIT = 11  # send the value of the receiver's future (aux) to a future of the sender
+    MIGRATE = 12  # an element moving to the receiver (its state in the payload)
+    FENCE = 13  # the sender's last message to an element by its old route (see migration.py)
+    BALANCE = 14  # a step of a balancing round (entry: the phase; see balancing.py)
 
 
 HEADER = struct.Struct("<BBHIIQ")
@@ -220,7 +224,8 @@ def decode(segments: list) -> Any:
 #: kind-byte flags of entry-method calls: how the payload encodes the arguments
 KWARGS = 0x80  # the pickle holds (args, kwargs)
 ARRAYS = 0x40  # every argument is a plain NumPy array: a descriptor segment, then their buffers
-KIND_MASK = 0x3F
+FWD = 0x20  # forwarded by a PE the element left: the host then keeps the sender's order
+KIND_MASK = 0x1F
 
 _ndarray = np.ndarray
 _frombuffer = np.frombuffer

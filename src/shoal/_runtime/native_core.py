@@ -9,6 +9,7 @@ every other case. Only the MPI transport has a core (``SHOAL_NATIVE=0`` turns it
 from __future__ import annotations
 
 import pickle
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from . import context, message
@@ -23,7 +24,31 @@ from .receive_sets import ReceiveSet
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["attach_core", "make_core", "slow_call"]
+__all__ = ["attach_core", "make_core", "slow_call", "TickClock"]
+
+
+class TickClock:
+    """The compiled paths' clock (``Core.ticks()``: the time-stamp counter) in seconds,
+    calibrated against ``perf_counter`` from a first reading to now, so it gets more
+    exact as the job goes on."""
+
+    def __init__(self, core: Any):
+        self.core = core
+        self.origin: tuple[int, float] | None = None
+
+    def seconds_per_tick(self) -> float:
+        if self.origin is None:
+            self.origin = (self.core.ticks(), perf_counter())
+            while perf_counter() - self.origin[1] < 0.01:  # the first ratio spans 10 ms
+                pass
+        ticks, now = self.core.ticks(), perf_counter()
+        return (now - self.origin[1]) / max(ticks - self.origin[0], 1)
+
+    def seconds(self, ticks: int) -> float:
+        """``ticks`` as a time of ``perf_counter``."""
+        scale = self.seconds_per_tick()
+        assert self.origin is not None
+        return self.origin[1] + (ticks - self.origin[0]) * scale
 
 
 def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:

@@ -94,6 +94,11 @@ class CollectionProxy(Proxy):
         """Create element ``index`` of a sparse array (then call :meth:`done_inserting`)."""
         current("Array.insert()").lifecycle.insert(self._info, self._info.normalize(index), tuple(args))
 
+    def migrate(self, index: Any, pe: int) -> None:
+        """Move element ``index`` to PE ``pe``: messages to it keep arriving, in order."""
+        info = self._info
+        current("Array.migrate()").balancer.request(info, info.normalize(index), pe)
+
     def done_inserting(self) -> None:
         """Declare that every element of a sparse array has been inserted."""
         current("Array.done_inserting()").lifecycle.done_inserting(self._info)

@@ -22,12 +22,14 @@ from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import Failure, Future, Task, annotate, future_handle
 from .location import Locations, Route
-from .message import HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
+from .message import FWD, HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:
     import weakref
 
+    from .balancing import Balancer
+    from .migration import Migration
     from .reductions import ReductionManager
 
 __all__ = ["Receiving"]
@@ -35,6 +37,7 @@ __all__ = ["Receiving"]
 _WHOLE = [struct.Struct(HEADER.format + "q" * n) for n in range(9)]  # header with an n-d index
 _unpack = HEADER.unpack_from
 _HSIZE = HEADER.size
+_KIND_FWD = KIND_MASK | FWD
 
 
 class Receiving:
@@ -55,6 +58,9 @@ class Receiving:
     exit_requested: bool
     engine: Any
     reductions: "ReductionManager"
+    migration: "Migration"
+    balancer: "Balancer"
+    tracer: Any
     _handlers: list[Callable[..., None]]
     _run_each: Callable[..., Any] | None
     request_exit: Callable[[int], None]
@@ -91,18 +97,18 @@ class Receiving:
         index = fields[6:]
         if coll != SYSTEM_ID:
             self.counts.received += 1
-        k = kind & KIND_MASK
+        k = kind & _KIND_FWD  # forwarded messages take the handlers (migration.py keeps order)
         if k == 0 and not aux:
             cs = self.colls.get(coll)
             el = cs.elements.get(index) if cs is not None else None
-            if el is not None:
+            if el is not None and el._shoal_held is None:
                 args, kwargs = decode_call(kind, segments)
                 self.run_entry(el, entry, args, kwargs, None)
                 return
         elif k == 8:  # Kind.CHANNEL
             cs = self.colls.get(coll)
             el = cs.elements.get(index) if cs is not None else None
-            table = el._shoal_channels if el is not None else None
+            table = el._shoal_channels if el is not None and el._shoal_held is None else None
             ch = table.get(aux) if table else None
             if ch is not None:
                 ch.arrive(kind, segments)
@@ -115,7 +121,7 @@ class Receiving:
             self.counts.received += 1
         cs = self.colls.get(coll)
         el = cs.elements.get(index) if cs is not None else None
-        if el is not None:
+        if el is not None and el._shoal_held is None:
             self.run_entry(el, entry, args, None, None)
             return
         flag, segments = encode_call(args, None)  # not here (yet): take the general path
@@ -144,17 +150,21 @@ class Receiving:
         return el
 
     def _missing(self, cs: CollectionState, index: tuple, header: bytes, segments: list) -> None:
-        """A message for an element that is not here: forward, hold, or fail."""
+        """A message for an element that is not here: forward (flagged ``FWD``), hold, or fail."""
+        if not header[0] & FWD:  # flagged: its receiver tells the sender where the element is
+            header = bytes((header[0] | FWD,)) + header[1:]
+        self.route_element(cs, index, header, segments)
+
+    def route_element(self, cs: CollectionState, index: tuple, header: bytes, segments: list) -> None:
+        """Send a message for element ``index`` (not here) on, or hold it, or fail."""
         info = cs.info
         route, pe = self.locations.route_missing(info, index, cs.done)
-        src = _unpack(header)[3]
         if route is Route.FORWARD:
             self.send_raw(pe, header, segments, info.id)
-            if src != self.pe and info.home(index, self.npes) == self.pe:
-                self.post(src, Kind.LOCATION, 0, pe, info.id, index, None)  # update the sender's cache
         elif route is Route.HOLD:
             cs.early.setdefault(index, []).append((header, segments))
         else:
+            src = _unpack(header)[3]
             self.fail(
                 ShoalError(
                     f"a message from PE {src} is for element {index} of the sparse array of "
@@ -165,7 +175,7 @@ class Receiving:
 
     def _on_invoke(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         el = self.element_or_defer(coll, index, header, segments)
-        if el is None:
+        if el is None or not self.migration.admit(el, kind, src, coll, index, header, segments):
             return
         args, kwargs = decode_call(kind, segments)
         self.run_entry(el, entry, args, kwargs, self._replier(src, aux) if aux else None)
@@ -174,7 +184,11 @@ class Receiving:
         return lambda value: self.send_future(owner, fid, value)
 
     def run_entry(self, el: Chare, entry: int, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
-        fn = el._shoal_funcs[entry]
+        self.run_method(el, el._shoal_funcs[entry], args, kwargs, reply)
+
+    def run_method(self, el: Chare, fn: Any, args: tuple, kwargs: dict | None, reply: Callable[[Any], None] | None) -> None:
+        """Run ``fn(el, *args, **kwargs)`` as an entry method: timed into the element's
+        load, an error reported, a coroutine driven, the value sent to ``reply``."""
         counts = self.counts
         counts.depth += 1
         counts.calls += 1
@@ -186,8 +200,11 @@ class Receiving:
             self.counts.depth -= 1
             self._entry_failed(el, fn, exc, reply)
             return
-        el._shoal_load[0] += _clock() - t0
+        t1 = _clock()
+        el._shoal_load[0] += t1 - t0
         self.counts.depth -= 1
+        if self.tracer is not None:
+            self.tracer.entry(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}", t0, t1)
         if type(r) is CoroutineType:
             self._start_task(el, fn, r, reply)
         elif reply is not None:
@@ -240,6 +257,8 @@ class Receiving:
         cs = self.collection_or_defer(coll, header, segments)
         if cs is None:
             return
+        if cs.info.root == self.pe and self.balancer.holding and self.balancer.hold(coll, header, segments):
+            return  # a balancing round of this Array is under way (balancing.py)
         for child in self.tree_from(cs.info.root).children:
             self.send_raw(child, header, segments, coll)
         if cs.done:
@@ -298,6 +317,10 @@ class Receiving:
         self.reductions.receive(payload[0], aux, payload[1:])
 
     def _on_result(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        if entry == 2:  # for contributors of this PE away from their home
+            domain, value = decode(segments)
+            self.reductions.on_remote_result(domain, aux, value)
+            return
         if entry:  # compact
             self.reductions.on_result((coll,), aux, decode_call(kind, segments)[0][0], None)
             return
@@ -306,7 +329,7 @@ class Receiving:
 
     def _on_channel(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         el = self.element_or_defer(coll, index, header, segments)
-        if el is None:
+        if el is None or not self.migration.admit(el, kind, src, coll, index, header, segments):
             return
         table = el._shoal_channels
         ch = table.get(aux) if table else None
@@ -361,10 +384,6 @@ class Receiving:
     def _on_exchange(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         self.reductions.on_exchange(coll, aux, entry, decode_call(kind, segments)[0][0])
 
-    def _on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        info = self.infos.get(coll)
-        if info is not None:
-            self.locations.learn(info, index, aux)
 
 
 def _where(el: Chare, fn: Any) -> str:

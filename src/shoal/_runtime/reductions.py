@@ -107,6 +107,8 @@ class ReductionManager:
         self.partials: dict[tuple, _Partial] = {}
         self.waiters: dict[tuple, list[Future]] = {}  # allreduce results awaited here
         self.exchanges: dict[tuple, _Exchange] = {}  # butterfly all-reduces under way here
+        #: all-reduces with contributions of elements away from home: the PEs they are on
+        self.remote_waiters: dict[tuple, set[int]] = {}
 
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
@@ -114,9 +116,13 @@ class ReductionManager:
         self._contribute(el, value, as_reducer(reducer), _check_target(target), section)
 
     def receive(self, domain: tuple, seq: int, payload: tuple) -> None:
-        """A child's partial result (a REDUCE message's payload)."""
-        reducer, target, value, section = payload
-        self.add(domain, seq, value, _unpack_reducer(reducer), _unpack_target(target), 1, section)
+        """A child's partial result, or the contribution of an element away from home
+        (a REDUCE message's payload; the element's PE comes last)."""
+        reducer, target, value, section = payload[:4]
+        target = _unpack_target(target)
+        if len(payload) > 4 and target is ALLREDUCE:  # the element waits for the result there
+            self.remote_waiters.setdefault((domain, seq), set()).add(payload[4])
+        self.add(domain, seq, value, _unpack_reducer(reducer), target, 1, section)
 
     def receive_compact(self, coll: int, seq: int, rid: int, value: Any) -> None:
         """A child's partial result of an all-reduce of a whole collection with a built-in reducer."""
@@ -148,12 +154,24 @@ class ReductionManager:
             value = [(el.index, value)]
         if waiter is not None:
             self.waiters.setdefault((domain, seq), []).append(waiter)
-            if section is None and reducer.name in _EXCHANGEABLE:  # the one element here: straight to the butterfly
-                cs = self.rt.colls.get(domain[0])
+            if section is None and reducer.name in _EXCHANGEABLE and not el.__dict__.get("_shoal_away"):
+                cs = self.rt.colls.get(domain[0])  # the one element here: straight to the butterfly
                 if cs is not None and cs.done and cs.count == 1 and len(cs.hosts) == self.rt.npes:
                     self._exchange((domain, seq), value, reducer)
                     return
-        self.add(domain, seq, value, reducer, target, 1, section)
+        self.add_from(el, domain, seq, value, reducer, target, section)
+
+    def add_from(self, el: "Chare", domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, section: Any) -> None:
+        """Element ``el``'s contribution. Reductions count contributions at each
+        element's home PE, so trees and counts never change when elements move: an
+        element away from home sends its contribution there (and, for an all-reduce,
+        the home sends the result back)."""
+        if not el.__dict__.get("_shoal_away"):
+            self.add(domain, seq, value, reducer, target, 1, section)
+            return
+        home = el.collection._info.home(el.proxy._index, self.rt.npes)
+        payload = (domain, _pack_reducer(reducer), _pack_target(target), value, section, self.rt.pe)
+        self.rt.post(home, Kind.REDUCE, 0, seq, domain[0], (), payload)
 
     def _check_once(self, el: "Chare", domain: tuple, reducer: Reducer, target: Any, seq: int) -> None:
         """Refuse a second contribute() to the same reducer and target in one call of an
@@ -177,7 +195,7 @@ class ReductionManager:
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
         """The return value of one element of a ``ret=True`` broadcast or multicast."""
-        self.add(domain, 0, [(el.index, value)], reducers.gather, target, 1, section)
+        self.add_from(el, domain, 0, [(el.index, value)], reducers.gather, target, section)
 
     # -- combining ---------------------------------------------------------------
     def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any) -> None:
@@ -260,6 +278,18 @@ class ReductionManager:
                 self.rt.post_value(child, Kind.RESULT, 1, seq, domain[0], value)
             else:
                 self.rt.post(child, Kind.RESULT, 0, seq, domain[0], (), (domain, value, section))
+        self._wake((domain, seq), value)
+
+    def _wake(self, key: tuple, value: Any) -> None:
+        """An all-reduce result is here: resolve this PE's waiters, and send it to the
+        PEs of contributors away from home."""
+        for pe in self.remote_waiters.pop(key, ()):
+            self.rt.post(pe, Kind.RESULT, 2, key[1], key[0][0], (), (key[0], value))
+        for fut in self.waiters.pop(key, ()):
+            fut._resolve(value)
+
+    def on_remote_result(self, domain: tuple, seq: int, value: Any) -> None:
+        """An all-reduce result for contributors of this PE away from their home."""
         for fut in self.waiters.pop((domain, seq), ()):
             fut._resolve(value)
 
@@ -305,8 +335,7 @@ class ReductionManager:
             ex.stage += 1
             ex.sent = False
         del self.exchanges[key]
-        for fut in self.waiters.pop(key, ()):
-            fut._resolve(ex.value)
+        self._wake(key, ex.value)
 
     def _name(self, domain: tuple) -> str:
         info = self.rt.infos.get(domain[0])

@@ -19,8 +19,10 @@ from . import tree
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import Future, Task
+from .balancing import Balancer
 from .lifecycle import Lifecycle
-from .native_core import attach_core
+from .migration import Migration
+from .native_core import TickClock, attach_core
 from .location import Locations
 from .proxy import proxy_classes
 from .quiescence import Detector
@@ -30,6 +32,7 @@ from .sections import Sections
 from .receiving import Receiving
 from .sending import Sending
 from .system import SYSTEM_ID, System
+from .tracing import Tracer
 
 if TYPE_CHECKING:
     from .._transport.base import Transport
@@ -89,10 +92,13 @@ class Runtime(Receiving, Sending):
         self.stopped = False
         self.exit_requested = False
         self.exit_code = 0
+        self.idle_time = 0.0  # seconds this PE waited with nothing to do (the engine adds them up)
         self.detector = Detector()
         self.reductions = ReductionManager(self)
         self.lifecycle = Lifecycle(self)
         self.sections = Sections(self)
+        self.migration = Migration(self)
+        self.balancer = Balancer(self)
         self._handlers: list[Callable[..., None]] = [
             self._on_invoke,
             self._on_broadcast,
@@ -103,9 +109,12 @@ class Runtime(Receiving, Sending):
             self.lifecycle.on_create,
             self.lifecycle.on_insert,
             self._on_channel,
-            self._on_location,
+            self.migration.on_location,
             self._on_exchange,
             self._on_await,
+            self.migration.on_migrate,
+            self.migration.on_fence,
+            self.balancer.on_balance,
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
@@ -113,6 +122,14 @@ class Runtime(Receiving, Sending):
         self._deliver_cb = self._deliver
         core = self._core = attach_core(transport, self)
         self.counts: Counts = core or Counts()
+        #: the compiled paths' clock in seconds (element loads and traces), None without a core
+        self.ticks = TickClock(core) if core is not None else None
+        #: the timeline recorder (``SHOAL_TRACE``), or None: tracing off
+        self.tracer: Tracer | None = None
+        if settings.trace:
+            self.tracer = Tracer(self.pe)
+            if core is not None:
+                core.trace = self._trace_compiled
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
         #: ``set_post(set, fallback)``: a receive set's compiled ``post`` (None without a core)
@@ -129,6 +146,12 @@ class Runtime(Receiving, Sending):
         cs.span = tree.over(cs.hosts, self.pe, self.fanout)
         cs.count = 1
         self.lifecycle.construct(cs, (self.pe,), ())
+
+    def _trace_compiled(self, el: Chare, fn: Any, t0: int, t1: int) -> None:
+        """An entry method the compiled path ran (times in ticks), for the timeline."""
+        assert self.tracer is not None and self.ticks is not None
+        self.tracer.entry(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}",
+                          self.ticks.seconds(t0), self.ticks.seconds(t1))
 
     # -- identifiers -------------------------------------------------------------
     def new_id(self) -> int:
@@ -196,6 +219,7 @@ class Runtime(Receiving, Sending):
     def waiting_report(self) -> list[str]:
         """What is blocked on this PE, for a deadlock report."""
         lines = [f"PE {self.pe}: {t.where} awaits {t.waiting!r}" for t in self.suspended]
+        lines.extend(self.balancer.waiting_report())
         for cs in self.colls.values():
             for el in cs.elements.values():
                 lines.extend(_pending_sets(el, self.pe))

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import ShoalError
 from . import tree
 from .futures import Future, future_handle
-from .message import Kind, decode, encode, pack_header, unpicklable
+from .message import FWD, Kind, decode, encode, pack_header, unpicklable
 
 if TYPE_CHECKING:
     from .proxy import SectionProxy
@@ -59,8 +58,8 @@ class Sections:
     def state(self, section: "SectionProxy") -> SectionState:
         st = self.states.get(section.sid)
         if st is None:
-            info = section._info
-            where = [self.rt.locate(info, m) for m in section.members]
+            info = section._info  # home PEs: where elements contribute (reductions.py), wherever they are
+            where = [info.home(m, self.rt.npes) for m in section.members]
             hosts = sorted(set(where))
             st = SectionState(
                 frozenset(section.members), tree.over(hosts, self.rt.pe, self.rt.fanout), where.count(self.rt.pe)
@@ -80,8 +79,9 @@ class Sections:
         domain = (coll, section.sid, "ret", src, aux) if aux else ()
         for m in members:
             el = cs.elements.get(m)
-            if el is None:
-                self.rt.fail(ShoalError(f"section element {m} of {cs.info.cls.__qualname__} is not on PE {self.rt.pe}"), "multicast")
-                return
+            if el is None:  # it moved: on to where it went, as a multicast to it alone
+                one = pack_header(Kind.MULTICAST | FWD, entry, src, aux, coll)
+                self.rt.route_element(cs, m, one, encode((section, [m], args, kwargs)))
+                continue
             reply = self.rt.contributor(domain, el, target, section) if target is not None else None
             self.rt.run_entry(el, entry, args, kwargs, reply)

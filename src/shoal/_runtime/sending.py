@@ -9,6 +9,7 @@ compiled core (``_native/send.c``); this is its reference and its fallback.
 from __future__ import annotations
 
 from collections import deque
+from time import perf_counter as _clock
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -50,6 +51,7 @@ class Sending:
     pe: int
     transport: "Transport"
     counts: Any
+    tracer: Any
     local: deque
     locations: Locations
     futures: dict[int, Future]
@@ -63,7 +65,10 @@ class Sending:
             self.counts.sent += 1
         if dest == self.pe:
             self.local.append((header, _own(segments)))
-        elif self._send_eager is None or not self._send_eager(dest, header, segments):
+            return
+        if self.tracer is not None:
+            self.tracer.send(_clock(), dest, len(header) + sum(memoryview(s).nbytes for s in segments))
+        if self._send_eager is None or not self._send_eager(dest, header, segments):
             self.transport.send(dest, header, segments)
 
     def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:

@@ -7,11 +7,14 @@ paths. Its messages (collection id 0) are not counted by quiescence detection.
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import TYPE_CHECKING
 
 from .chare import Chare
 from .context import current
 from .quiescence import combine_reports
+from .tracing import write_trace
 
 if TYPE_CHECKING:
     from .futures import Future
@@ -65,7 +68,28 @@ class System(Chare):
         self.contribute((code != 0, -rt.pe, code), _first_failure, self.collection[0].exit_decided)
 
     def exit_decided(self, wish: tuple) -> None:
-        self.collection.stop(wish[2])
+        if current().tracer is not None:  # every PE's timeline to PE 0 first (SHOAL_TRACE)
+            self.collection.trace_export(wish[2])
+        else:
+            self.collection.stop(wish[2])
+
+    def trace_export(self, code: int) -> None:
+        tracer = current().tracer
+        record = tracer.export(offset=time.time() - time.perf_counter()) if tracer is not None else None
+        self.contribute([record], _concat, self.collection[0].trace_write.bind(code))
+
+    def trace_write(self, code: int, records: list) -> None:
+        """Write the job's timeline (one file, every PE a track), then end the job."""
+        rt = current()
+        path = rt.settings.trace
+        try:
+            write_trace(path, [r for r in records if r is not None], meta={"pes": rt.npes, "exit_code": code})
+            events = sum(len(r["entries"]) for r in records if r is not None)
+            print(f"shoal: timeline of {rt.npes} PEs ({events} entry-method runs) written to {path}; "
+                  f"`shoal trace summary {path}` or https://ui.perfetto.dev shows it", file=sys.stderr, flush=True)
+        except Exception as exc:  # noqa: BLE001 - the job's own result stands: say why there is no trace
+            print(f"shoal: PE 0: no timeline written: {exc}", file=sys.stderr, flush=True)
+        self.collection.stop(code)
 
     def stop(self, code: int) -> None:
         current().stop(code)
@@ -101,12 +125,12 @@ class System(Chare):
     def inserts_counted(self, coll: int, counts: tuple) -> None:
         sent, received, hosts = counts
         if sent == received:
-            self.collection.finish_inserting(coll, sorted(hosts))
+            self.collection.finish_inserting(coll, sorted(hosts), sent)
         else:
             current().call_later(_COUNT_PAUSE, lambda: self.collection.count_inserts(coll))
 
-    def finish_inserting(self, coll: int, hosts: list) -> None:
-        current().lifecycle.finish_inserting(coll, hosts)
+    def finish_inserting(self, coll: int, hosts: list, size: int) -> None:
+        current().lifecycle.finish_inserting(coll, hosts, size)
 
     # -- deadlock report ---------------------------------------------------------
     def report_waiting(self, fut: "Future") -> None:

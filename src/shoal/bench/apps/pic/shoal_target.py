@@ -13,9 +13,9 @@ neighbours are slow never blocks the other tiles of its PE, and between steps no
 of a tile lives on a stack: it can migrate.
 
 Load balancing: with ``--lb-period K`` every tile calls ``self.at_sync()`` after each
-K-th timed step; the runtime balances once every tile has, then calls each tile's
-``resume_from_sync()`` and the tile goes on with the next step. Where the runtime has
-no ``at_sync`` yet the tiles run on without it and the report says so.
+K-th timed step; the runtime balances once every tile has (strategy ``--lb``), moving
+tiles between PEs, then calls each tile's ``resume_from_sync()`` and the tile goes on
+with the next step wherever it is.
 
 Main (PE 0) runs the warm-up step (step 0), then the timed steps, then asks every tile
 for its verification sums and the compute seconds it spent on each PE.
@@ -23,9 +23,8 @@ for its verification sums and the compute seconds it spent on each PE.
 
 from __future__ import annotations
 
-import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -37,19 +36,7 @@ from .kernels import Particles
 from .layout import Layout, prk_grid, squarest_split
 from .physics import Problem, Verification, column_prefix, init_particles, verify
 
-__all__ = ["Tile", "TilePlacement", "program", "run", "balancing_available"]
-
-
-def balancing_available() -> bool:
-    """Whether this shoal runtime has ``Chare.at_sync()`` (measurement-based balancing)."""
-    return hasattr(shoal.Chare, "at_sync")
-
-
-def _strategy_option(strategy: str) -> dict[str, str]:
-    """The runtime option that picks the balancing strategy, where the runtime has one."""
-    from shoal.settings import Settings
-
-    return {"lb": strategy} if any(f.name == "lb" for f in fields(Settings)) else {}
+__all__ = ["Tile", "TilePlacement", "program", "run"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +72,7 @@ class Tile(shoal.Chare):
         self.last = 0  # the phase ends before this step
         self.moved = False  # whether step t's move is done (then it waits for its neighbours' blocks)
         self.done: Any = None
-        self.lb_period = lb_period if hasattr(self, "at_sync") else 0
+        self.lb_period = lb_period
         self.syncs = 0
         self.pe = shoal.my_pe()
         self.compute: dict[int, float] = {}
@@ -144,7 +131,7 @@ class Tile(shoal.Chare):
             self.moved = False
             if self.lb_period and finished % self.lb_period == 0 and self.t < self.last and finished > 0:
                 self.syncs += 1
-                self.at_sync()  # type: ignore[attr-defined]  # the runtime calls resume_from_sync()
+                self.at_sync()  # the runtime calls resume_from_sync(), maybe on another PE
                 return
 
     def _count(self, seconds: float) -> None:
@@ -155,7 +142,6 @@ def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
     """The shoal main program (PE 0) of a run of ``cfg`` with tiles of class ``tile``."""
     p = cfg.problem
     wanted = cfg.lb_period > 0
-    available = hasattr(tile, "at_sync")
 
     def main(_args: list) -> None:
         npes = shoal.num_pes()
@@ -164,14 +150,8 @@ def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
         px, py = prk_grid(npes)
         ax, ay = squarest_split(c.odf, px, py)
         lines: list[tuple[str, str]] = []
-        if wanted and not available:
-            note = (f"--lb-period {c.lb_period}: this shoal has no Chare.at_sync() yet, so load balancing is "
-                    "unavailable; the tiles run without it")
-            print(f"shoal bench app pic: note: {note}", file=sys.stderr, flush=True)
-            lines.append(("load balancing", "unavailable (no Chare.at_sync in this runtime); ran without"))
-        elif wanted:
-            how = f"strategy {c.lb}" if _strategy_option(c.lb) else "the runtime's default strategy"
-            lines.append(("load balancing", f"at_sync every {c.lb_period} steps, {how}"))
+        if wanted:
+            lines.append(("load balancing", f"at_sync every {c.lb_period} steps, strategy {c.lb}"))
         else:
             lines.append(("load balancing", "off (--lb-period 0)"))
         prefix = column_prefix(p)
@@ -201,7 +181,7 @@ def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
             c, npes, elapsed, compute, total, int(prefix[-1]),
             f"{grid.nx} x {grid.ny} tiles, {ax} x {ay} per PE on a {px} x {py} PE grid (odf {c.odf})",
             extra={"tiles": grid.blocks, "tiles_per_pe": per_pe, "lb": c.lb if wanted else None,
-                   "lb_available": available, "balanced": bool(wanted and available and syncs),
+                   "balanced": bool(wanted and syncs),
                    "syncs": syncs, "transport": c.transport},
             lines=lines,
         )
@@ -217,6 +197,6 @@ def run(cfg: Config) -> int:
     options: dict[str, Any] = {}
     if cfg.transport == "inproc":
         options.update(transport="inproc", pes=cfg.pes)
-    if cfg.lb_period > 0 and balancing_available():
-        options.update(_strategy_option(cfg.lb))
+    if cfg.lb_period > 0:
+        options.update(lb=cfg.lb)
     return shoal.run(program(cfg), [], **options)

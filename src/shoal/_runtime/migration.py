@@ -1,0 +1,267 @@
+"""Moving elements between PEs, with every message delivered once and in per-sender order.
+
+An element moves as one MIGRATE message: its state pickled (``__getstate__`` and
+``__setstate__`` honoured) with its NumPy arrays out of band, so large state takes the
+transport's zero-copy rendezvous path. The PE it left keeps a pointer to where it went
+(:mod:`.location`); messages that reach it are forwarded there, flagged ``FWD``.
+
+Per-sender order across a move. Messages from a sender S to element e travel one
+route (S's idea of where e is, then the pointers) and every hop is first-in
+first-out, so they arrive in order. Order is at risk only when S switches route.
+S switches only when told, by e's host H, which does so on the first forwarded
+message from S (a LOCATION message); H then holds back S's messages that come by the
+new route until S's FENCE arrives: S sends it by the old route right after switching,
+so it arrives after everything S sent that way. The PE the element left switches its
+own route when the element leaves (it sends what it had queued for it first), and the
+PE it arrives on fences its own old route in the same way.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import MigrationError
+from . import channels
+from .chare import Chare
+from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header
+from .proxy import proxy_classes
+
+if TYPE_CHECKING:
+    from .collections import CollectionState
+    from .scheduler import Runtime
+
+__all__ = ["Migration", "RUNTIME_ATTRS"]
+
+#: what the runtime keeps in an element's ``__dict__`` and moves with it, whatever the
+#: class's ``__getstate__`` returns
+RUNTIME_ATTRS = (
+    "_shoal_seqs", "_shoal_marks", "_shoal_channels", "_shoal_channel_early", "_shoal_channel_counts",
+    "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced",
+)
+_SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away"))
+
+
+class Migration:
+    """One PE's part in moving elements: departures, arrivals, and the order protocol."""
+
+    def __init__(self, rt: "Runtime"):
+        self.rt = rt
+        self.on_arrival: Any = None  # balancing.py's hook: (coll) after each arrival
+        #: departures put off until the element's fences are in: (coll, index) -> PE
+        self.waiting_departures: dict[tuple, int] = {}
+
+    # -- leaving -------------------------------------------------------------------
+    def depart(self, cs: "CollectionState", index: tuple, dest: int) -> None:
+        """Send element ``index`` (here) to PE ``dest``; once its fences are in, if it
+        waits for some (then it moves one route switch at a time, which keeps order)."""
+        rt = self.rt
+        info = cs.info
+        el = cs.elements.get(index)
+        if el is None:
+            raise MigrationError(f"element {_show(index)} of {info.cls.__qualname__} is not on PE {rt.pe}")
+        self._check_idle(el)
+        if el._shoal_held:
+            self.waiting_departures[(info.id, index)] = dest
+            return
+        moves = el.__dict__.get("_shoal_moves", 0) + 1
+        t0 = perf_counter()
+        channels._moving = True
+        try:
+            segments = encode((pack(el), moves))
+        except Exception as exc:
+            raise MigrationError(
+                f"element {_show(index)} of {info.cls.__qualname__} cannot move from PE {rt.pe} to PE {dest}: "
+                f"its state cannot be pickled ({type(exc).__name__}: {exc}); define __getstate__/__setstate__ "
+                "to leave out what cannot travel"
+            ) from None
+        finally:
+            channels._moving = False
+        del cs.elements[index]
+        rt.send_raw(dest, pack_header(Kind.MIGRATE, 0, rt.pe, moves, info.id, index), segments, info.id)
+        rt.locations.depart(info, index, dest, moves)
+        self._send_queued(info.id, index, dest)
+        if rt.tracer is not None:
+            size = sum(memoryview(s).nbytes for s in segments)
+            rt.tracer.migration(t0, perf_counter(), f"{info.cls.__qualname__}{list(index)}", rt.pe, dest, size)
+
+    def _check_idle(self, el: Chare) -> None:
+        """Refuse to move an element that a coroutine or a pending receive holds on to."""
+        where = f"{type(el).__qualname__} element {_show(el.proxy._index)} on PE {self.rt.pe}"
+        for task in self.rt.suspended:
+            if task.load is el._shoal_load:
+                raise MigrationError(
+                    f"{where} cannot move: its async entry method {task.where} is suspended (awaiting "
+                    f"{task.waiting!r}); a coroutine cannot travel. Call at_sync() at a point where its "
+                    "methods have returned, and go on in resume_from_sync()"
+                )
+        for ch in (el._shoal_channels or {}).values():
+            if ch.waiting is not None:
+                raise MigrationError(
+                    f"{where} cannot move: {ch!r} has a receive pending ({ch.waiting!r}); "
+                    "move it between rounds of receives"
+                )
+
+    def _send_queued(self, coll: int, index: tuple, dest: int) -> None:
+        """Messages this PE queued for the element before it left go after it, first."""
+        local = self.rt.local
+        keep: list = []
+        move: list = []
+        for item in local:
+            header, body = item
+            if header is None:
+                mine = body[0] == coll and body[1] == index
+            else:
+                mine = header[1] == len(index) and _coll_of(header) == coll and _index_of(header) == index
+            (move if mine else keep).append(item)
+        if not move:
+            return
+        local.clear()
+        local.extend(keep)
+        for header, body in move:
+            if header is None:  # a direct call (arrays copied): as the general path encodes it
+                from .message import encode_call
+
+                flag, segments = encode_call(body[3], None)
+                header, body = pack_header(Kind.INVOKE | flag, body[2], self.rt.pe, 0, coll, index), segments
+            self.rt.transport.send(dest, header, list(body))  # counted already when queued
+
+    # -- arriving ------------------------------------------------------------------
+    def on_migrate(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        rt = self.rt
+        cs = rt.collection_or_defer(coll, header, segments)
+        if cs is None:
+            return
+        info = cs.info
+        t0 = perf_counter()
+        state, moves = decode(segments)
+        el = unpack(rt, cs, index, state)
+        el.__dict__["_shoal_moves"] = moves
+        el.__dict__["_shoal_away"] = info.home(index, rt.npes) != rt.pe
+        old = rt.locations.locate(info, index)
+        cs.elements[index] = el
+        rt.locations.arrive(info, index, moves)
+        if old != rt.pe:  # this PE's own messages to it went that way: fence them
+            el._shoal_held = {rt.pe: []}
+            rt.send_raw(old, pack_header(Kind.FENCE, 0, rt.pe, moves, coll, index), [b""], coll)
+        early = cs.early.pop(index, None)
+        if early:
+            for h, s in early:
+                rt.dispatch(h, s)
+        if rt.tracer is not None:
+            size = sum(memoryview(s).nbytes for s in segments)
+            rt.tracer.migration(t0, perf_counter(), f"{info.cls.__qualname__}{list(index)}", src, rt.pe, size)
+        if self.on_arrival is not None:
+            self.on_arrival(cs, el)
+
+    # -- the order protocol ----------------------------------------------------------
+    def admit(self, el: Chare, kind: int, src: int, coll: int, index: tuple, header: bytes, segments: list) -> bool:
+        """Whether a message for ``el`` (here) runs now; False: held back for order."""
+        held = el._shoal_held
+        if kind & FWD:
+            if held is None or src not in held:
+                moves = el.__dict__.get("_shoal_moves", 0)
+                if held is None:
+                    held = el._shoal_held = {}
+                held[src] = []
+                self.rt.send_raw(src, pack_header(Kind.LOCATION, 0, self.rt.pe, moves, coll, index), [b""], coll)
+            return True
+        if held is not None and src in held:
+            held[src].append((header, segments))
+            return False
+        return True
+
+    def on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        """Element ``index`` is on PE ``src`` (after move ``aux``): send there from now on,
+        and fence the old route."""
+        rt = self.rt
+        info = rt.infos.get(coll)
+        if info is None:
+            return
+        old = rt.locations.locate(info, index)
+        rt.locations.learn(info, index, src, aux)
+        rt.send_raw(old, pack_header(Kind.FENCE, 0, rt.pe, aux, coll, index), [b""], coll)
+
+    def on_fence(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        """Everything ``src`` sent by its old route is in: run what it sent by the new one."""
+        rt = self.rt
+        el = rt.element_or_defer(coll, index, header, segments)
+        if el is None:
+            return
+        held = el._shoal_held
+        waiting = held.pop(src, None) if held is not None else None
+        if held is not None and not held:
+            el._shoal_held = None
+        for h, s in waiting or ():
+            rt.dispatch(h, s)
+        dest = self.waiting_departures.pop((coll, index), None) if el._shoal_held is None else None
+        if dest is not None:
+            self.depart(rt.colls[coll], index, dest)
+
+
+def pack(el: Chare) -> tuple:
+    """What an element moves with: its class, the runtime's attributes, and its state."""
+    d = el.__dict__
+    runtime = {k: d[k] for k in RUNTIME_ATTRS if k in d}
+    early = runtime.get("_shoal_channel_early")
+    if early:
+        runtime["_shoal_channel_early"] = {tag: [_portable(m) for m in msgs] for tag, msgs in early.items()}
+    getstate = type(el).__getstate__
+    if getstate is object.__getstate__:
+        state: Any = {k: v for k, v in d.items() if k not in _SKIP}
+    else:
+        state = getstate(el)
+    return type(el), runtime, state
+
+
+def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) -> Chare:
+    """The element ``pack`` described, made on this PE."""
+    cls, runtime, state = packed
+    info = cs.info
+    el = cls.__new__(cls)
+    el._shoal_load = np.zeros(2)
+    el._shoal_held = None
+    el.index = index
+    elem_cls, coll_cls, _ = proxy_classes(cls)
+    el.proxy = elem_cls(info, index)
+    el.collection = coll_cls(info)
+    el.__dict__.update(runtime)
+    setstate = getattr(el, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+    elif isinstance(state, tuple):  # object.__getstate__ of a class with slots: (dict, slots)
+        if state[0]:
+            el.__dict__.update(state[0])
+        for k, v in (state[1] or {}).items():
+            setattr(el, k, v)
+    else:
+        el.__dict__.update(state)
+    for ch in (el._shoal_channels or {}).values():
+        ch.chare = el
+    return el
+
+
+def _portable(message: Any) -> Any:
+    """An inbox entry as something pickle can carry (received memory is not)."""
+    if type(message) is np.ndarray:
+        return message
+    kind, segments = message
+    return kind, [_bytes(s) for s in segments]
+
+
+def _bytes(segment: Any) -> Any:
+    return segment if isinstance(segment, (bytes, np.ndarray)) else bytes(segment)
+
+
+def _coll_of(header: bytes) -> int:
+    return int.from_bytes(header[12:20], "little")
+
+
+def _index_of(header: bytes) -> tuple:
+    return INDEX_STRUCTS[header[1]].unpack_from(header, 20)
+
+
+def _show(index: tuple) -> Any:
+    return index[0] if len(index) == 1 else index

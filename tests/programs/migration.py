@@ -1,0 +1,201 @@
+"""Migration and balancing under traffic, and their bad input (tests/test_migration.py).
+
+Run as ``shoal run -n P --transport T migration.py CASE``; prints ``RESULT ...`` lines.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+import shoal
+
+
+class Target(shoal.Chare):
+    """Receives numbered calls and channel messages while it is moved about."""
+
+    def __init__(self):
+        self.calls = {}
+        self.data = np.arange(1000.0)
+        self.pes = set()
+        self.channels = {}
+
+    def open(self, peer, key):
+        self.channels[key] = shoal.Channel(self, remote=peer, port=key)
+
+    def take(self, sender, k, block):
+        self.calls.setdefault(sender, []).append((k, int(block[0]) == k and block.shape == (64,)))
+        self.data += 1
+        self.pes.add(shoal.my_pe())
+
+    async def drain(self, key, count):
+        ch = self.channels[key]
+        got = []
+        for _ in range(count):
+            got.append(int((await ch.recv())[0]))
+        return got
+
+    def report(self):
+        return self.calls, float(self.data[0]), sorted(self.pes), self.__dict__.get("_shoal_moves", 0)
+
+
+class Sender(shoal.Chare):
+    """Streams numbered messages to a target, a few per call, so moves happen in between."""
+
+    def open(self, target, key):
+        self.target, self.key = target, key
+        self.ch = shoal.Channel(self, remote=target, port=key)
+
+    def stream(self, k, total, done):
+        for j in range(k, min(k + 5, total)):
+            block = np.full(64, j, np.int64)
+            self.target.take(self.key, j, block)
+            self.ch.send(np.full(8, j, np.int64))
+        if k + 5 < total:
+            self.proxy.stream(k + 5, total, done)
+        else:
+            done.send(self.key)
+
+
+class Mover(shoal.Chare):
+    def hop(self, arr, index, n, total, done):
+        arr.migrate(index, n % shoal.num_pes())
+        if n < total:
+            self.proxy.hop(arr, index, n + 1, total, done)
+        else:
+            done.send("hops")
+
+
+class Work(shoal.Chare):
+    """Elements of uneven cost that call at_sync every few steps."""
+
+    def __init__(self, heavy):
+        self.heavy = heavy
+        self.state = np.full(100_000, float(self.index[0]))
+        self.pings = 0
+        self.resumed = 0
+        self.sums = []
+
+    def step(self, k, fut):
+        cost = 0.004 if self.index[0] in self.heavy else 0.0005
+        end = time.perf_counter() + cost
+        while time.perf_counter() < end:
+            pass
+        self.state += 1
+        self.contribute(float(self.state[0]), shoal.reducers.sum, fut)
+
+    def section_step(self, k, fut, section):
+        self.state += 1
+        self.contribute(float(self.state[0]), shoal.reducers.sum, fut, section=section)
+
+    def sync(self, fut):
+        self.fut = fut
+        self.at_sync()
+
+    def resume_from_sync(self):
+        self.resumed += 1
+        self.contribute((self.index[0], shoal.my_pe()), shoal.reducers.gather, self.fut)
+
+    def ping(self):
+        self.pings += 1
+
+    async def total(self):
+        return await self.allreduce(self.pings)
+
+    def check(self, steps):
+        ok = bool(np.all(self.state == self.index[0] + steps))
+        return ok, self.pings, self.resumed
+
+
+class Stuck(shoal.Chare):
+    def __init__(self):
+        self.lock = __import__("threading").Lock()
+
+
+class Idle(shoal.Chare):
+    def sync(self):
+        self.at_sync()
+
+
+def order(arg):
+    n = shoal.num_pes()
+    targets = shoal.Array(Target, 2)
+    senders = shoal.Group(Sender)
+    total = 200
+    for pe in range(n):
+        key = f"pe{pe}"
+        targets[0].open(senders[pe], key)
+        senders[pe].open(targets[0], key)
+    shoal.quiescence().get()
+    done = [shoal.Future() for _ in range(n + 1)]
+    mover = shoal.Array(Mover, 1)
+    mover[0].hop(targets, 0, 1, 12, done[n])
+    for pe in range(n):
+        senders[pe].stream(0, total, done[pe])
+    shoal.gather(*done).get()
+    shoal.quiescence().get()
+    calls, first, pes, moves = targets[0].report(ret=True).get()
+    in_order = all([k for k, _ in calls[f"pe{pe}"]] == list(range(total)) for pe in range(n))
+    intact = all(ok for pe in range(n) for _, ok in calls[f"pe{pe}"])
+    print("RESULT calls", in_order, intact, first == n * total, moves >= 1 and len(pes) >= 2)
+    channels = [targets[0].drain(f"pe{pe}", total, ret=True).get() == list(range(total)) for pe in range(n)]
+    print("RESULT channels", all(channels))
+
+
+def atsync(arg):
+    n = shoal.num_pes()
+    count = 4 * n
+    heavy = set(range(count // n))  # the first PE's elements: a block placement puts them together
+    a = shoal.Array(Work, count, args=(heavy,))
+    steps, where = 6, []
+    for k in range(steps):
+        f = shoal.Future()
+        a.step(k, f)
+        f.get()
+        if k % 3 == 2:
+            g = shoal.Future()
+            a.sync(g)
+            a.ping()  # a broadcast sent while the round may be under way: it arrives once
+            where.append(dict(g.get()))
+    checks = a.check(steps, ret=True).get()
+    expected = sum(i + steps for i in range(count))
+    f = shoal.Future()
+    a.step(steps, f)
+    print("RESULT state", all(ok for ok, _, _ in checks), f.get() == expected + count)
+    print("RESULT pings", [p for _, p, _ in checks] == [2] * count, a.total(ret=True).get() == [2 * count] * count)
+    print("RESULT resumed", [r for _, _, r in checks] == [2] * count)
+    first = where[0]
+    print("RESULT spread", len({first[i] for i in heavy}) > 1, where)
+    section = a.section([i for i in range(count) if i % 2 == 0])
+    f = shoal.Future()
+    section.section_step(steps + 1, f, section)
+    print("RESULT section", f.get() == sum(i + steps + 2 for i in range(0, count, 2)))
+
+
+def bad(case):
+    if case == "bad_group":
+        g = shoal.Group(Idle)
+        g[0].sync()
+    elif case == "bad_pe":
+        a = shoal.Array(Target, 2)
+        a.migrate(1, shoal.num_pes() + 5)
+    elif case == "unpicklable":
+        a = shoal.Array(Stuck, 2)
+        a.migrate(0, 1)
+    elif case == "unknown_lb":
+        a = shoal.Array(Idle, 4)
+        a.sync()
+    shoal.quiescence().get()
+    print("RESULT no error")
+
+
+def main(args):
+    case = args[1]
+    arg = args[2] if len(args) > 2 else None
+    if case in ("order", "atsync"):
+        globals()[case](arg)
+    else:
+        bad(case)
+
+
+shoal.start(main)
