@@ -26,6 +26,7 @@ CASES = [
     ("pool.py", (), "pool: OK"),
     ("pool.py", ("--async",), "pool: OK"),
     ("demo.py", (), "demo: OK"),
+    ("balance.py", (), "balance: OK"),
     ("stencil_jacobi2d.py", (), "stencil_jacobi2d: OK"),
     ("stencil_heat.py", (), "stencil_heat: OK"),
     ("stencil_laplace3d.py", (), "stencil_laplace3d: OK"),

@@ -5,6 +5,7 @@ rounds keep broadcasts, reductions and sections right, and bad input is a clear 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,6 +65,47 @@ def test_balancing_rounds_keep_broadcasts_reductions_and_sections(setup):
     assert got["resumed"] == "True", job.stdout  # resume_from_sync once per element per round
     assert got["spread"].startswith("True"), job.stdout  # greedy split the heavy elements
     assert got["section"] == "True", job.stdout  # section reductions with members away from home
+
+
+def test_strategies_get_the_communication_graph(setup):
+    """Sampled sends between elements (compiled and Python paths) reach the strategy as
+    edges between the right elements."""
+    job = run_case(setup, "comm", SHOAL_LB="seen_comm")
+    assert job.returncode == 0, job.stderr
+    got = results(job)
+    assert got["graph"] == "True True True", job.stdout
+    assert got["delivered"] == "True", job.stdout
+
+
+def test_a_traced_balancing_run_writes_a_timeline(setup, tmp_path):
+    trace = tmp_path / "out.json"
+    job = run_case(setup, "atsync", SHOAL_LB="greedy", SHOAL_TRACE=str(trace))
+    assert job.returncode == 0, job.stderr
+    data = json.loads(trace.read_text())
+    events = data["traceEvents"]
+    names = {ev["args"]["name"] for ev in events if ev.get("name") == "thread_name"}
+    assert names == {f"PE {pe}" for pe in range(setup[1])}
+    cats = {ev.get("cat") for ev in events}
+    assert {"entry", "migration", "lb"} <= cats, cats
+    if setup[0] == "mpi":  # a process of its own: it waits for messages now and then
+        assert "idle" in cats
+    entries = {ev["name"] for ev in events if ev.get("cat") == "entry"}
+    assert {"Work.step", "Work.sync", "Work.resume_from_sync"} <= entries
+    rounds = [ev for ev in events if ev.get("cat") == "lb"]
+    assert len(rounds) == 2 and all(ev["args"]["strategy"] == "greedy" for ev in rounds)
+    summary = subprocess.run([sys.executable, "-m", "shoal", "trace", "summary", str(trace)],
+                             capture_output=True, text=True, timeout=60)
+    assert summary.returncode == 0 and "Work.step" in summary.stdout
+
+
+def test_the_balance_example_balances():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    example = Path(__file__).resolve().parent.parent / "examples" / "balance.py"
+    for extra, want in (([], "balance: OK (no strategy"), (["--lb", "greedy"], "balance: OK (balanced")):
+        cmd = [sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", *extra, str(example)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip().splitlines()[-1].startswith(want), proc.stdout
 
 
 def test_without_a_strategy_at_sync_resumes_at_once():

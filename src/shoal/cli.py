@@ -54,11 +54,16 @@ def _parser() -> argparse.ArgumentParser:
     cache = sub.add_parser("cache", help="the stencil kernel cache: info, prune, clear")
     cache.add_argument("action", choices=("info", "prune", "clear"), nargs="?", default="info")
     cache.add_argument("--max-mb", type=float, default=None, help="prune: keep at most this many MB (default 512)")
-    trace = sub.add_parser("trace", help="timeline traces (shoal run --trace): summary")
-    actions = trace.add_subparsers(dest="action", metavar="{summary}", parser_class=OptionParser, required=True)
+    trace = sub.add_parser("trace", help="timeline traces (shoal run --trace): summary, plot")
+    actions = trace.add_subparsers(dest="action", metavar="{summary,plot}", parser_class=OptionParser, required=True)
     summary = actions.add_parser("summary", help="where each PE's time went, and the costliest entry methods")
     summary.add_argument("file", help="a trace written by shoal run --trace (or SHOAL_TRACE)")
     summary.add_argument("--top", type=int, default=10, help="entry methods to list (default 10)")
+    plot = actions.add_parser("plot", help="draw the timeline to an image, one row per PE")
+    plot.add_argument("file", help="a trace written by shoal run --trace (or SHOAL_TRACE)")
+    plot.add_argument("-o", "--out", required=True, help="the image to write (.png, .svg or .pdf)")
+    plot.add_argument("--from", dest="start", type=float, default=None, help="seconds from the start (default 0)")
+    plot.add_argument("--to", dest="end", type=float, default=None, help="seconds from the start (default: the end)")
     return p
 
 def run_program(path: str, args: Sequence[str]) -> int:
@@ -237,6 +242,16 @@ def _trace(ns: argparse.Namespace) -> int:
     from .errors import ShoalError
     from .trace_summary import load_trace, print_summary, summarize
 
+    if ns.action == "plot":
+        from .trace_plot import plot_trace
+
+        try:
+            drawn = plot_trace(load_trace(ns.file), ns.out, start=ns.start, end=ns.end)
+        except (ShoalError, OSError, ValueError) as exc:
+            print(f"shoal trace plot: {exc}", file=sys.stderr)
+            return 2
+        print(f"{ns.out}: {drawn} slices")
+        return 0
     if ns.top < 1:
         print(f"shoal trace summary: --top {ns.top} is not valid: list at least 1 entry method", file=sys.stderr)
         return 2

@@ -107,6 +107,42 @@ class Work(shoal.Chare):
         return ok, self.pings, self.resumed
 
 
+class Ring(shoal.Chare):
+    """Each element sends to its right neighbour every step: a ring the comm graph sees."""
+
+    def __init__(self):
+        self.got = 0
+
+    def step(self, k, fut):
+        right = self.collection[(self.index[0] + 1) % self.collection.shape[0]]
+        for _ in range(20):
+            right.take(np.zeros(16))
+        self.contribute(None, shoal.reducers.nop, fut)
+
+    def take(self, block):
+        self.got += 1
+
+    def sync(self, fut):
+        self.fut = fut
+        self.at_sync()
+
+    def resume_from_sync(self):
+        self.contribute(self.got, shoal.reducers.sum, self.fut)
+
+
+def seen_comm(loads, comm, placement, num_pes, pe_speeds, *, seed=0):
+    """A strategy that reports the graph it was given, then keeps the placement."""
+    pairs = {(int(s), int(d)) for s, d in zip(comm.src, comm.dst)}  # positions, not indices
+    n = len(loads)
+    ring = (sorted(s for s, _ in pairs) == list(range(n)) and sorted(d for _, d in pairs) == list(range(n))
+            and all(s != d for s, d in pairs))  # each element sends to one other, each gets from one
+    print("RESULT graph", len(pairs) > 0, ring, int(comm.messages.sum()) > 0, flush=True)
+    return placement.copy()
+
+
+shoal.register_strategy("seen_comm", seen_comm)
+
+
 class Stuck(shoal.Chare):
     def __init__(self):
         self.lock = __import__("threading").Lock()
@@ -172,6 +208,18 @@ def atsync(arg):
     print("RESULT section", f.get() == sum(i + steps + 2 for i in range(0, count, 2)))
 
 
+def comm(arg):
+    n = 8
+    a = shoal.Array(Ring, n)
+    for k in range(40):
+        f = shoal.Future()
+        a.step(k, f)
+        f.get()
+    f = shoal.Future()
+    a.sync(f)
+    print("RESULT delivered", f.get() == n * 40 * 20)
+
+
 def bad(case):
     if case == "bad_group":
         g = shoal.Group(Idle)
@@ -192,7 +240,7 @@ def bad(case):
 def main(args):
     case = args[1]
     arg = args[2] if len(args) > 2 else None
-    if case in ("order", "atsync"):
+    if case in ("order", "atsync", "comm"):
         globals()[case](arg)
     else:
         bad(case)

@@ -103,6 +103,8 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0 ||
         (self->off_load = slot_offset(chare_cls, "_shoal_load")) < 0 || (self->off_held = slot_offset(chare_cls, "_shoal_held")) < 0)
         return -1;
+    self->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)self->pe + 1);
+    self->comm_countdown = comm_interval(self);
     self->frames->hook = deliver_hook;
     self->frames->hook_owner = self;
     active = self;
@@ -140,6 +142,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->send_future);
     Py_XDECREF(self->replier);
     Py_XDECREF(self->trace);
+    Py_XDECREF(self->comm);
     Py_XDECREF(self->set_cls);
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
@@ -152,6 +155,8 @@ static PyMemberDef Core_members[] = {
     {"depth", T_LONGLONG, offsetof(Core, depth), 0, "entry methods running (nested) now"},
     {"calls", T_LONGLONG, offsetof(Core, calls), 0, "entry-method runs begun (with `received`, a mark of the running call)"},
     {"trace", T_OBJECT, offsetof(Core, trace), 0, "trace(el, fn, t0, t1) called after each entry method (ticks); None: off"},
+    {"busy", T_DOUBLE, offsetof(Core, busy), 0, "ticks spent in (outermost) entry methods"},
+    {"comm", T_OBJECT, offsetof(Core, comm), 0, "comm(el, proxy, nbytes): one send in COMM_SAMPLE from an element"},
     {NULL}
 };
 

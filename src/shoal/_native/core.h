@@ -80,6 +80,10 @@ struct Core {
     PyObject *send_future;   /* rt.send_future(owner, fid, value) */
     PyObject *replier;       /* rt._replier(owner, fid) -> the reply callable of a ret=True call */
     PyObject *trace;         /* trace(el, fn, t0, t1) after each entry method (ticks), or NULL: tracing off */
+    PyObject *comm;          /* comm(el, proxy, nbytes): one in COMM_SAMPLE sends from an element, or NULL */
+    PyObject *current;       /* the element whose entry method runs now (borrowed), or NULL */
+    long comm_countdown;     /* sends until the next one sampled */
+    uint64_t rng;            /* xorshift state: sampling intervals vary, so no send pattern aliases with them */
     Py_ssize_t off_info, off_index, off_dest, off_epoch;              /* ElementProxy slots */
     Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
@@ -92,6 +96,7 @@ struct Core {
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     uint32_t pe;
     long long sent, received, depth, calls;
+    double busy;             /* ticks in outermost entry methods: the PE's busy time (background load) */
 };
 
 extern Core *active; /* the core of the runtime in this process (one MPI PE per process) */
@@ -121,6 +126,38 @@ static inline uint64_t now_ticks(void) {
 static inline int holding(Core *c, PyObject *el) {
     PyObject *held = SLOT(el, c->off_held);
     return held != NULL && held != Py_None;
+}
+
+/* Messages between elements are sampled, one in COMM_SAMPLE on average, for the
+ * communication graph of load balancing (balancing.record_comm scales counts back up). */
+#define COMM_SAMPLE 64
+
+/* The next sampling interval: uniform in 1 .. 2*COMM_SAMPLE-1 (mean COMM_SAMPLE). */
+static inline long comm_interval(Core *c) {
+    uint64_t x = c->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c->rng = x;
+    return 1 + (long)(x % (2 * COMM_SAMPLE - 1));
+}
+
+/* Sample a send from the running element to the element of `proxy` (`nbytes` of it). */
+static inline int sample_comm(Core *c, PyObject *proxy, Py_ssize_t nbytes) {
+    if (--c->comm_countdown > 0) return 0;
+    c->comm_countdown = comm_interval(c);
+    if (!c->comm || !c->current) return 0;
+    PyObject *r = PyObject_CallFunction(c->comm, "OOn", c->current, proxy, nbytes);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The bytes of `args` as sent: plain arrays' data, 64 for anything else (an estimate). */
+static inline Py_ssize_t args_nbytes(PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++) n += PyArray_Check(args[i]) ? PyArray_NBYTES((PyArrayObject *)args[i]) : 64;
+    return n;
 }
 
 /* Add `ticks` to element `el`'s load (slot 1 of its float64[2] counters; slot 0 holds

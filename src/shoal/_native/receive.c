@@ -79,6 +79,8 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
     PyObject *r;
     c->depth++;
     c->calls++;
+    PyObject *caller = c->current;
+    c->current = el;
     uint64_t t0 = now_ticks();
     if (nargs <= MAX_ARGS && kwargs == NULL) {
         vec[1] = el;
@@ -92,7 +94,8 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
     }
     uint64_t t1 = now_ticks();
     add_load(c, el, t1 - t0);
-    c->depth--;
+    c->current = caller;
+    if (--c->depth == 0) c->busy += (double)(t1 - t0);
     if (c->trace && c->trace != Py_None) { /* a timeline is recorded (SHOAL_TRACE) */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);

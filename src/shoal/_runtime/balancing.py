@@ -37,20 +37,42 @@ if TYPE_CHECKING:
     from .collections import CollectionState
     from .scheduler import Runtime
 
-__all__ = ["Balancer", "READY", "PLAN", "MOVED", "RESUME", "REQUEST"]
+__all__ = ["Balancer", "READY", "PLAN", "MOVED", "RESUME", "REQUEST", "COMM_SAMPLE", "record_comm"]
 
 READY, PLAN, MOVED, RESUME, REQUEST = range(5)  # the phase, in the entry field of BALANCE messages
+
+#: one send in this many between elements is recorded for the communication graph
+#: (and counted this many times); the compiled core samples at the same rate (core.h)
+COMM_SAMPLE = 64
+
+
+def record_comm(el: Any, proxy: Any, nbytes: int) -> None:
+    """A sampled send from element ``el`` to the element of ``proxy``: counted
+    :data:`COMM_SAMPLE` times on ``el`` (the edges of the next READY report)."""
+    if el is None or el.collection._info.kind == "group":
+        return
+    edges = el.__dict__.get("_shoal_comm")
+    if edges is None:
+        edges = el.__dict__["_shoal_comm"] = {}
+    key = (proxy._info.id, proxy._index)
+    edge = edges.get(key)
+    if edge is None:
+        edges[key] = [COMM_SAMPLE, COMM_SAMPLE * nbytes]
+    else:
+        edge[0] += COMM_SAMPLE
+        edge[1] += COMM_SAMPLE * nbytes
 
 
 class _Round:
     """One PE's state in the balancing of one Array (the coordinator's part too)."""
 
-    __slots__ = ("synced", "since", "idle_since", "expected", "arrived", "reports", "reported",
+    __slots__ = ("synced", "since", "idle_since", "busy_since", "expected", "arrived", "reports", "reported",
                  "pending", "held", "busy", "number", "requests", "started", "moves", "resume")
 
     def __init__(self, now: float, idle: float):
         self.synced = 0  # local elements waiting in at_sync
         self.since, self.idle_since = now, idle  # wall clock and idle total at the last round
+        self.busy_since = 0.0  # the PE's busy total then
         self.expected = -1  # arrivals the current plan sends here (-1: no plan here yet)
         self.arrived = 0
         # the coordinator's part
@@ -112,13 +134,20 @@ class Balancer:
         elements = list(cs.elements.items())
         scale = rt.ticks.seconds_per_tick() if rt.ticks is not None else 0.0
         loads = np.empty(len(elements))
-        for i, (_, el) in enumerate(elements):
+        edges: list = []
+        coll = cs.info.id
+        for i, (index, el) in enumerate(elements):
             counters = el._shoal_load
             loads[i] = counters[0] + counters[1] * scale
             counters[:] = 0.0
+            sent = el.__dict__.pop("_shoal_comm", None)
+            if sent:
+                edges.extend((index, dst[1], m, b) for dst, (m, b) in sent.items() if dst[0] == coll)
         now, idle = perf_counter(), rt.idle_time
-        report = (rt.pe, [index for index, _ in elements], loads, now - st.since, float(loads.sum()), idle - st.idle_since)
-        st.since, st.idle_since = now, idle
+        busy = rt.busy_time + (rt._core.busy * scale if rt._core is not None else 0.0)
+        report = (rt.pe, [index for index, _ in elements], loads, now - st.since, busy - st.busy_since,
+                  idle - st.idle_since, edges)
+        st.since, st.idle_since, st.busy_since = now, idle, busy
         st.synced = 0
         rt.post(cs.info.root, Kind.BALANCE, READY, 0, cs.info.id, (), report)
 
@@ -189,11 +218,16 @@ class Balancer:
         wall, busy, idle = np.ones(rt.npes), np.ones(rt.npes), np.zeros(rt.npes)
         for r in reports:
             wall[r[0]], busy[r[0]], idle[r[0]] = r[3], r[4], r[5]
-        # background load (other processes on a PE's core) as a PE's speed; PEs that share
-        # one process (the in-process transport) take turns, which is not background load
-        speeds = background_speeds(wall, busy, idle) if len(rt.engine.runtimes) == 1 else np.ones(rt.npes)
+        # background load (other processes on a PE's core, the main program, the runtime's
+        # own work) as a PE's speed: busy / (wall - idle) since the last round. Not in the
+        # first round (start-up is no measure) nor where PEs share one process and take turns
+        measured = st.number > 0 and len(rt.engine.runtimes) == 1
+        speeds = background_speeds(wall, busy, idle) if measured else np.ones(rt.npes)
+        position = {index: i for i, index in enumerate(indices)}
+        edges = [(position[s], position[d], m, b) for r in reports for s, d, m, b in r[6] if d in position]
+        comm = CommGraph(*(np.array([e[k] for e in edges], np.int64) for k in range(4))) if edges else CommGraph.empty()
         try:
-            new = check_placement(strategy(loads, CommGraph.empty(), placement, rt.npes, speeds), len(indices), rt.npes, name)
+            new = check_placement(strategy(loads, comm, placement, rt.npes, speeds), len(indices), rt.npes, name)
         except Exception as exc:  # noqa: BLE001 - a user's strategy: its error ends the job, named
             rt.fail(exc, f"load-balancing strategy {name!r} on the Array of {cs.info.cls.__qualname__}")
             return

@@ -138,6 +138,7 @@ class Engine:
         try:
             while not done():
                 worked = False
+                stepping = self.clock() if self.idle_since is not None else 0.0  # idle ends here if work comes
                 if len(rts) == 1:
                     worked = rts[0].step()
                 else:
@@ -147,11 +148,10 @@ class Engine:
                             worked = True
                 if worked:
                     if self.idle_since is not None:  # the time idle counts as every PE's here
-                        now = self.clock()
                         for rt in rts:
-                            rt.idle_time += now - self.idle_since
+                            rt.idle_time += stepping - self.idle_since
                             if rt.tracer is not None:
-                                _trace_idle(rt, now - self.idle_since, 0.0)
+                                _trace_idle(rt, stepping - self.idle_since, self.clock() - stepping)
                     self.idle_since = None
                     nap = 0.0
                     continue

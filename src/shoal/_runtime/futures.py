@@ -318,12 +318,13 @@ def gather(*futures: Future) -> Future:
 class Task:
     """Drives one coroutine (an ``async`` entry method or main) on its PE."""
 
-    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "wake_now", "_counts", "load")
+    __slots__ = ("rt", "coro", "on_done", "where", "waiting", "resume", "wake", "wake_now", "_counts", "load", "element")
 
     def __init__(self, rt: "Runtime", coro: Any, on_done: Callable[[Any, BaseException | None], None], where: str,
-                 load: Any = None):
+                 element: Any = None):
         self.rt = rt
-        self.load = load  # the element's load counters (None for main): each resumption is timed
+        self.element = element  # the element whose async entry method this is (None for main)
+        self.load = element._shoal_load if element is not None else None  # each resumption is timed into it
         self.coro = coro
         self.on_done = on_done
         self.where = where
@@ -336,24 +337,31 @@ class Task:
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:
         counts = self._counts
         counts.depth += 1
-        load = self.load
+        load, rt = self.load, self.rt
+        caller, rt.current_element = rt.current_element, self.element
         t0 = _clock() if load is not None else 0.0
         try:
             awaited = self.coro.send(None) if throw is None else self.coro.throw(throw)
         except StopIteration as stop:
             if load is not None:
                 load[0] += _clock() - t0
+            rt.current_element = caller
             counts.depth -= 1
             self.on_done(stop.value, None)
             return
         except BaseException as exc:  # noqa: BLE001 - every error is reported by on_done
             if load is not None:
                 load[0] += _clock() - t0
+            rt.current_element = caller
             counts.depth -= 1
             self.on_done(None, exc)
             return
         if load is not None:
-            load[0] += _clock() - t0
+            t1 = _clock()
+            load[0] += t1 - t0
+            if counts.depth == 1:
+                rt.busy_time += t1 - t0
+        rt.current_element = caller
         counts.depth -= 1
         if type(awaited) is not Future and not isinstance(awaited, Future):
             self.coro.close()

@@ -41,7 +41,7 @@ RUNTIME_ATTRS = (
     "_shoal_seqs", "_shoal_marks", "_shoal_channels", "_shoal_channel_early", "_shoal_channel_counts",
     "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced",
 )
-_SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away"))
+_SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away", "_shoal_comm"))
 
 
 class Migration:

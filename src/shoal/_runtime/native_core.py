@@ -29,20 +29,27 @@ __all__ = ["attach_core", "make_core", "slow_call", "TickClock"]
 
 class TickClock:
     """The compiled paths' clock (``Core.ticks()``: the time-stamp counter) in seconds,
-    calibrated against ``perf_counter`` from a first reading to now, so it gets more
-    exact as the job goes on."""
+    calibrated against ``perf_counter`` from a first reading; the ratio is measured
+    again when a second has passed, so it gets more exact as the job goes on."""
 
     def __init__(self, core: Any):
         self.core = core
         self.origin: tuple[int, float] | None = None
+        self.scale = 0.0
+        self.measured = 0.0  # perf_counter when `scale` was measured
 
     def seconds_per_tick(self) -> float:
+        now = perf_counter()
         if self.origin is None:
-            self.origin = (self.core.ticks(), perf_counter())
-            while perf_counter() - self.origin[1] < 0.01:  # the first ratio spans 10 ms
+            self.origin = (self.core.ticks(), now)
+            while perf_counter() - now < 0.01:  # the first ratio spans 10 ms
                 pass
+        elif now - self.measured < 1.0:
+            return self.scale
         ticks, now = self.core.ticks(), perf_counter()
-        return (now - self.origin[1]) / max(ticks - self.origin[0], 1)
+        self.scale = (now - self.origin[1]) / max(ticks - self.origin[0], 1)
+        self.measured = now
+        return self.scale
 
     def seconds(self, ticks: int) -> float:
         """``ticks`` as a time of ``perf_counter``."""

@@ -61,6 +61,8 @@ class Receiving:
     migration: "Migration"
     balancer: "Balancer"
     tracer: Any
+    current_element: Chare | None
+    busy_time: float
     _handlers: list[Callable[..., None]]
     _run_each: Callable[..., Any] | None
     request_exit: Callable[[int], None]
@@ -192,17 +194,22 @@ class Receiving:
         counts = self.counts
         counts.depth += 1
         counts.calls += 1
+        caller, self.current_element = self.current_element, el
         t0 = _clock()
         try:
             r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
         except BaseException as exc:  # noqa: BLE001
             el._shoal_load[0] += _clock() - t0
+            self.current_element = caller
             self.counts.depth -= 1
             self._entry_failed(el, fn, exc, reply)
             return
         t1 = _clock()
         el._shoal_load[0] += t1 - t0
-        self.counts.depth -= 1
+        self.current_element = caller
+        counts.depth -= 1
+        if not counts.depth:
+            self.busy_time += t1 - t0
         if self.tracer is not None:
             self.tracer.entry(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}", t0, t1)
         if type(r) is CoroutineType:
@@ -225,7 +232,7 @@ class Receiving:
                 except Exception as error:  # noqa: BLE001
                     self._reply_failed(el, fn, value, error, reply)
 
-        Task(self, coro, done, _where(el, fn), el._shoal_load).step()  # type: ignore[arg-type]  # self is a Runtime
+        Task(self, coro, done, _where(el, fn), el).step()  # type: ignore[arg-type]  # self is a Runtime
 
     def _entry_failed(self, el: Chare, fn: Any, exc: BaseException, reply: Callable[[Any], None] | None) -> None:
         if isinstance(exc, SystemExit):

@@ -19,7 +19,7 @@ from . import tree
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import Future, Task
-from .balancing import Balancer
+from .balancing import COMM_SAMPLE, Balancer, record_comm
 from .lifecycle import Lifecycle
 from .migration import Migration
 from .native_core import TickClock, attach_core
@@ -93,6 +93,7 @@ class Runtime(Receiving, Sending):
         self.exit_requested = False
         self.exit_code = 0
         self.idle_time = 0.0  # seconds this PE waited with nothing to do (the engine adds them up)
+        self.busy_time = 0.0  # seconds in (outermost) entry methods the Python paths ran
         self.detector = Detector()
         self.reductions = ReductionManager(self)
         self.lifecycle = Lifecycle(self)
@@ -124,6 +125,11 @@ class Runtime(Receiving, Sending):
         self.counts: Counts = core or Counts()
         #: the compiled paths' clock in seconds (element loads and traces), None without a core
         self.ticks = TickClock(core) if core is not None else None
+        #: the element whose entry method runs now (for the communication graph), or None
+        self.current_element: Chare | None = None
+        self._comm_countdown = COMM_SAMPLE
+        if core is not None:
+            core.comm = record_comm
         #: the timeline recorder (``SHOAL_TRACE``), or None: tracing off
         self.tracer: Tracer | None = None
         if settings.trace:
@@ -150,8 +156,9 @@ class Runtime(Receiving, Sending):
     def _trace_compiled(self, el: Chare, fn: Any, t0: int, t1: int) -> None:
         """An entry method the compiled path ran (times in ticks), for the timeline."""
         assert self.tracer is not None and self.ticks is not None
+        start = self.ticks.seconds(t0)
         self.tracer.entry(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}",
-                          self.ticks.seconds(t0), self.ticks.seconds(t1))
+                          start, start + (t1 - t0) * self.ticks.scale)
 
     # -- identifiers -------------------------------------------------------------
     def new_id(self) -> int:

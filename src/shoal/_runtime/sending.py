@@ -9,12 +9,14 @@ compiled core (``_native/send.c``); this is its reference and its fallback.
 from __future__ import annotations
 
 from collections import deque
+from random import randrange as _interval
 from time import perf_counter as _clock
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..errors import ShoalError
+from .balancing import COMM_SAMPLE, record_comm
 from .collections import CollectionInfo
 from .futures import Failure, Future
 from .location import Locations
@@ -52,6 +54,8 @@ class Sending:
     transport: "Transport"
     counts: Any
     tracer: Any
+    current_element: Any
+    _comm_countdown: int
     local: deque
     locations: Locations
     futures: dict[int, Future]
@@ -91,6 +95,9 @@ class Sending:
 
     def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to one element."""
+        self._comm_countdown -= 1
+        if self._comm_countdown <= 0:
+            self._sample_comm(proxy, args)
         if not ret and not kwargs and args and type(args[0]) is np.ndarray:
             loc = self.locations
             if (proxy._dest if proxy._epoch == loc.epoch else loc.route(proxy)) == self.pe:
@@ -149,4 +156,13 @@ class Sending:
         self.send_raw(owner, pack_header(Kind.FUTURE | flag, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
 
     def send_channel(self, remote: "ElementProxy", tag: int, seq: int, flag: int, segments: list) -> None:
+        self._comm_countdown -= 1
+        if self._comm_countdown <= 0:
+            self._sample_comm(remote, segments[1:])
         self._to_element(remote, Kind.CHANNEL | flag, seq, tag, segments)
+
+    def _sample_comm(self, proxy: "ElementProxy", data: Any) -> None:
+        """One send in COMM_SAMPLE from an element, for the communication graph (balancing.py)."""
+        self._comm_countdown = _interval(1, 2 * COMM_SAMPLE)  # varied: no send pattern aliases with it
+        nbytes = sum(a.nbytes if isinstance(a, np.ndarray) else 64 for a in data)
+        record_comm(self.current_element, proxy, nbytes)

@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "taskbench": ("shoal.bench.taskbench.cli", "Task Bench graphs and kernels on shoal, mpi4py and peers"),
     "metg": ("shoal.bench.taskbench.metg_cli", "Task Bench METG sweep: efficiency vs task granularity, METG(50%)"),
     "stencil": ("shoal.bench.stencil.cli", "stencil DSL vs NumPy and hand-written C (Jacobi, Burgers)"),
+    "experiment": ("shoal.bench.experiment", "variants of a benchmark interleaved: medians, CIs, ratios, p-values"),
     "balance": ("shoal.bench.balance.cli", "load balancing: gain on a synthetic imbalance, migration MB/s"),
     "stencil-pipeline": ("shoal.bench.stencil.pipeline_cli", "stencil frontend overhead hidden? backend_freq vs one backend loop"),
     "app": ("shoal.bench.apps.cli", "proxy applications: pic (particle-in-cell) on shoal, mpi4py, sequential"),
