@@ -133,12 +133,11 @@ class Engine:
         rts = self.runtimes
         spin, max_sleep = self.settings.idle_spin, self.settings.idle_sleep_max
         previous = set_current(rts[0])
-        nap = 0.0
+        nap = last = 0.0  # last: when this loop last found nothing to do
         self.idle_since = None
         try:
             while not done():
                 worked = False
-                stepping = self.clock() if self.idle_since is not None else 0.0  # idle ends here if work comes
                 if len(rts) == 1:
                     worked = rts[0].step()
                 else:
@@ -147,15 +146,12 @@ class Engine:
                         if rt.step():
                             worked = True
                 if worked:
-                    if self.idle_since is not None:  # the time idle counts as every PE's here
-                        for rt in rts:
-                            rt.idle_time += stepping - self.idle_since
-                            if rt.tracer is not None:
-                                _trace_idle(rt, stepping - self.idle_since, self.clock() - stepping)
+                    if self.idle_since is not None:  # idle until the last look, on every PE here
+                        self._idle_ended(self.idle_since, last)
                     self.idle_since = None
                     nap = 0.0
                     continue
-                now = self.clock()
+                now = last = self.clock()
                 if self.idle_since is None:
                     self.idle_since = now
                     continue
@@ -175,15 +171,21 @@ class Engine:
                     budget = min(spin - idle, 1e-4)
                     if rt.timers:
                         budget = min(budget, rt.timers[0][0] - now)
-                    # idle until this wait; what arrives in it runs inside it, so the
-                    # time the wait takes is not counted as idle (at most 0.1 ms a wake)
                     if budget > 0 and rt.wait(budget):
+                        # what arrives in the wait runs inside it: idle until the wait began
                         rt.idle_time += now - self.idle_since
                         if rt.tracer is not None:
                             _trace_idle(rt, now - self.idle_since, self.clock() - now)
                         self.idle_since = None
         finally:
             set_current(previous)
+
+    def _idle_ended(self, since: float, end: float) -> None:
+        """This process's PEs were idle from ``since`` to ``end`` (engine clock)."""
+        for rt in self.runtimes:
+            rt.idle_time += end - since
+            if rt.tracer is not None:
+                _trace_idle(rt, end - since, self.clock() - end)
 
     def wait_main(self, fut: Future) -> None:
         """Block the (synchronous) main program until ``fut`` resolves, or report a deadlock."""
