@@ -17,6 +17,7 @@ class Target(shoal.Chare):
     def __init__(self):
         self.calls = {}
         self.data = np.arange(1000.0)
+        self.small = np.zeros(4)
         self.pes = set()
         self.channels = {}
 
@@ -25,7 +26,8 @@ class Target(shoal.Chare):
 
     def take(self, sender, k, block):
         self.calls.setdefault(sender, []).append((k, int(block[0]) == k and block.shape == (64,)))
-        self.data += 1
+        self.data += 1  # small state arrays stay writable after a move
+        self.small += 1
         self.pes.add(shoal.my_pe())
 
     async def drain(self, key, count):

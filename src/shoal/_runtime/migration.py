@@ -136,6 +136,9 @@ class Migration:
             return
         info = cs.info
         t0 = perf_counter()
+        # the element's arrays are its own and writable: buffers that came in a read-only
+        # frame are copied (small ones; large ones came by rendezvous into fresh memory)
+        segments = [segments[0], *[bytearray(b) if memoryview(b).readonly else b for b in segments[1:]]]
         state, moves = decode(segments)
         el = unpack(rt, cs, index, state)
         el.__dict__["_shoal_moves"] = moves
