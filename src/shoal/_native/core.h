@@ -142,22 +142,22 @@ static inline long comm_interval(Core *c) {
     return 1 + (long)(x % (2 * COMM_SAMPLE - 1));
 }
 
-/* Sample a send from the running element to the element of `proxy` (`nbytes` of it). */
-static inline int sample_comm(Core *c, PyObject *proxy, Py_ssize_t nbytes) {
-    if (--c->comm_countdown > 0) return 0;
-    c->comm_countdown = comm_interval(c);
-    if (!c->comm || !c->current) return 0;
-    PyObject *r = PyObject_CallFunction(c->comm, "OOn", c->current, proxy, nbytes);
-    if (!r) return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 /* The bytes of `args` as sent: plain arrays' data, 64 for anything else (an estimate). */
 static inline Py_ssize_t args_nbytes(PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t n = 0;
     for (Py_ssize_t i = 0; i < nargs; i++) n += PyArray_Check(args[i]) ? PyArray_NBYTES((PyArrayObject *)args[i]) : 64;
     return n;
+}
+
+/* Sample a send of `args` from the running element to the element of `proxy`. */
+static inline int sample_comm(Core *c, PyObject *proxy, PyObject *const *args, Py_ssize_t nargs) {
+    if (--c->comm_countdown > 0) return 0;
+    c->comm_countdown = comm_interval(c);
+    if (!c->comm || !c->current) return 0;
+    PyObject *r = PyObject_CallFunction(c->comm, "OOn", c->current, proxy, args_nbytes(args, nargs));
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 /* Add `ticks` to element `el`'s load (slot 1 of its float64[2] counters; slot 0 holds

@@ -154,7 +154,7 @@ int core_send(Core *c, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t a
     unsigned long long coll;
     int found = route(c, proxy, &dest, packed, &plen, &coll);
     if (found <= 0) return found;
-    if (kind != KIND_CHANNEL && sample_comm(c, proxy, args_nbytes(args, nargs)) < 0) return -1;
+    if (kind != KIND_CHANNEL && sample_comm(c, proxy, args, nargs) < 0) return -1;
     if (dest == (long)c->pe && kind == KIND_INVOKE && aux == 0 && nargs > 0) return send_local(c, proxy, entry, args, nargs);
     if (dest == (long)c->pe && kind == KIND_CHANNEL && nargs == 1 && plain_array(args[0]))
         return send_local_channel(c, entry, aux, coll, packed, plen, args[0]);
@@ -316,7 +316,7 @@ static int channel_send_fast(Core *c, PyObject *ch, PyObject *const *args, Py_ss
     if (seq == -1 && PyErr_Occurred()) return -1;
     unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
     if (tag == (unsigned long)-1 && PyErr_Occurred()) return -1;
-    if (sample_comm(c, SLOT(ch, c->off_remote), args_nbytes(args, nargs)) < 0) return -1;
+    if (sample_comm(c, SLOT(ch, c->off_remote), args, nargs) < 0) return -1;
     int r = 0;
     if (nargs == 1 && plain_array(args[0])) { /* to an element of this PE: delivered now, if it can be */
         PyObject *peer = local_peer(c, ch, (uint32_t)tag);

@@ -51,9 +51,9 @@ def record_comm(el: Any, proxy: Any, nbytes: int) -> None:
     :data:`COMM_SAMPLE` times on ``el`` (the edges of the next READY report)."""
     if el is None or el.collection._info.kind == "group":
         return
-    edges = el.__dict__.get("_shoal_comm")
+    edges = el._shoal_comm
     if edges is None:
-        edges = el.__dict__["_shoal_comm"] = {}
+        edges = el._shoal_comm = {}
     key = (proxy._info.id, proxy._index)
     edge = edges.get(key)
     if edge is None:
@@ -113,15 +113,14 @@ class Balancer:
             raise ShoalError(
                 f"at_sync() on {el!r}: the elements of a Group stay on their PE; balancing moves elements of an Array"
             )
-        d = el.__dict__
-        if d.get("_shoal_synced"):
+        if el._shoal_synced:
             raise ShoalError(f"{el!r} called at_sync() again before its resume_from_sync() ran")
-        n = d["_shoal_syncs"] = d.get("_shoal_syncs", 0) + 1
+        n = el._shoal_syncs = el._shoal_syncs + 1
         period = rt.settings.lb_period
         if not rt.settings.lb or (period > 0 and n % period):
             rt.ready.append(functools.partial(self._resume, el))  # no round this time
             return
-        d["_shoal_synced"] = True
+        el._shoal_synced = True
         cs = rt.colls[info.id]
         st = self.state(info.id)
         st.synced += 1
@@ -140,7 +139,7 @@ class Balancer:
             counters = el._shoal_load
             loads[i] = counters[0] + counters[1] * scale
             counters[:] = 0.0
-            sent = el.__dict__.pop("_shoal_comm", None)
+            sent, el._shoal_comm = el._shoal_comm, None
             if sent:
                 edges.extend((index, dst[1], m, b) for dst, (m, b) in sent.items() if dst[0] == coll)
         now, idle = perf_counter(), rt.idle_time
@@ -152,7 +151,7 @@ class Balancer:
         rt.post(cs.info.root, Kind.BALANCE, READY, 0, cs.info.id, (), report)
 
     def _resume(self, el: "Chare") -> None:
-        el.__dict__.pop("_shoal_synced", None)
+        el._shoal_synced = False
         self.rt.run_method(el, type(el).resume_from_sync, (), None, None)
 
     # -- arr.migrate(index, pe) -------------------------------------------------------
@@ -185,7 +184,7 @@ class Balancer:
             self._on_moved(cs, src)
         elif entry == RESUME:
             for el in list(cs.elements.values()):
-                if el.__dict__.get("_shoal_synced"):
+                if el._shoal_synced:
                     rt.ready.append(functools.partial(self._resume, el))
         elif entry == REQUEST:
             st = self.state(coll)

@@ -54,12 +54,16 @@ def _order(chare: "Chare", peer: tuple, remote: "ElementProxy") -> int:
     different lines of code have different roles, and ends that open them in different
     orders swap their messages silently, so that case gets a warning to use ``port=``.
     """
-    counts = chare.__dict__.setdefault("_shoal_channel_counts", {})
+    counts = chare._shoal_channel_counts
+    if counts is None:
+        counts = chare._shoal_channel_counts = {}
     k = counts.get(peer, 0)
     counts[peer] = k + 1
     caller = sys._getframe(2)
     site = (caller.f_code.co_filename, caller.f_lineno)
-    sites = chare.__dict__.setdefault("_shoal_channel_sites", {})
+    sites = chare._shoal_channel_sites
+    if sites is None:
+        sites = chare._shoal_channel_sites = {}
     first = sites.setdefault(peer, site)
     if k and first != site:
         warnings.warn(
@@ -122,7 +126,7 @@ class Channel:
         if self.tag in table:
             raise ChannelError(f"{chare!r} already has a channel with tag {self.tag:#x} (to {remote!r})")
         table[self.tag] = self
-        early = chare.__dict__.get("_shoal_channel_early")
+        early = chare._shoal_channel_early
         if early and self.tag in early:
             self.inbox.extend(early.pop(self.tag))
             self.arrived = len(self.inbox) & SEQ_MASK

@@ -106,6 +106,17 @@ class Chare:
     _shoal_seqs: dict | None = None
     _shoal_marks: dict | None = None  # domain -> (call mark, reducer, target) of the last contribute()
     _shoal_channels: dict | None = None
+    # Runtime state kept on an element, read with getattr (class defaults here): reading an
+    # instance's __dict__ makes CPython (3.11+) drop its fast attribute layout, which made
+    # every attribute access in the element's entry methods slower
+    _shoal_channel_counts: dict | None = None  # peer -> channels opened towards it (channels.py)
+    _shoal_channel_sites: dict | None = None
+    _shoal_channel_early: dict | None = None  # channel messages that came before the channel
+    _shoal_comm: dict | None = None  # sampled sends since the last balancing round (balancing.py)
+    _shoal_moves = 0  # times this element moved (migration.py)
+    _shoal_away = False  # not on its home PE: contributions go there (reductions.py)
+    _shoal_syncs = 0  # at_sync() calls
+    _shoal_synced = False  # waiting in at_sync() for the round
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

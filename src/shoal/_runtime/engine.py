@@ -134,6 +134,7 @@ class Engine:
         spin, max_sleep = self.settings.idle_spin, self.settings.idle_sleep_max
         previous = set_current(rts[0])
         nap = last = 0.0  # last: when this loop last found nothing to do
+        tracing = any(rt.tracer is not None for rt in rts)
         self.idle_since = None
         try:
             while not done():
@@ -174,7 +175,7 @@ class Engine:
                     if budget > 0 and rt.wait(budget):
                         # what arrives in the wait runs inside it: idle until the wait began
                         rt.idle_time += now - self.idle_since
-                        if rt.tracer is not None:
+                        if tracing:
                             _trace_idle(rt, now - self.idle_since, self.clock() - now)
                         self.idle_since = None
         finally:

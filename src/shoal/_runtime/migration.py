@@ -66,7 +66,7 @@ class Migration:
         if el._shoal_held:
             self.waiting_departures[(info.id, index)] = dest
             return
-        moves = el.__dict__.get("_shoal_moves", 0) + 1
+        moves = el._shoal_moves + 1
         t0 = perf_counter()
         channels._moving = True
         try:
@@ -141,8 +141,8 @@ class Migration:
         segments = [segments[0], *[bytearray(b) if memoryview(b).readonly else b for b in segments[1:]]]
         state, moves = decode(segments)
         el = unpack(rt, cs, index, state)
-        el.__dict__["_shoal_moves"] = moves
-        el.__dict__["_shoal_away"] = info.home(index, rt.npes) != rt.pe
+        el._shoal_moves = moves
+        el._shoal_away = info.home(index, rt.npes) != rt.pe
         old = rt.locations.locate(info, index)
         cs.elements[index] = el
         rt.locations.arrive(info, index, moves)
@@ -165,7 +165,7 @@ class Migration:
         held = el._shoal_held
         if kind & FWD:
             if held is None or src not in held:
-                moves = el.__dict__.get("_shoal_moves", 0)
+                moves = el._shoal_moves
                 if held is None:
                     held = el._shoal_held = {}
                 held[src] = []
@@ -230,17 +230,17 @@ def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) ->
     elem_cls, coll_cls, _ = proxy_classes(cls)
     el.proxy = elem_cls(info, index)
     el.collection = coll_cls(info)
-    el.__dict__.update(runtime)
+    # attribute by attribute, not __dict__.update: a touched __dict__ makes CPython drop
+    # the fast attribute layout, and every entry method of the element would pay for it
+    for k, v in runtime.items():
+        object.__setattr__(el, k, v)
     setstate = getattr(el, "__setstate__", None)
     if setstate is not None:
         setstate(state)
-    elif isinstance(state, tuple):  # object.__getstate__ of a class with slots: (dict, slots)
-        if state[0]:
-            el.__dict__.update(state[0])
-        for k, v in (state[1] or {}).items():
-            setattr(el, k, v)
     else:
-        el.__dict__.update(state)
+        fields, slots = state if isinstance(state, tuple) else (state, None)  # (dict, slots) with slots
+        for k, v in {**(fields or {}), **(slots or {})}.items():
+            object.__setattr__(el, k, v)
     for ch in (el._shoal_channels or {}).values():
         ch.chare = el
     return el

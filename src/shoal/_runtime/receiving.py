@@ -343,7 +343,10 @@ class Receiving:
         if ch is not None:
             ch.arrive(kind, segments)
         else:
-            el.__dict__.setdefault("_shoal_channel_early", {}).setdefault(aux, []).append((kind, segments))
+            early = el._shoal_channel_early
+            if early is None:
+                early = el._shoal_channel_early = {}
+            early.setdefault(aux, []).append((kind, segments))
 
     def _on_value(self, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
         """A message of one value, decoded by the compiled core (a future's value, a

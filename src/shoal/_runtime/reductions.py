@@ -154,7 +154,7 @@ class ReductionManager:
             value = [(el.index, value)]
         if waiter is not None:
             self.waiters.setdefault((domain, seq), []).append(waiter)
-            if section is None and reducer.name in _EXCHANGEABLE and not el.__dict__.get("_shoal_away"):
+            if section is None and reducer.name in _EXCHANGEABLE and not el._shoal_away:
                 cs = self.rt.colls.get(domain[0])  # the one element here: straight to the butterfly
                 if cs is not None and cs.done and cs.count == 1 and len(cs.hosts) == self.rt.npes:
                     self._exchange((domain, seq), value, reducer)
@@ -166,7 +166,7 @@ class ReductionManager:
         element's home PE, so trees and counts never change when elements move: an
         element away from home sends its contribution there (and, for an all-reduce,
         the home sends the result back)."""
-        if not el.__dict__.get("_shoal_away"):
+        if not el._shoal_away:
             self.add(domain, seq, value, reducer, target, 1, section)
             return
         home = el.collection._info.home(el.proxy._index, self.rt.npes)
