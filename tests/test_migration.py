@@ -67,6 +67,14 @@ def test_balancing_rounds_keep_broadcasts_reductions_and_sections(setup):
     assert got["section"] == "True", job.stdout  # section reductions with members away from home
 
 
+def test_a_receive_set_moves_with_its_element(setup):
+    """An element with channels and a ReceiveSet moves between rounds; every round lands
+    both arrays in the posted buffers on the PE it is on then."""
+    job = run_case(setup, "receive_set")
+    assert job.returncode == 0, job.stderr
+    assert results(job)["receive_set"] == "True True", job.stdout
+
+
 def test_strategies_get_the_communication_graph(setup):
     """Sampled sends between elements (compiled and Python paths) reach the strategy as
     edges between the right elements."""

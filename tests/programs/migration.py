@@ -145,6 +145,36 @@ def seen_comm(loads, comm, placement, num_pes, pe_speeds, *, seed=0):
 shoal.register_strategy("seen_comm", seen_comm)
 
 
+class Gather(shoal.Chare):
+    """Receives one array from each of two senders per round through a ReceiveSet, and
+    moves between rounds."""
+
+    def __init__(self, senders):
+        self.bufs = [np.zeros(1000), np.zeros(1000)]
+        chans = [shoal.Channel(self, remote=senders[i], port="g") for i in range(2)]
+        self.set = shoal.ReceiveSet(chans, self.bufs, then=self.landed)
+        self.rounds = []
+
+    def post(self, r, fut):
+        self.r, self.fut = r, fut
+        self.set.post()
+
+    def landed(self):
+        self.rounds.append((self.r, shoal.my_pe(), [float(b[0]) for b in self.bufs], bool(np.all(self.bufs[1] == self.bufs[1][0]))))
+        self.fut.send(None)
+
+    def report(self):
+        return self.rounds
+
+
+class Feeder(shoal.Chare):
+    def open(self, target):
+        self.ch = shoal.Channel(self, remote=target, port="g")
+
+    def send(self, r):
+        self.ch.send(np.full(1000, 10.0 * r + self.index[0]))
+
+
 class Stuck(shoal.Chare):
     def __init__(self):
         self.lock = __import__("threading").Lock()
@@ -222,6 +252,25 @@ def comm(arg):
     print("RESULT delivered", f.get() == n * 40 * 20)
 
 
+def receive_set(arg):
+    feeders = shoal.Array(Feeder, 2)
+    gather = shoal.Array(Gather, 1, args=(feeders,))
+    for i in range(2):
+        feeders[i].open(gather[0])
+    shoal.quiescence().get()
+    n = shoal.num_pes()
+    for r in range(6):
+        f = shoal.Future()
+        gather[0].post(r, f)
+        feeders.send(r)
+        f.get()
+        gather.migrate(0, (r + 1) % n)
+        shoal.quiescence().get()
+    rounds = gather[0].report(ret=True).get()
+    ok = [got == [10.0 * r, 10.0 * r + 1] and whole for r, (rr, _, got, whole) in enumerate(rounds)]
+    print("RESULT receive_set", len(rounds) == 6 and all(ok), len({pe for _, pe, _, _ in rounds}) == min(n, 6))
+
+
 def bad(case):
     if case == "bad_group":
         g = shoal.Group(Idle)
@@ -242,7 +291,7 @@ def bad(case):
 def main(args):
     case = args[1]
     arg = args[2] if len(args) > 2 else None
-    if case in ("order", "atsync", "comm"):
+    if case in ("order", "atsync", "comm", "receive_set"):
         globals()[case](arg)
     else:
         bad(case)

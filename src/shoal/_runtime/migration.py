@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import MigrationError
-from . import channels
+from . import channels, receive_sets
 from .chare import Chare
 from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header
 from .proxy import proxy_classes
@@ -139,8 +139,12 @@ class Migration:
         # the element's arrays are its own and writable: buffers that came in a read-only
         # frame are copied (small ones; large ones came by rendezvous into fresh memory)
         segments = [segments[0], *[bytearray(b) if memoryview(b).readonly else b for b in segments[1:]]]
+        receive_sets.RESTORED.clear()
         state, moves = decode(segments)
         el = unpack(rt, cs, index, state)
+        for s in receive_sets.RESTORED:
+            s.bind(el)
+        receive_sets.RESTORED.clear()
         el._shoal_moves = moves
         el._shoal_away = info.home(index, rt.npes) != rt.pe
         old = rt.locations.locate(info, index)

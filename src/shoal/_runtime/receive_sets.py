@@ -107,6 +107,34 @@ class ReceiveSet:
         if self.item[1][0] != SYSTEM_ID:  # the runtime's own messages are not counted
             rt.counts.sent += 1
 
+    def __reduce__(self) -> tuple:
+        """A receive set travels only with its element (migration.py), which re-binds it."""
+        from . import channels
+
+        if not channels._moving:
+            raise TypeError(f"{self!r} cannot be sent; each chare makes its own shoal.ReceiveSet")
+        return _restore, (self.channels, self.buffers, self.item[1][2])
+
+    def bind(self, chare: Any) -> None:
+        """Belong to ``chare`` (an element that just moved here with this set)."""
+        self.chare = chare
+        self.item = (None, (chare.proxy._info.id, chare.index, self.item[1][2], ()))
+
     def __repr__(self) -> str:
         then = entry_table(type(self.chare)).names[self.item[1][2]]
         return f"<ReceiveSet of {self.chare!r}: {len(self.channels)} channels, then {then}()>"
+
+
+#: receive sets rebuilt while a moving element is unpickled; migration.py binds them to it
+RESTORED: list[ReceiveSet] = []
+
+
+def _restore(channels: tuple, buffers: tuple, entry: int) -> ReceiveSet:
+    rt = current("a receive set arriving with its element")
+    s = ReceiveSet.__new__(ReceiveSet)
+    s.chare, s.channels, s.buffers, s._rt, s.remaining = None, channels, buffers, rt, 0
+    s.item = (None, (0, (), entry, ()))
+    s.post = rt.set_post(s, ReceiveSet._post) if rt.set_post is not None else s._post
+    RESTORED.append(s)
+    return s
+

@@ -10,7 +10,7 @@ field bindings are restored to that step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import at_user
 from .expr import Condition, Field
@@ -81,12 +81,18 @@ class TimeLoop:
             setattr(self, k, v)
 
     def _solve_iterate(self, args: tuple, until: Any, check_every: int) -> int:
+        iterate = getattr(self, "iterate")
+        return self._stream(lambda: iterate(*args), None, until, check_every)
+
+    def _stream(self, record: Callable[[], Any], limit: int | None, until: Any, check_every: int) -> int:
+        """Record steps with ``record()`` (a false value: that was the last) up to ``limit``
+        and stream them ``backend_freq`` at a time; stop early when a check converged."""
         self.solve_mode = "steps"
         snapshots = [self._bindings()]
         count = 0
-        results = []
-        while True:
-            more = getattr(self, "iterate")(*args)
+        results: list = []
+        while limit is None or count < limit:
+            more = record()
             count += 1
             check = self._cond(until) if until is not None and count % check_every == 0 else None
             self._end_step(check)
@@ -155,20 +161,8 @@ class TimeLoop:
         return executed
 
     def _solve_unrolled(self, steps: int, until: Any, check_every: int) -> int:
-        self.solve_mode = "steps"
-        snapshots = [self._bindings()]
-        results = []
-        for k in range(1, steps + 1):
-            getattr(self, "step")()
-            check = self._cond(until) if until is not None and k % check_every == 0 else None
-            self._end_step(check)
-            snapshots.append(self._bindings())
-            if len(self._steps) >= self.backend_freq:
-                results += self._flush()
-                if any(r.converged >= 0 for r in results):
-                    break
-        results += self._flush(wait=True)
-        return self._finish(results, steps, snapshots)
+        step = getattr(self, "step")
+        return self._stream(lambda: step() or True, steps, until, check_every)
 
 
 def _same(a: dict, b: dict) -> bool:
