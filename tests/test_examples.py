@@ -27,6 +27,7 @@ CASES = [
     ("pool.py", ("--async",), "pool: OK"),
     ("demo.py", (), "demo: OK"),
     ("balance.py", (), "balance: OK"),
+    ("checkpoint.py", (), "checkpoint: OK"),
     ("stencil_jacobi2d.py", (), "stencil_jacobi2d: OK"),
     ("stencil_heat.py", (), "stencil_heat: OK"),
     ("stencil_laplace3d.py", (), "stencil_laplace3d: OK"),

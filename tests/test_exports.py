@@ -15,7 +15,8 @@ PUBLIC = {
     "Chare", "Group", "Array", "Future", "gather", "Channel", "ReceiveSet", "reducers", "Reducer",
     "quiescence", "mpi_comm", "pool", "Executor", "BrokenPool",
     "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",
-    "ChannelError", "MigrationError", "register_strategy", "__version__",
+    "ChannelError", "MigrationError", "CheckpointError", "register_strategy",
+    "checkpoint", "checkpoint_sync", "restarted", "__version__",
 }
 #: public on purpose though not in __all__ (see shoal/__init__.py)
 QUALIFIED_ONLY = {"exit", "ElementProxy", "CollectionProxy", "SectionProxy"}

@@ -4,6 +4,7 @@ from . import pool
 from .errors import (
     BlockingCallError,
     ChannelError,
+    CheckpointError,
     DeadlockError,
     MigrationError,
     NotRunningError,
@@ -23,6 +24,7 @@ from ._runtime.futures import Future, gather
 from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
 from ._runtime.receive_sets import ReceiveSet
 from ._runtime.reducers import Reducer, reducers
+from ._runtime.checkpoint import checkpoint, checkpoint_sync, restarted
 from ._runtime.strategies import register_strategy
 
 __version__ = "0.1.0"
@@ -60,6 +62,10 @@ __all__ = [
     "ReductionError",
     "ChannelError",
     "MigrationError",
+    "CheckpointError",
     "register_strategy",
+    "checkpoint",
+    "checkpoint_sync",
+    "restarted",
     "__version__",
 ]

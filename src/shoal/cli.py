@@ -21,7 +21,7 @@ from ._transport import TRANSPORTS
 
 __all__ = ["main", "run_program", "find_mpiexec", "launch_mpi", "OptionParser"]
 
-_COMMANDS = ("run", "info", "bench", "cache", "trace")
+_COMMANDS = ("run", "info", "bench", "cache", "trace", "checkpoint")
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -35,7 +35,7 @@ class OptionParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = OptionParser(prog="shoal", description="Run shoal programs and inspect the installation.")
-    sub = p.add_subparsers(dest="command", metavar="{run,info,bench,cache,trace} | PROGRAM.py",
+    sub = p.add_subparsers(dest="command", metavar="{run,info,bench,cache,trace,checkpoint} | PROGRAM.py",
                            parser_class=OptionParser)
     run = sub.add_parser("run", help="start a job of N PEs running a program")
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
@@ -46,11 +46,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--lb", metavar="NAME", default=None, help="load-balancing strategy (sets SHOAL_LB)")
     run.add_argument("--lb-period", metavar="N", type=int, default=None,
                      help="balance at every N-th at_sync call; 0: only when asked (sets SHOAL_LB_PERIOD)")
+    run.add_argument("--restart", metavar="PATH", default=None,
+                     help="resume from checkpoint PATH, on any number of PEs (sets SHOAL_RESTART)")
     run.add_argument("program", help="the Python program to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
     info = sub.add_parser("info", help="versions, MPI library, transport settings")
     info.add_argument("--transport", choices=TRANSPORTS, default="mpi")
+    ckpt = sub.add_parser("checkpoint", help="checkpoints (shoal.checkpoint): inspect")
+    ckpt.add_argument("action", choices=("inspect",))
+    ckpt.add_argument("path", help="a checkpoint directory")
     cache = sub.add_parser("cache", help="the stencil kernel cache: info, prune, clear")
     cache.add_argument("action", choices=("info", "prune", "clear"), nargs="?", default="info")
     cache.add_argument("--max-mb", type=float, default=None, help="prune: keep at most this many MB (default 512)")
@@ -134,6 +139,8 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
         env["SHOAL_LB"] = ns.lb
     if ns.lb_period is not None:
         env["SHOAL_LB_PERIOD"] = str(ns.lb_period)
+    if ns.restart is not None:
+        env["SHOAL_RESTART"] = os.path.abspath(ns.restart)
     return env
 
 
@@ -238,6 +245,24 @@ def _cache(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoint(ns: argparse.Namespace) -> int:
+    from ._runtime.checkpoint import verify
+    from .errors import ShoalError
+
+    try:
+        m = verify(ns.path)
+    except ShoalError as exc:
+        print(f"shoal checkpoint inspect: {exc}", file=sys.stderr)
+        return 2
+    print(f"{ns.path}: shoal {m['shoal']}, {m['pes']} PEs, written {m['time']}, program {m['program']}")
+    print(f"  {m['elements']} elements, {m['bytes'] / 1e6:.1f} MB of element state, {len(m['files'])} files, "
+          "every checksum verified")
+    for c in m["collections"]:
+        shape = f"shape {tuple(c['shape'])}" if c["shape"] else f"{c['ndims']}-d sparse"
+        print(f"  {c['class']}: {c['kind']} array, {shape}, {c['elements']} elements")
+    return 0
+
+
 def _trace(ns: argparse.Namespace) -> int:
     from .errors import ShoalError
     from .trace_summary import load_trace, print_summary, summarize
@@ -287,6 +312,9 @@ def _main(argv: list[str]) -> int:
         from .bench.cli import main as bench_main
 
         return bench_main(argv[1:])
+    if len(argv) >= 3 and argv[0] == "--restart":  # `python -m shoal --restart PATH prog.py args…`
+        os.environ["SHOAL_RESTART"] = os.path.abspath(argv[1])
+        argv = argv[2:]
     if argv and argv[0] not in _COMMANDS and not argv[0].startswith("-"):
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`
     parser = _parser()
@@ -302,5 +330,7 @@ def _main(argv: list[str]) -> int:
         return _cache(ns)
     if ns.command == "trace":
         return _trace(ns)
+    if ns.command == "checkpoint":
+        return _checkpoint(ns)
     _parser().print_help()
     return 2

@@ -13,6 +13,7 @@ __all__ = [
     "ReductionError",
     "ChannelError",
     "MigrationError",
+    "CheckpointError",
     "exit_code",
 ]
 
@@ -48,6 +49,11 @@ class ChannelError(ShoalError):
 class MigrationError(ShoalError):
     """An element cannot move: its state cannot be pickled, or it is in the middle of a
     coroutine or a receive."""
+
+
+class CheckpointError(ShoalError):
+    """A checkpoint cannot be written, or a checkpoint directory cannot be restored
+    (missing, truncated or changed files, another version, classes that changed)."""
 
 
 def exit_code(exc: SystemExit) -> int:

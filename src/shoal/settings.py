@@ -65,6 +65,9 @@ class Settings:
     #: With a strategy: balance at every N-th ``at_sync`` call; 0: only where the program
     #: asks for a balancing step.
     lb_period: int = 0
+    #: Restart from this checkpoint directory: its collections are rebuilt before main
+    #: runs, and ``shoal.restarted()`` returns main's saved state; empty: a fresh start.
+    restart: str = ""
 
 
 class _Matching:
@@ -102,6 +105,8 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
            "the load-balancing strategy, by the name it was registered under (empty: none)"),
     "lb_period": ((0, 2**31 - 1), "a count of at_sync calls: N > 0 balances at every N-th, "
                                   "0 only where the program asks"),
+    "restart": (_Matching(r"[^\x00]*", "a directory name without NUL characters"),
+                "a checkpoint directory written by shoal.checkpoint (empty: a fresh start)"),
 }
 
 _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, not settings

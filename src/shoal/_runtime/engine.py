@@ -238,6 +238,8 @@ class Engine:
     def run_main(self, main: Callable[..., Any], args: list) -> int:
         """Run ``main(args)`` on PE 0, serve messages everywhere, return the exit code."""
         rt0 = self.runtimes[0]
+        if self.settings.restart:
+            self._restart(self.settings.restart)
         if len(self.runtimes) == 1:
             stopped = lambda: rt0.stopped  # noqa: E731
         else:
@@ -254,6 +256,23 @@ class Engine:
         finally:
             set_current(previous)
         return rt0.exit_code
+
+    def _restart(self, path: str) -> None:
+        """Rebuild the collections of checkpoint ``path`` on every PE here before main runs."""
+        from .checkpoint import read_main_state, restore
+
+        for rt in self.runtimes:
+            previous = set_current(rt)
+            started = time.perf_counter()
+            try:
+                restore(rt, path)
+                rt.restore_seconds = time.perf_counter() - started
+                if rt.pe == 0:
+                    rt.restart_state = read_main_state(path)
+            except ShoalError as exc:
+                self.fatal(rt, exc, f"restarting from {path}")
+            finally:
+                set_current(previous)
 
     def _serve(self, stopped: Callable[[], bool]) -> None:
         try:

@@ -62,7 +62,7 @@ class Migration:
         el = cs.elements.get(index)
         if el is None:
             raise MigrationError(f"element {_show(index)} of {info.cls.__qualname__} is not on PE {rt.pe}")
-        self._check_idle(el)
+        self.check_idle(el, f"move from PE {rt.pe} to PE {dest}")
         if el._shoal_held:
             self.waiting_departures[(info.id, index)] = dest
             return
@@ -87,21 +87,21 @@ class Migration:
             size = sum(memoryview(s).nbytes for s in segments)
             rt.tracer.migration(t0, perf_counter(), f"{info.cls.__qualname__}{list(index)}", rt.pe, dest, size)
 
-    def _check_idle(self, el: Chare) -> None:
-        """Refuse to move an element that a coroutine or a pending receive holds on to."""
+    def check_idle(self, el: Chare, what: str) -> None:
+        """Refuse to pack an element that a coroutine or a pending receive holds on to."""
         where = f"{type(el).__qualname__} element {_show(el.proxy._index)} on PE {self.rt.pe}"
         for task in self.rt.suspended:
             if task.load is el._shoal_load:
                 raise MigrationError(
-                    f"{where} cannot move: its async entry method {task.where} is suspended (awaiting "
+                    f"{where} cannot {what}: its async entry method {task.where} is suspended (awaiting "
                     f"{task.waiting!r}); a coroutine cannot travel. Call at_sync() at a point where its "
                     "methods have returned, and go on in resume_from_sync()"
                 )
         for ch in (el._shoal_channels or {}).values():
             if ch.waiting is not None:
                 raise MigrationError(
-                    f"{where} cannot move: {ch!r} has a receive pending ({ch.waiting!r}); "
-                    "move it between rounds of receives"
+                    f"{where} cannot {what}: {ch!r} has a receive pending ({ch.waiting!r}); "
+                    "wait for it, or do this between rounds of receives"
                 )
 
     def _send_queued(self, coll: int, index: tuple, dest: int) -> None:

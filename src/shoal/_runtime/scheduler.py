@@ -94,6 +94,8 @@ class Runtime(Receiving, Sending):
         self.exit_code = 0
         self.idle_time = 0.0  # seconds this PE waited with nothing to do (the engine adds them up)
         self.busy_time = 0.0  # seconds in (outermost) entry methods the Python paths ran
+        self.restart_state: Any = None  # PE 0: main's state in the checkpoint this run restarted from
+        self.restore_seconds = 0.0  # how long rebuilding this PE's elements from it took
         self.detector = Detector()
         self.reductions = ReductionManager(self)
         self.lifecycle = Lifecycle(self)

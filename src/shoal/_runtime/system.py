@@ -132,6 +132,13 @@ class System(Chare):
     def finish_inserting(self, coll: int, hosts: list, size: int) -> None:
         current().lifecycle.finish_inserting(coll, hosts, size)
 
+    # -- checkpoints ---------------------------------------------------------------
+    def ckpt_write(self, folder: str, fut: "Future") -> None:
+        """Write this PE's elements into ``folder`` (checkpoint.py); the facts go to ``fut``."""
+        from .checkpoint import write_pe
+
+        self.contribute([write_pe(current(), folder)], _concat, fut)
+
     # -- deadlock report ---------------------------------------------------------
     def report_waiting(self, fut: "Future") -> None:
         self.contribute(current().waiting_report(), _concat, fut)

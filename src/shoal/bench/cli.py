@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "metg": ("shoal.bench.taskbench.metg_cli", "Task Bench METG sweep: efficiency vs task granularity, METG(50%)"),
     "stencil": ("shoal.bench.stencil.cli", "stencil DSL vs NumPy and hand-written C (Jacobi, Burgers)"),
     "experiment": ("shoal.bench.experiment", "variants of a benchmark interleaved: medians, CIs, ratios, p-values"),
+    "checkpoint": ("shoal.bench.ckpt.cli", "checkpoint write and restart read bandwidth against np.save/np.load"),
     "balance": ("shoal.bench.balance.cli", "load balancing: gain on a synthetic imbalance, migration MB/s"),
     "stencil-pipeline": ("shoal.bench.stencil.pipeline_cli", "stencil frontend overhead hidden? backend_freq vs one backend loop"),
     "app": ("shoal.bench.apps.cli", "proxy applications: pic (particle-in-cell) on shoal, mpi4py, sequential"),
