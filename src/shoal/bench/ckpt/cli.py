@@ -27,14 +27,15 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("-n", "--pes", type=int, default=2, help="PEs (2)")
     p.add_argument("--gb", type=float, default=2.0, help="GB of element state (2)")
     p.add_argument("--elements", type=int, default=64, help="elements holding it (64)")
+    p.add_argument("--trials", type=int, default=3, help="write trials, alternating which goes first (3)")
     p.add_argument("--dir", default=None, help="where the files go (default: a temporary folder, removed after)")
     p.add_argument("--mpiexec", default=None, help="launcher (default: $SHOAL_MPIEXEC, then PATH)")
     ns = p.parse_args(argv)
-    if ns.gb <= 0 or ns.elements < 1 or ns.pes < 1:
-        p.error("give --gb > 0, --elements >= 1, -n >= 1")
+    if ns.gb <= 0 or ns.elements < 1 or ns.pes < 1 or ns.trials < 1:
+        p.error("give --gb > 0, --elements >= 1, -n >= 1, --trials >= 1")
     folder = ns.dir or tempfile.mkdtemp(prefix="shoal-ckpt-bench-", dir=os.getcwd())
     try:
-        code = launch_mpi([str(WORKER), "write", folder, str(ns.gb), str(ns.elements)], ns.pes, ns.mpiexec)
+        code = launch_mpi([str(WORKER), "write", folder, str(ns.gb), str(ns.elements), str(ns.trials)], ns.pes, ns.mpiexec)
         if code:
             return code
         saved = os.environ.get("SHOAL_RESTART")

@@ -1,9 +1,9 @@
 """The shoal program of ``shoal bench checkpoint`` (see :mod:`.cli`).
 
-``write FOLDER GB ELEMENTS``: an Array whose elements hold GB of float64 state in all;
+``write FOLDER GB ELEMENTS TRIALS``: an Array whose elements hold GB of float64 state in all;
 each PE first saves its elements' arrays with ``np.save`` (and an fsync, as a checkpoint
-makes its files durable) into FOLDER/npsave, then main writes a checkpoint to
-FOLDER/ckpt; both timed. ``read FOLDER``: run with ``--restart FOLDER/ckpt``: each PE's
+makes its files durable) into FOLDER/npsave, and main writes a checkpoint to
+FOLDER/ckpt, in alternating order, TRIALS times; medians. ``read FOLDER``: run with ``--restart FOLDER/ckpt``: each PE's
 time to rebuild its elements, and ``np.load`` of the same arrays.
 """
 
@@ -60,23 +60,32 @@ def _per_pe(results: list[float], homes: list[int], npes: int) -> float:
     return max(per)
 
 
-def write(folder: str, gb: float, elements: int) -> None:
+def write(folder: str, gb: float, elements: int, trials: int) -> None:
     floats = int(gb * 1e9 / 8 / elements)
     blocks = shoal.Array(Block, elements, args=(floats,))
     npes = shoal.num_pes()
     homes = [i * npes // elements for i in range(elements)]  # the block placement
     shoal.quiescence().get()
-    os.makedirs(os.path.join(folder, "npsave"), exist_ok=True)
-    saved = blocks.np_save(os.path.join(folder, "npsave"), ret=True).get()
-    nbytes = sum(b for b, _ in saved)
-    np_seconds = _per_pe([t for _, t in saved], homes, npes)
-    start = time.perf_counter()
-    manifest = shoal.checkpoint_sync(os.path.join(folder, "ckpt"), state={"blocks": blocks, "gb": gb})
-    seconds = time.perf_counter() - start
-    print(f"write: {nbytes / 1e9:.2f} GB in {elements} elements on {npes} PEs: checkpoint {seconds:.3f} s "
-          f"({manifest['bytes'] / seconds / 1e9:.2f} GB/s, quiescence and fsync included); np.save + fsync "
-          f"{np_seconds:.3f} s ({nbytes / np_seconds / 1e9:.2f} GB/s); ratio {np_seconds / seconds:.2f}", flush=True)
-    print("JSON " + json.dumps({"phase": "write", "bytes": nbytes, "checkpoint_s": seconds, "npsave_s": np_seconds,
+    npsave = os.path.join(folder, "npsave")
+    os.makedirs(npsave, exist_ok=True)
+    ours, theirs, nbytes, written = [], [], 0, 0
+    for trial in range(trials):  # alternate which goes first: the disk remembers the last writer
+        for which in (("np", "ckpt") if trial % 2 == 0 else ("ckpt", "np")):
+            if which == "np":
+                saved = blocks.np_save(npsave, ret=True).get()
+                nbytes = sum(b for b, _ in saved)
+                theirs.append(_per_pe([t for _, t in saved], homes, npes))
+            else:
+                start = time.perf_counter()
+                written = shoal.checkpoint_sync(os.path.join(folder, "ckpt"), state={"blocks": blocks, "gb": gb})["bytes"]
+                ours.append(time.perf_counter() - start)
+    seconds, np_seconds = float(np.median(ours)), float(np.median(theirs))
+    print(f"write: {nbytes / 1e9:.2f} GB in {elements} elements on {npes} PEs, medians of {trials} alternating "
+          f"trials: checkpoint {seconds:.3f} s ({written / seconds / 1e9:.2f} GB/s, quiescence and fsync included; "
+          f"trials {', '.join(f'{t:.2f}' for t in ours)}); np.save + fsync {np_seconds:.3f} s "
+          f"({nbytes / np_seconds / 1e9:.2f} GB/s; trials {', '.join(f'{t:.2f}' for t in theirs)}); "
+          f"bandwidth ratio {np_seconds / seconds:.2f}", flush=True)
+    print("JSON " + json.dumps({"phase": "write", "bytes": nbytes, "checkpoint_s": ours, "npsave_s": theirs,
                                 "ratio": np_seconds / seconds}), flush=True)
 
 
@@ -103,7 +112,7 @@ def read(folder: str) -> None:
 
 def main(args: list) -> None:
     if args[1] == "write":
-        write(args[2], float(args[3]), int(args[4]))
+        write(args[2], float(args[3]), int(args[4]), int(args[5]))
     else:
         read(args[2])
 
