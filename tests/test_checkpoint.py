@@ -124,3 +124,36 @@ def test_a_class_that_changed_is_named(tmp_path):
 def test_restarted_is_none_in_a_fresh_run(tmp_path):
     job = run(tmp_path, 2, "3", transport="inproc")
     assert "RESULT restarted" not in job.stdout and job.returncode == 0
+
+
+@MPI
+def test_a_dead_pe_is_survived_from_the_last_checkpoint(tmp_path):
+    """PE 1 kills itself (SIGKILL) at step 20 of 30; with --max-restarts 1 the launcher runs
+    the job again from the last checkpoint_point() and it ends as an undisturbed run does."""
+    shutil.copy(PROGRAM.with_name("recovery.py"), tmp_path / "recovery.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+
+    def shoal_run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=240)
+
+    plain = shoal_run("recovery.py", "30")
+    assert plain.returncode == 0, plain.stderr
+    job = shoal_run("--checkpoint-every", "0.3", "--checkpoint-dir", "ck", "--max-restarts", "1",
+                    "recovery.py", "30", "--die-at", "20")
+    assert job.returncode == 0, job.stderr
+    assert "shoal run: PE 1 died; restarting from the checkpoint in" in job.stderr, job.stderr
+    restarted = [line for line in job.stdout.splitlines() if line.startswith("RESULT restarted after step")]
+    assert len(restarted) == 1 and 10 <= int(restarted[0].split()[-1]) < 20  # at most one period of work redone
+    assert job.stdout.splitlines()[-1] == plain.stdout.splitlines()[-1]
+
+
+@MPI
+def test_without_restarts_left_a_dead_pe_ends_the_job(tmp_path):
+    shutil.copy(PROGRAM.with_name("recovery.py"), tmp_path / "recovery.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    job = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", "--checkpoint-every", "0.3",
+                          "--max-restarts", "1", "recovery.py", "30", "--die-at", "2"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=240)
+    assert job.returncode != 0
+    assert "PE 1 died and there is no checkpoint to restart from" in job.stderr, job.stderr

@@ -16,7 +16,7 @@ PUBLIC = {
     "quiescence", "mpi_comm", "pool", "Executor", "BrokenPool",
     "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",
     "ChannelError", "MigrationError", "CheckpointError", "register_strategy",
-    "checkpoint", "checkpoint_sync", "restarted", "__version__",
+    "checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "__version__",
 }
 #: public on purpose though not in __all__ (see shoal/__init__.py)
 QUALIFIED_ONLY = {"exit", "ElementProxy", "CollectionProxy", "SectionProxy"}

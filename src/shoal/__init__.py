@@ -24,7 +24,7 @@ from ._runtime.futures import Future, gather
 from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
 from ._runtime.receive_sets import ReceiveSet
 from ._runtime.reducers import Reducer, reducers
-from ._runtime.checkpoint import checkpoint, checkpoint_sync, restarted
+from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
 from ._runtime.strategies import register_strategy
 
 __version__ = "0.1.0"
@@ -66,6 +66,8 @@ __all__ = [
     "register_strategy",
     "checkpoint",
     "checkpoint_sync",
+    "checkpoint_point",
+    "checkpoint_point_sync",
     "restarted",
     "__version__",
 ]

@@ -48,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="balance at every N-th at_sync call; 0: only when asked (sets SHOAL_LB_PERIOD)")
     run.add_argument("--restart", metavar="PATH", default=None,
                      help="resume from checkpoint PATH, on any number of PEs (sets SHOAL_RESTART)")
+    run.add_argument("--checkpoint-every", metavar="SECONDS", type=_seconds, default=None,
+                     help="let shoal.checkpoint_point() checkpoint this often, e.g. 60s or 5m "
+                          "(sets SHOAL_CHECKPOINT_EVERY)")
+    run.add_argument("--checkpoint-dir", metavar="DIR", default=None,
+                     help="where checkpoint_point() writes (default shoal.ckpt; sets SHOAL_CHECKPOINT_DIR)")
+    run.add_argument("--max-restarts", metavar="N", type=int, default=0,
+                     help="when a PE dies, run the job again from the last checkpoint, up to N times (MPI)")
     run.add_argument("program", help="the Python program to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
@@ -141,7 +148,23 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
         env["SHOAL_LB_PERIOD"] = str(ns.lb_period)
     if ns.restart is not None:
         env["SHOAL_RESTART"] = os.path.abspath(ns.restart)
+    if ns.checkpoint_every is not None:
+        env["SHOAL_CHECKPOINT_EVERY"] = repr(ns.checkpoint_every)
+    if ns.checkpoint_dir is not None:
+        env["SHOAL_CHECKPOINT_DIR"] = os.path.abspath(ns.checkpoint_dir)
     return env
+
+
+def _seconds(text: str) -> float:
+    """``90``, ``90s``, ``5m`` or ``2h`` as seconds."""
+    scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], 0)
+    try:
+        value = float(text[:-1] if scale else text) * (scale or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 60, 60s, 5m or 2h") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a period must be more than 0 seconds")
+    return value
 
 
 def _check_trace_path(path: str) -> bool:
@@ -178,7 +201,34 @@ def _run(ns: argparse.Namespace) -> int:
     if not _check_settings("run", {k: v for k, v in environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return 2
     os.environ.update(options)  # launch_mpi hands this environment to every PE
-    return launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
+    return _run_recovering(ns) if ns.max_restarts > 0 else launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
+
+
+def _run_recovering(ns: argparse.Namespace) -> int:
+    """Run the job; when a PE dies, run it again from the last checkpoint, ``--max-restarts`` times."""
+    from ._runtime.checkpoint import read_manifest
+    from .errors import ShoalError
+    from .launcher import run_job
+
+    folder = os.environ.get("SHOAL_CHECKPOINT_DIR") or os.path.abspath("shoal.ckpt")
+    for attempt in range(ns.max_restarts + 1):
+        code, died = run_job([ns.program, *ns.args], ns.pes, ns.mpiexec)
+        if code == 0 or not died:
+            return code
+        if attempt == ns.max_restarts:
+            print(f"shoal run: PE {', '.join(map(str, died))} died; no restarts left "
+                  f"(--max-restarts {ns.max_restarts})", file=sys.stderr)
+            return code
+        try:
+            manifest = read_manifest(folder)
+        except ShoalError as exc:
+            print(f"shoal run: PE {', '.join(map(str, died))} died and there is no checkpoint to restart from: {exc}",
+                  file=sys.stderr)
+            return code
+        print(f"shoal run: PE {', '.join(map(str, died))} died; restarting from the checkpoint in {folder} "
+              f"(written {manifest['time']}), restart {attempt + 1} of {ns.max_restarts}", file=sys.stderr, flush=True)
+        os.environ["SHOAL_RESTART"] = folder
+    return 1
 
 
 def _info(ns: argparse.Namespace) -> int:

@@ -57,6 +57,12 @@ def find_mpiexec(explicit: str | None = None) -> str:
 
 def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int:
     """Run ``python -m shoal *args`` as an MPI job of ``pes`` processes; its exit code."""
+    return run_job(args, pes, mpiexec)[0]
+
+
+def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> tuple[int, list[int]]:
+    """:func:`launch_mpi`, also naming the PEs whose process died (a signal, a crash):
+    ``(exit code, those PEs)``; a program's own error is not a death."""
     exe = find_mpiexec(mpiexec)
     _remove_stale_folders()
     _raise_file_limit(pes)
@@ -66,8 +72,9 @@ def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int
     env[JOB_DIR_VAR] = str(folder)
     env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
     cmd = [exe, "-n", str(pes), sys.executable, "-m", "shoal", *args]
+    job = _Job(cmd, env, folder, pes)
     try:
-        return _Job(cmd, env, folder, pes).run()
+        return job.run(), job.died
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -94,6 +101,7 @@ class _Job:
         self.guarded = False  # whether it did (mpiexec's exit code is then the signal's)
         self.names: frozenset[str] = frozenset()
         self.poller = select.poll()
+        self.died: list[int] = []  # PEs whose process ended without finishing or reporting an error
 
     def run(self) -> int:
         wake_r, wake_w = os.pipe()
@@ -250,8 +258,12 @@ class _Job:
         import resource
 
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        records = read_records(self.folder)
+        vanished = {pe for pe, rec in records.items() if rec.pid and rec.exit_code is None and not rec.fatal}
+        # the first seen to end: the others ended with the job
+        self.died = next((sorted(set(b) & vanished) for b in self.ended if set(b) & vanished), sorted(vanished))
         code, lines = summarize(
-            read_records(self.folder), self.ended, self.pes, rc, verdict=self.verdict, guarded=self.guarded,
+            records, self.ended, self.pes, rc, verdict=self.verdict, guarded=self.guarded,
             command=" ".join(self.cmd[:3]), cores=cores, file_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         )
         for line in lines:

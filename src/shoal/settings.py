@@ -68,6 +68,11 @@ class Settings:
     #: Restart from this checkpoint directory: its collections are rebuilt before main
     #: runs, and ``shoal.restarted()`` returns main's saved state; empty: a fresh start.
     restart: str = ""
+    #: ``shoal.checkpoint_point()`` writes a checkpoint to ``checkpoint_dir`` when this many
+    #: seconds passed since the last one; 0: never (the call returns at once).
+    checkpoint_every: float = 0.0
+    #: Where ``shoal.checkpoint_point()`` writes (``shoal run --checkpoint-dir``).
+    checkpoint_dir: str = "shoal.ckpt"
 
 
 class _Matching:
@@ -105,6 +110,9 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
            "the load-balancing strategy, by the name it was registered under (empty: none)"),
     "lb_period": ((0, 2**31 - 1), "a count of at_sync calls: N > 0 balances at every N-th, "
                                   "0 only where the program asks"),
+    "checkpoint_every": ((0.0, 1e9), "seconds between the checkpoints checkpoint_point() writes (0: none)"),
+    "checkpoint_dir": (_Matching(r"[^\x00]+", "a directory name without NUL characters"),
+                       "the directory checkpoint_point() writes its checkpoints to"),
     "restart": (_Matching(r"[^\x00]*", "a directory name without NUL characters"),
                 "a checkpoint directory written by shoal.checkpoint (empty: a fresh start)"),
 }

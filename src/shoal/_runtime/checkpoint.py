@@ -45,7 +45,7 @@ from .migration import pack, unpack
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["checkpoint", "checkpoint_sync", "restarted", "write_pe", "commit", "restore", "read_main_state",
+__all__ = ["checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "write_pe", "commit", "restore", "read_main_state",
            "verify", "FORMAT"]
 
 FORMAT = "shoal.checkpoint/1"
@@ -80,6 +80,37 @@ def checkpoint_sync(path: str | os.PathLike[str], state: Any = None) -> dict:
     parts: Future = Future()
     rt.system.ckpt_write(folder, parts)
     return commit(rt, folder, final, parts.get(), state)
+
+
+def checkpoint_point(state: Any = None) -> Coroutine[Any, Any, bool]:
+    """``await shoal.checkpoint_point(state=obj)`` at a safe point of an async main's time
+    loop: writes a checkpoint to ``SHOAL_CHECKPOINT_DIR`` when ``SHOAL_CHECKPOINT_EVERY``
+    seconds passed since the last one (``shoal run --checkpoint-every``); True if it did."""
+    rt = _main_runtime("shoal.checkpoint_point()")
+
+    async def run() -> bool:
+        if not _due(rt):
+            return False
+        await checkpoint(rt.settings.checkpoint_dir, state)
+        rt.last_checkpoint = time.monotonic()
+        return True
+
+    return run()
+
+
+def checkpoint_point_sync(state: Any = None) -> bool:
+    """:func:`checkpoint_point` for a synchronous main."""
+    rt = _main_runtime("shoal.checkpoint_point_sync()")
+    if not _due(rt):
+        return False
+    checkpoint_sync(rt.settings.checkpoint_dir, state)
+    rt.last_checkpoint = time.monotonic()
+    return True
+
+
+def _due(rt: "Runtime") -> bool:
+    every = rt.settings.checkpoint_every
+    return every > 0 and time.monotonic() - rt.last_checkpoint >= every
 
 
 def restarted() -> Any:

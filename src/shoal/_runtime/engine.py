@@ -240,6 +240,7 @@ class Engine:
         rt0 = self.runtimes[0]
         if self.settings.restart:
             self._restart(self.settings.restart)
+        rt0.last_checkpoint = time.monotonic()  # checkpoint_point() counts from main's start
         if len(self.runtimes) == 1:
             stopped = lambda: rt0.stopped  # noqa: E731
         else:

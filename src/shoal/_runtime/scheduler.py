@@ -9,6 +9,7 @@ ready coroutines and due timers. What a message does when it arrives is in
 from __future__ import annotations
 
 import heapq
+import time
 import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
@@ -96,6 +97,7 @@ class Runtime(Receiving, Sending):
         self.busy_time = 0.0  # seconds in (outermost) entry methods the Python paths ran
         self.restart_state: Any = None  # PE 0: main's state in the checkpoint this run restarted from
         self.restore_seconds = 0.0  # how long rebuilding this PE's elements from it took
+        self.last_checkpoint = time.monotonic()  # when main's last checkpoint_point() wrote one
         self.detector = Detector()
         self.reductions = ReductionManager(self)
         self.lifecycle = Lifecycle(self)
