@@ -8,6 +8,7 @@ What the generic command (:mod:`shoal.bench.apps.cli`) asks of an app: ``TARGETS
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -65,6 +66,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="shoal: every K steps the tiles call at_sync() so the runtime can balance (0: never)")
     g.add_argument("--lb", default=Config.lb, metavar="STRATEGY",
                    help=f"shoal: balancing strategy, with --lb-period ({Config.lb})")
+    g.add_argument("--checkpoint-every", type=float, default=0.0, metavar="SECONDS",
+                   help="shoal: checkpoint to ./pic.ckpt this often, between chunks of 100 steps (0: never)")
 
 
 def _patch(text: str | None) -> tuple[int, int, int, int] | None:
@@ -86,6 +89,11 @@ def configure(ns: argparse.Namespace) -> Config:
         raise ValueError(f"-n {ns.pes}: need at least 1 PE")
     if ns.odf < 1:
         raise ValueError(f"--odf {ns.odf}: need at least 1 tile per PE")
+    if ns.checkpoint_every < 0:
+        raise ValueError(f"--checkpoint-every {ns.checkpoint_every}: give 0 (none) or a number of seconds")
+    if ns.checkpoint_every:  # the runtime's setting, for every PE of the job this command starts
+        os.environ["SHOAL_CHECKPOINT_EVERY"] = repr(ns.checkpoint_every)
+        os.environ["SHOAL_CHECKPOINT_DIR"] = os.path.abspath("pic.ckpt")
     if ns.lb_period < 0:
         raise ValueError(f"--lb-period {ns.lb_period}: give 0 (no balancing) or a positive number of steps")
     cfg = Config(problem, ns.target, ns.pes, ns.json, ns.mpiexec, ns.transport, ns.odf, ns.lb_period, ns.lb)

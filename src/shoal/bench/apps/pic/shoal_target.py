@@ -38,6 +38,9 @@ from .physics import Problem, Verification, column_prefix, init_particles, verif
 
 __all__ = ["Tile", "TilePlacement", "program", "run"]
 
+#: steps main runs at a time; between chunks it may checkpoint (SHOAL_CHECKPOINT_EVERY)
+_CHUNK = 100
+
 
 @dataclass(frozen=True)
 class TilePlacement:
@@ -82,7 +85,8 @@ class Tile(shoal.Chare):
         """Run steps ``first .. last-1``; contribute to ``done`` when they are over."""
         self.t, self.last, self.done = first, last, done
         self.pe = shoal.my_pe()
-        self.compute = {}
+        if first <= 1:  # the timed steps begin: forget the warm-up's compute time
+            self.compute = {}
         self._advance()
 
     def take(self, step: int, block: np.ndarray) -> None:
@@ -161,9 +165,12 @@ def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
         tiles.start(0, 1, warm)  # step 0: the PRK's untimed warm-up (and the kernel's compilation)
         warm.get()
         started = time.perf_counter()
-        done = shoal.Future()
-        tiles.start(1, p.moves, done)
-        done.get()
+        checkpoints = 0
+        for first in range(1, p.moves, _CHUNK):  # chunks: between them main may checkpoint
+            done = shoal.Future()
+            tiles.start(first, min(first + _CHUNK, p.moves), done)
+            done.get()
+            checkpoints += shoal.checkpoint_point_sync(state={"tiles": tiles, "step": first + _CHUNK - 1})
         elapsed = time.perf_counter() - started
         rows = tiles.report(ret=True).get()
         total = Verification(0, 0, 0, 0)
@@ -182,7 +189,7 @@ def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
             f"{grid.nx} x {grid.ny} tiles, {ax} x {ay} per PE on a {px} x {py} PE grid (odf {c.odf})",
             extra={"tiles": grid.blocks, "tiles_per_pe": per_pe, "lb": c.lb if wanted else None,
                    "balanced": bool(wanted and syncs),
-                   "syncs": syncs, "transport": c.transport},
+                   "syncs": syncs, "transport": c.transport, "checkpoints": checkpoints},
             lines=lines,
         )
         report.emit(c.json)
