@@ -31,6 +31,7 @@ _PROG = "shoal bench app"
 #: app -> (its module, one-line help)
 APPS: dict[str, tuple[str, str]] = {
     "pic": ("shoal.bench.apps.pic", "particle-in-cell (the Parallel Research Kernels' PIC)"),
+    "jacobi2d": ("shoal.bench.apps.jacobi2d", "2-D Jacobi 5-point stencil with halo exchange"),
 }
 
 
