@@ -438,3 +438,33 @@ def test_butterfly_allreduce_gives_every_pe_the_same_bits(pes):
     assert abs(first[0] - sum(0.1 * (i + 1) ** 3 for i in range(pes))) < 1e-9
     assert np.array_equal(first[1], np.full(3, max(0.1 * (i + 1) ** 3 + 1e-17 * i for i in range(pes))))
     assert first[2] == math.factorial(pes) and first[3] is None and first[4] == (pes == 1)
+
+
+class Noisy(shoal.Chare):
+    """Contributes floats of wildly different magnitudes: a plain sum depends on the order."""
+
+    def value(self):
+        i = self.index[0]
+        return (1e16 if i % 3 == 0 else 1.0) * (-1) ** i / (i + 1)
+
+    def give(self, fut):
+        self.contribute(self.value(), shoal.reducers.exact_sum, fut)
+
+    async def everywhere(self):
+        return await self.allreduce(np.full(3, self.value()), shoal.reducers.exact_sum)
+
+
+def test_exact_sum_is_the_same_on_any_pe_count_and_equals_fsum():
+    import math
+
+    def main():
+        a = shoal.Array(Noisy, 23)
+        f = shoal.Future()
+        a.give(f)
+        return f.get(), a.everywhere(ret=True).get()
+
+    want = math.fsum((1e16 if i % 3 == 0 else 1.0) * (-1) ** i / (i + 1) for i in range(23))
+    for pes in (1, 2, 3):
+        total, everywhere = job(pes)(main)
+        assert total == want, pes
+        assert all(np.array_equal(v, np.full(3, want)) for v in everywhere), pes

@@ -21,12 +21,14 @@ __all__ = ["Reducer", "reducers", "as_reducer", "BUILTINS", "BUILTIN_IDS", "BUIL
 class Reducer:
     """Combines a list of values into one; ``lift``/``finish`` wrap values for ``gather``."""
 
-    __slots__ = ("name", "combine", "ordered")
+    __slots__ = ("name", "combine", "ordered", "finish")
 
-    def __init__(self, name: str, combine: Callable[[list], Any], ordered: bool = False):
+    def __init__(self, name: str, combine: Callable[[list], Any], ordered: bool = False,
+                 finish: Callable[[Any], Any] | None = None):
         self.name = name
         self.combine = combine
         self.ordered = ordered  # values are (index, value) pairs, finished by sorting
+        self.finish = finish  # applied once to the combined value before it is delivered
 
     def __reduce__(self) -> Any:
         return self.name if self.name in BUILTIN_NAMES else (Reducer, (self.name, self.combine, self.ordered))
@@ -68,6 +70,65 @@ def _concat(values: list) -> list:
     return out
 
 
+class _Exact:
+    """An exact sum of floats: an integer count of 2**-1074 (the smallest step between
+    doubles), so adding is exact, in any order; non-finite values are summed as floats."""
+
+    __slots__ = ("total", "special")
+
+    def __init__(self, total: Any, special: Any = None):
+        self.total = total  # int, or an object array of ints for NumPy contributions
+        self.special = special  # float sum of the non-finite values, if any (per element for arrays)
+
+    def __reduce__(self) -> tuple:
+        return _Exact, (self.total, self.special)
+
+
+_SCALE = 1 << 1074
+
+
+def _exact(value: Any) -> _Exact:
+    if isinstance(value, _Exact):
+        return value
+    if isinstance(value, np.ndarray):
+        flat = value.astype(np.float64, copy=False).ravel()
+        finite = np.isfinite(flat)
+        total = np.array([_scaled(x) if ok else 0 for x, ok in zip(flat.tolist(), finite.tolist())], dtype=object)
+        special = None if finite.all() else np.where(finite, 0.0, flat).reshape(value.shape)
+        return _Exact(total.reshape(value.shape), special)
+    x = float(value)
+    return _Exact(_scaled(x), None) if np.isfinite(x) else _Exact(0, x)
+
+
+def _scaled(x: float) -> int:
+    n, d = x.as_integer_ratio()
+    return n * (_SCALE // d)
+
+
+def _exact_combine(values: list) -> _Exact:
+    parts = [_exact(v) for v in values]
+    total = parts[0].total
+    for p in parts[1:]:
+        total = total + p.total
+    specials = [p.special for p in parts if p.special is not None]
+    special = None
+    if specials:
+        special = specials[0]
+        for s in specials[1:]:
+            special = special + s
+    return _Exact(total, special)
+
+
+def _exact_finish(value: Any) -> Any:
+    e = _exact(value)
+    if isinstance(e.total, np.ndarray):  # each element rounded once, correctly (int / int)
+        out = np.array([t / _SCALE for t in e.total.ravel().tolist()], dtype=np.float64).reshape(e.total.shape)
+        if e.special is not None:
+            out = np.where(np.isfinite(e.special) & (e.special == 0.0), out, e.special)
+        return out
+    return float(e.special) if e.special is not None else e.total / _SCALE
+
+
 class _Reducers:
     """The built-in reducers: ``shoal.reducers.sum`` and friends."""
 
@@ -79,6 +140,9 @@ class _Reducers:
     logical_or = Reducer("logical_or", _fold(np.logical_or, lambda a, b: bool(a) or bool(b)))
     gather = Reducer("gather", _concat, ordered=True)
     nop = Reducer("nop", lambda values: None)
+    #: a floating-point sum whose result does not depend on the PE count, the tree or the
+    #: order contributions arrive in: exact, rounded once (floats and float arrays)
+    exact_sum = Reducer("exact_sum", _exact_combine, finish=_exact_finish)
 
 
 reducers = _Reducers()

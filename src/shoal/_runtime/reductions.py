@@ -59,7 +59,7 @@ class _Partial:
         self.section = section
 
 
-_EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logical_or", "nop"})
+_EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum"})
 _SEND, _SENDRECV, _RECV = 1, 2, 0  # what an exchange step does
 _LAST = 0xFFFF  # the round that hands the result to a PE outside the power of two
 _MISSING = object()
@@ -258,6 +258,8 @@ class ReductionManager:
             value = [v for _, v in pairs]
             if any(isinstance(v, Failure) for v in value):
                 return  # the failing element already sent its error to the target
+        if p.reducer.finish is not None:
+            value = p.reducer.finish(value)
         self.deliver(key, value, p.target, section)
 
     def deliver(self, key: tuple, value: Any, target: Any, section: Any) -> None:
@@ -335,7 +337,7 @@ class ReductionManager:
             ex.stage += 1
             ex.sent = False
         del self.exchanges[key]
-        self._wake(key, ex.value)
+        self._wake(key, ex.reducer.finish(ex.value) if ex.reducer.finish is not None else ex.value)
 
     def _name(self, domain: tuple) -> str:
         info = self.rt.infos.get(domain[0])
