@@ -131,6 +131,7 @@ def test_without_a_strategy_at_sync_resumes_at_once():
         ("bad_pe", {}, "PE 7 does not exist; this job has PEs 0..1"),
         ("unpicklable", {}, "element 0 of Stuck cannot move from PE 0 to PE 1: its state cannot be pickled"),
         ("unknown_lb", {"SHOAL_LB": "nosuch"}, "unknown load-balancing strategy 'nosuch'; known strategies:"),
+        ("unknown_lb", {"SHOAL_LB": "broken"}, "it must return one PE per element"),
     ],
 )
 @pytest.mark.parametrize("transport", [pytest.param("mpi", marks=pytest.mark.mpi), "inproc"])

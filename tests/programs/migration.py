@@ -145,6 +145,14 @@ def seen_comm(loads, comm, placement, num_pes, pe_speeds, *, seed=0):
 shoal.register_strategy("seen_comm", seen_comm)
 
 
+def broken(loads, comm, placement, num_pes, pe_speeds, *, seed=0):
+    """A user's strategy with a bug: one PE for the whole collection, not one per element."""
+    return placement[:1]
+
+
+shoal.register_strategy("broken", broken)
+
+
 class Gather(shoal.Chare):
     """Receives one array from each of two senders per round through a ReceiveSet, and
     moves between rounds."""

@@ -95,7 +95,6 @@ class Balancer:
         self.rt = rt
         self.rounds: dict[int, _Round] = {}
         self.holding: set[int] = set()  # Arrays whose broadcasts this PE (their root) holds
-        self.history: list[dict] = []  # finished rounds coordinated here: what moved, how fast
         self.started = perf_counter()
         rt.migration.on_arrival = self._arrived
 
@@ -294,12 +293,8 @@ class Balancer:
 
     def _finish(self, cs: "CollectionState", st: _Round) -> None:
         rt = self.rt
-        end = perf_counter()
-        elapsed = end - st.started
         if rt.tracer is not None:
-            rt.tracer.balance(st.started, end, cs.info.cls.__qualname__, st.moves, rt.settings.lb or "migrate()")
-        self.history.append({"collection": cs.info.cls.__qualname__, "round": st.number, "moves": st.moves,
-                             "seconds": elapsed, "strategy": rt.settings.lb})
+            rt.tracer.balance(st.started, perf_counter(), cs.info.cls.__qualname__, st.moves, rt.settings.lb or "migrate()")
         if st.resume:
             rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), None)
         st.busy = False

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any, Coroutine
 import xxhash
 
 from ..errors import CheckpointError
-from . import channels, receive_sets, tree
+from . import channels, tree
 from .collections import CollectionInfo, CollectionState
 from .context import current
 from .futures import Future
-from .message import decode, encode
-from .migration import pack, unpack
+from .message import encode
+from .migration import pack, rebuild
 
 if TYPE_CHECKING:
     from .scheduler import Runtime
@@ -389,19 +389,13 @@ def _restore_element(rt: "Runtime", cs: CollectionState, path: str, record: tupl
         at += n
     if check.value != expected:
         raise CheckpointError(f"{where}: checksum mismatch in element {index} of {cs.info.cls.__qualname__}")
-    receive_sets.RESTORED.clear()
     try:
-        state, moves = decode([bytes(segments[0]), *segments[1:]])
-        el = unpack(rt, cs, index, state)
+        el = rebuild(rt, cs, index, [bytes(segments[0]), *segments[1:]])
     except CheckpointError:
         raise
     except Exception as exc:
         raise CheckpointError(f"{where}: element {index} of {cs.info.cls.__qualname__} cannot be restored with "
                               f"the class as it is now ({type(exc).__name__}: {exc})") from None
-    for s in receive_sets.RESTORED:
-        s.bind(el)
-    receive_sets.RESTORED.clear()
-    el._shoal_moves = moves
     cs.elements[index] = el
 
 

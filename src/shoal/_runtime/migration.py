@@ -139,13 +139,8 @@ class Migration:
         # the element's arrays are its own and writable: buffers that came in a read-only
         # frame are copied (small ones; large ones came by rendezvous into fresh memory)
         segments = [segments[0], *[bytearray(b) if memoryview(b).readonly else b for b in segments[1:]]]
-        receive_sets.RESTORED.clear()
-        state, moves = decode(segments)
-        el = unpack(rt, cs, index, state)
-        for s in receive_sets.RESTORED:
-            s.bind(el)
-        receive_sets.RESTORED.clear()
-        el._shoal_moves = moves
+        el = rebuild(rt, cs, index, segments)
+        moves = el._shoal_moves
         el._shoal_away = info.home(index, rt.npes) != rt.pe
         old = rt.locations.locate(info, index)
         cs.elements[index] = el
@@ -206,6 +201,22 @@ class Migration:
         dest = self.waiting_departures.pop((coll, index), None) if el._shoal_held is None else None
         if dest is not None:
             self.depart(rt.colls[coll], index, dest)
+
+
+def rebuild(rt: "Runtime", cs: "CollectionState", index: tuple, segments: list) -> Chare:
+    """The element that :func:`pack` and its move count were encoded into ``segments``
+    (a migration's payload, or a checkpoint's record), made on this PE with its channels
+    and receive sets bound to it."""
+    receive_sets.RESTORED.clear()
+    try:
+        state, moves = decode(segments)
+        el = unpack(rt, cs, index, state)
+        for s in receive_sets.RESTORED:
+            s.bind(el)
+    finally:
+        receive_sets.RESTORED.clear()
+    el._shoal_moves = moves
+    return el
 
 
 def pack(el: Chare) -> tuple:
