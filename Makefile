@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test typecheck clean
+.PHONY: demo test typecheck docs clean
 
 # pip builds the compiled per-message path (setup.py) into the package: a changed C file
 # reinstalls, so the extension in use is always the one the sources describe.
@@ -13,7 +13,7 @@ NATIVE := $(wildcard src/shoal/_native/*.c src/shoal/_native/*.h)
 $(STAMP): pyproject.toml setup.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[mpich,test,bench,charm4py,dask,ray,numba]'
+	$(PY) -m pip install --quiet -e '.[mpich,test,docs,bench,charm4py,dask,ray,numba]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## a representative job: 4 PEs, arrays, broadcasts, reductions, channels
@@ -25,6 +25,10 @@ test: $(STAMP)  ## every test: unit (in-process) and integration (real mpiexec, 
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
+
+docs: $(STAMP)  ## the documentation site, API reference from the docstrings: docs/_build/html (warnings are errors)
+	$(PY) -m sphinx -W --keep-going -n -q -b html -d docs/_build/doctrees docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache build src/shoal/_shoal_native.*.so src/shoal/_native_build.py

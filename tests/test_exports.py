@@ -13,9 +13,9 @@ import shoal.stencil
 PUBLIC = {
     "start", "run", "attach", "detach", "my_pe", "num_pes",
     "Chare", "Group", "Array", "Future", "gather", "Channel", "ReceiveSet", "reducers", "Reducer",
-    "quiescence", "mpi_comm", "pool", "Executor", "BrokenPool",
+    "quiescence", "call_later", "mpi_comm", "pool", "Executor", "BrokenPool",
     "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",
-    "ChannelError", "MigrationError", "CheckpointError", "register_strategy",
+    "ChannelError", "MigrationError", "CheckpointError", "register_strategy", "threaded", "when", "wait_until",
     "checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "__version__",
 }
 #: public on purpose though not in __all__ (see shoal/__init__.py)

@@ -19,13 +19,15 @@ from ._runtime.chare import Chare
 from ._runtime.collections import Array, Group
 from ._runtime.context import my_pe, num_pes
 from ._runtime.engine import exit as exit  # qualified only (see below)
-from ._runtime.engine import mpi_comm, quiescence, run, start
+from ._runtime.engine import call_later, mpi_comm, quiescence, run, start
 from ._runtime.futures import Future, gather
 from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
 from ._runtime.receive_sets import ReceiveSet
 from ._runtime.reducers import Reducer, reducers
 from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
 from ._runtime.strategies import register_strategy
+from ._runtime.threads import threaded
+from ._runtime.conditions import when, wait_until
 
 __version__ = "0.1.0"
 
@@ -50,6 +52,7 @@ __all__ = [
     "reducers",
     "Reducer",
     "quiescence",
+    "call_later",
     "mpi_comm",
     "pool",
     "Executor",
@@ -64,6 +67,9 @@ __all__ = [
     "MigrationError",
     "CheckpointError",
     "register_strategy",
+    "threaded",
+    "when",
+    "wait_until",
     "checkpoint",
     "checkpoint_sync",
     "checkpoint_point",

@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="PATH", default=None,
                      help="write the job's timeline to PATH (Chrome trace JSON for Perfetto; sets SHOAL_TRACE)")
     run.add_argument("--lb", metavar="NAME", default=None, help="load-balancing strategy (sets SHOAL_LB)")
+    run.add_argument("--compat", metavar="LAYER", choices=("charm4py",), default=None,
+                     help="run a program written for another system unchanged: charm4py (sets SHOAL_COMPAT)")
     run.add_argument("--lb-period", metavar="N", type=int, default=None,
                      help="balance at every N-th at_sync call; 0: only when asked (sets SHOAL_LB_PERIOD)")
     run.add_argument("--restart", metavar="PATH", default=None,
@@ -91,6 +93,15 @@ def run_program(path: str, args: Sequence[str]) -> int:
         return 2
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    layer = os.environ.get("SHOAL_COMPAT")
+    if layer:  # `--compat charm4py`: the program imports shoal's layer under that name
+        from .compat import install
+
+        try:
+            install(layer)
+        except ValueError as exc:
+            print(f"shoal: {exc}", file=sys.stderr)
+            return 2
     from ._runtime.engine import under_mpi_launcher
 
     mpi = under_mpi_launcher()
@@ -144,6 +155,8 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
         env["SHOAL_TRACE"] = os.path.abspath(ns.trace) if ns.trace else ""  # the PEs' folder may differ
     if ns.lb is not None:
         env["SHOAL_LB"] = ns.lb
+    if ns.compat is not None:
+        env["SHOAL_COMPAT"] = ns.compat
     if ns.lb_period is not None:
         env["SHOAL_LB_PERIOD"] = str(ns.lb_period)
     if ns.restart is not None:
@@ -362,8 +375,11 @@ def _main(argv: list[str]) -> int:
         from .bench.cli import main as bench_main
 
         return bench_main(argv[1:])
-    if len(argv) >= 3 and argv[0] == "--restart":  # `python -m shoal --restart PATH prog.py args…`
-        os.environ["SHOAL_RESTART"] = os.path.abspath(argv[1])
+    while len(argv) >= 3 and argv[0] in ("--restart", "--compat"):  # `python -m shoal --restart PATH prog.py`
+        if argv[0] == "--restart":
+            os.environ["SHOAL_RESTART"] = os.path.abspath(argv[1])
+        else:
+            os.environ["SHOAL_COMPAT"] = argv[1]
         argv = argv[2:]
     if argv and argv[0] not in _COMMANDS and not argv[0].startswith("-"):
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`

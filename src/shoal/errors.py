@@ -23,19 +23,35 @@ class ShoalError(Exception):
 
 
 class NotRunningError(ShoalError):
-    """A runtime accessor was called outside a running shoal program."""
+    """A runtime accessor was called outside a running shoal program.
+
+    Call it from the main function given to ``shoal.start()``/``shoal.run()``, from a
+    chare, or, in a script or a notebook, after ``shoal.attach()``.
+    """
 
 
 class BlockingCallError(ShoalError):
-    """A blocking wait was attempted inside an entry method."""
+    """A blocking wait was attempted inside an entry method or async code.
+
+    ``Future.get()``, ``shoal.pool.map()`` and the waits of ``shoal.Executor`` futures
+    would stop the PE there. Make the method ``async def`` and ``await`` (``await fut``,
+    ``await shoal.pool.map_async(...)``), or decorate a plain entry method with
+    ``shoal.threaded``.
+    """
 
 
 class DeadlockError(ShoalError):
-    """The program is quiescent while something still waits on a future."""
+    """The program is quiescent while something still waits on a future.
+
+    Raised in the main program after ``SHOAL_DEADLOCK_TIMEOUT`` seconds of waiting, when
+    no message is in flight on any PE and nothing can run; its text lists what waits
+    on what.
+    """
 
 
 class RemoteError(ShoalError):
-    """An exception raised on another PE that could not be sent back as itself."""
+    """An exception raised on another PE that could not be sent back as itself (it does
+    not pickle); its text is the original's type and message."""
 
 
 class ReductionError(ShoalError):

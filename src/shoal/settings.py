@@ -119,6 +119,7 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
 
 _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, not settings
     "SHOAL_MPIEXEC", "SHOAL_CACHE_DIR", "SHOAL_CACHE_MAX_MB", "SHOAL_JOB_DIR", "SHOAL_LAUNCHER",
+    "SHOAL_COMPAT",  # read by `python -m shoal` before the program starts (shoal.compat)
 }
 
 

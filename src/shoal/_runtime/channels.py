@@ -78,12 +78,26 @@ def _order(chare: "Chare", peer: tuple, remote: "ElementProxy") -> int:
 class Channel:
     """An ordered stream from ``chare`` to ``remote`` (and its mirror at the other end).
 
-    Channels between one pair of chares pair up by ``port`` (an int or str, the same at
-    both ends) when one is given, else by the order the two ends open them.
+    ``shoal.Channel(self, remote=peer_proxy, port=None)``, made inside an element (in its
+    constructor or an entry method); the peer makes the mirror end towards it.
 
-    ``send(*values)`` sends ``values`` to the other end, whose ``recv`` returns them in
-    order. It is an attribute, not a method: the runtime's compiled send when there is
-    one (it falls back to :meth:`_send`), else :meth:`_send` itself.
+    * ``chare``: the element that owns this end, ``self``.
+    * ``remote``: the other end's element proxy (``self.collection[i + 1]``).
+    * ``port`` (default None): an int or a str, the same at both ends, that tells apart
+      several channels between one pair of elements. Without one, channels between a
+      pair pair up by the order the two ends open them (the k-th towards a peer with
+      the peer's k-th towards this one); shoal warns when a second portless channel to
+      the same peer is opened from another line of code.
+
+    ``send(*values)`` sends ``values`` to the other end and returns at once, never
+    waiting for the receiver; the buffers may be reused when it returns (it sends by
+    value). One value arrives as itself, several as a tuple, in send order. ``send`` is
+    an attribute, not a method: the runtime's compiled send where there is one.
+
+    ``recv(into=None)`` returns a future of the next message (``await ch.recv()``); one
+    receive may be pending per channel at a time. Messages that arrive before the
+    receiving end opened its channel are kept for it. A channel travels with its
+    element when the element migrates; it cannot be sent in a message.
     """
 
     __slots__ = (
@@ -141,7 +155,17 @@ class Channel:
         self.sent = (self.sent + 1) & SEQ_MASK
 
     def recv(self, into: np.ndarray | None = None) -> Future:
-        """A future of the next message; with ``into=array`` the array is filled and returned."""
+        """A future of the next message, in send order.
+
+        With ``into=array`` (default None) the next message, which must be one NumPy
+        array of the same shape and dtype, is written into ``array`` and the future's
+        value is ``array`` itself. ``array`` must be a writable, C-contiguous NumPy array
+        (else :class:`~shoal.ChannelError`, raised here); a message that does not match
+        it fails the future with a :class:`~shoal.ChannelError`. A large message
+        (rendezvous) whose receive is already posted lands in ``array`` directly, with no
+        copy in shoal; otherwise it is copied in. A second ``recv`` while one is pending
+        raises :class:`~shoal.ChannelError`.
+        """
         if self.waiting is not None:
             raise ChannelError(f"channel {self!r} already has a receive pending; await it first")
         if into is not None and into is not self.checked:
@@ -168,6 +192,7 @@ class Channel:
         return None
 
     def arrive(self, kind: int, segments: list) -> None:
+        """The next message of this channel arrived: complete the pending receive, or keep it."""
         self.arrived = (self.arrived + 1) & SEQ_MASK
         if self.waiting is None:
             self.inbox.append((kind, segments))

@@ -25,6 +25,9 @@ class EntryTable:
 
     def __init__(self, cls: type):
         reserved = set(dir(Chare))
+        for base in cls.__mro__:  # a framework's Chare subclass (the Charm4py layer) adds its own,
+            if base.__dict__.get("_shoal_framework"):  # but for the entry methods it marks
+                reserved.update(n for n, v in vars(base).items() if not getattr(v, "_shoal_entry", False))
         names = sorted(
             n
             for n in dir(cls)
@@ -117,6 +120,7 @@ class Chare:
     _shoal_away = False  # not on its home PE: contributions go there (reductions.py)
     _shoal_syncs = 0  # at_sync() calls
     _shoal_synced = False  # waiting in at_sync() for the round
+    _shoal_pending: list | None = None  # calls and waits held until a condition holds (conditions.py)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -127,13 +131,23 @@ class Chare:
     ) -> None:
         """Add this element's ``value`` to the collection's (or ``section``'s) next reduction.
 
-        ``target`` receives the combined value: a :class:`shoal.Future` or an entry
-        method of a proxy (``proxy.method`` or ``proxy[i].method``).
+        ``reducer`` is a built-in of :data:`shoal.reducers` or a module-level function
+        ``f(list_of_values) -> value``. ``target`` receives the combined value: a
+        :class:`shoal.Future` or an entry method of a proxy (``proxy.method`` for a
+        broadcast, ``proxy[i].method`` for one element, ``proxy.method.bind(x)`` to call
+        it as ``method(x, result)``). Every element must make the same sequence of
+        contributions, with the same reducer and target.
         """
         current("Chare.contribute()").reductions.contribute(self, value, reducer, target, section)
 
     def allreduce(self, value: Any, reducer: Any = None, section: "SectionProxy | None" = None) -> "Future":
-        """Contribute ``value`` and return a future of the combined result, on every contributor."""
+        """Contribute ``value`` and return a future of the combined result, on every contributor.
+
+        ``reducer`` (default None: ``shoal.reducers.sum``) is a built-in of
+        :data:`shoal.reducers` or a function ``f(list_of_values) -> value``; with
+        ``section``, the reduction runs over that section's members only. It counts as one
+        of the element's contributions, in order with :meth:`contribute`.
+        """
         return current("Chare.allreduce()").reductions.allreduce(self, value, reducer, section)
 
     def at_sync(self) -> None:

@@ -146,7 +146,12 @@ class CollectionState:
 
 
 def Group(cls: type, args: Sequence[Any] = ()) -> "CollectionProxy":
-    """Create one element of ``cls`` on every PE; returns the collection proxy at once."""
+    """Create one element of ``cls`` (a :class:`~shoal.Chare` subclass) on every PE;
+    returns the collection proxy at once.
+
+    Each element is made with ``cls(*args)`` (default: no arguments); its ``index`` is
+    its PE number, so ``group[pe]`` is the element on PE ``pe``.
+    """
     return current("shoal.Group()").lifecycle.create(cls, "group", None, 1, None, tuple(args))
 
 
@@ -159,9 +164,17 @@ def Array(
 ) -> "CollectionProxy":
     """Create an N-d array of ``cls`` elements; returns the collection proxy at once.
 
-    ``Array(C, (4, 8))`` is dense, spread over PEs by ``placement(index, num_pes) -> pe``
-    (contiguous blocks by default). ``Array(C, ndims=2)`` is sparse: fill it with
-    ``insert(index, args)`` and then call ``done_inserting()``.
+    * ``cls``: a :class:`~shoal.Chare` subclass; each element is made with
+      ``cls(*args)``.
+    * ``dims``: an int (a 1-d array of that many elements) or a tuple of 1 to 8 sizes.
+      ``Array(C, (4, 8))`` is dense; element indices are tuples (``arr[2, 5]``,
+      ``self.index == (2, 5)``).
+    * ``args`` (default ``()``): the constructor's arguments, the same for every element.
+    * ``placement`` (default None: contiguous blocks of the row-major order per PE): a
+      function ``placement(index, num_pes) -> pe`` that picks each element's PE.
+    * ``ndims``: without ``dims``, a sparse array of that many dimensions:
+      ``Array(C, ndims=2)``, then ``insert(index, args)`` for each element and
+      ``done_inserting()``.
     """
     rt = current("shoal.Array()")
     if dims is None:

@@ -23,7 +23,7 @@ from .._transport import open_transports
 from .futures import Future, Task
 from .scheduler import Runtime
 
-__all__ = ["Engine", "run", "start", "exit", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size"]
+__all__ = ["Engine", "run", "start", "exit", "call_later", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size"]
 
 _LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -44,11 +44,15 @@ def launcher_size() -> int | None:
     return None
 
 
+_RETURNED = 'main returned, and this job (until="exit") ends only when a PE calls exit()'
+
+
 class _Watch:
     """Deadlock watchdog: after a long idle wait, ask for quiescence; report if found."""
 
-    def __init__(self, engine: "Engine", rt: Runtime, waiting: Callable[[], Future | None]):
+    def __init__(self, engine: "Engine", rt: Runtime, waiting: Callable[[], Future | None], what: str = ""):
         self.engine = engine
+        self.what = what  # the report's first line (default: what main waits on)
         self.rt = rt
         self.waiting = waiting
         self.checking = False
@@ -78,7 +82,7 @@ class _Watch:
         report.add_done_callback(lambda r: self._set_report(fut, r.result()))
 
     def _set_report(self, fut: Future, lines: list[str]) -> None:
-        self.report = [f"the main program waits on {fut!r}", *lines]
+        self.report = [self.what or f"the main program waits on {fut!r}", *lines]
         self.checking = False
 
     def error(self) -> DeadlockError:
@@ -121,6 +125,7 @@ class Engine:
         self.clock, self.sleep = clock, sleep
         self.runtimes = [Runtime(self, t, settings) for t in transports]
         self.idle_since: float | None = None
+        self.until_exit = False  # run_main(until="exit"): main returning does not end the job
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         local = transports[0].local_size
         self.yield_when_idle = settings.idle_yield == 1 or (settings.idle_yield == -1 and local > cores)
@@ -235,8 +240,13 @@ class Engine:
             t.close()
 
     # -- the job -----------------------------------------------------------------
-    def run_main(self, main: Callable[..., Any], args: list) -> int:
-        """Run ``main(args)`` on PE 0, serve messages everywhere, return the exit code."""
+    def run_main(self, main: Callable[..., Any], args: list, until: str = "return") -> int:
+        """Run ``main(args)`` on PE 0, serve messages everywhere, return the exit code.
+        The job ends when main returns, or with ``until="exit"`` when a PE calls
+        :func:`exit` (a job with nothing left to do then ends with a deadlock report)."""
+        if until not in ("return", "exit"):
+            raise ValueError(f"until={until!r}: the job ends when main returns (\"return\") or at shoal.exit() (\"exit\")")
+        self.until_exit = until == "exit"
         rt0 = self.runtimes[0]
         if self.settings.restart:
             self._restart(self.settings.restart)
@@ -289,15 +299,33 @@ class Engine:
         except BaseException as exc:  # noqa: BLE001
             self.fatal(rt0, exc, f"the main program ({getattr(main, '__qualname__', main)})")
         else:
-            rt0.request_exit(0)
+            self._returned(rt0, stopped)
         self._serve(stopped)
+
+    def _returned(self, rt0: Runtime, stopped: Callable[[], bool]) -> None:
+        """Main returned: end the job, or serve until some PE calls :func:`exit`."""
+        if not self.until_exit:
+            rt0.request_exit(0)
+            return
+        never = Future.local(rt0, "shoal.exit()")
+        watch = _Watch(self, rt0, lambda: never, _RETURNED)
+        try:
+            self.run_until(lambda: stopped() or watch.report is not None, watch)
+        except BaseException as exc:  # noqa: BLE001
+            self.fatal(rt0, exc, "the shoal runtime")
+        if watch.report is not None:
+            self.fatal(rt0, watch.error(), "the job")
 
     def _run_async_main(self, rt0: Runtime, main: Callable[..., Any], args: list, stopped: Callable[[], bool]) -> None:
         where = f"the main program ({main.__qualname__})"
 
+        returned = Future.local(rt0, "shoal.exit()")  # what is awaited once main has returned
+
         def finished(value: Any, exc: BaseException | None) -> None:
             if exc is None:
-                rt0.request_exit(0)
+                if not self.until_exit:
+                    rt0.request_exit(0)
+                watch.what = _RETURNED
             elif isinstance(exc, SystemExit):
                 rt0.request_exit(exit_code(exc))
             else:
@@ -305,7 +333,7 @@ class Engine:
 
         task = Task(rt0, main(args), finished, where)
         rt0.ready.append(task.step)
-        watch = _Watch(self, rt0, lambda: task.waiting)
+        watch = _Watch(self, rt0, lambda: task.waiting or (returned if watch.what else None))
         while not stopped():
             try:
                 self.run_until(lambda: stopped() or watch.report is not None, watch)
@@ -313,6 +341,8 @@ class Engine:
                 self.fatal(rt0, exc, "the shoal runtime")
             if watch.report is not None:
                 error, watch.report = watch.error(), None
+                if watch.what:  # main returned; nothing will ever call exit()
+                    self.fatal(rt0, error, "the job")
                 previous = set_current(rt0)
                 try:
                     task.throw(error)
@@ -339,11 +369,14 @@ class MPIEngine(Engine):
         raise SystemExit(1)  # pragma: no cover - abort does not return
 
 
-def run(main: Callable[..., Any], args: list | None = None, settings: Settings | None = None, **options: Any) -> int:
+def run(
+    main: Callable[..., Any], args: list | None = None, settings: Settings | None = None,
+    until: str = "return", **options: Any,
+) -> int:
     """Run a shoal program in this process and return its exit code.
 
     ``options`` override settings (``transport="inproc", pes=3``); this is what
-    :func:`start` and the tests use.
+    :func:`start` and the tests use. ``until`` as for :func:`start`.
     """
     if context._current is not None:
         raise ShoalError(
@@ -351,7 +384,7 @@ def run(main: Callable[..., Any], args: list | None = None, settings: Settings |
             "a process runs one job: call shoal.start(main) once, at the top level of the program"
         )
     engine = open_engine(settings or load_settings(**options))
-    code = engine.run_main(main, list(sys.argv if args is None else args))
+    code = engine.run_main(main, list(sys.argv if args is None else args), until)
     engine.close()
     return code
 
@@ -367,15 +400,38 @@ def open_engine(settings: Settings) -> Engine:
     return engine
 
 
-def start(main: Callable[..., Any]) -> NoReturn:
-    """Run ``main(args)`` on PE 0 once every PE is up; end the process with the job's exit code."""
-    sys.exit(run(main))
+def start(main: Callable[..., Any], until: str = "return") -> NoReturn:
+    """Run ``main(args)`` on PE 0 once every PE is up; end the process with the job's exit code.
+
+    The job ends when main returns (``until="return"``), or, with ``until="exit"``, when
+    some PE calls :func:`shoal.exit` (main may return early, leaving chares at work);
+    such a job that runs out of work without calling it ends with a deadlock report.
+    """
+    sys.exit(run(main, until=until))
 
 
 def exit(code: int = 0) -> NoReturn:
     """End the job on every PE with exit code ``code`` (from any PE, main or entry method)."""
     current("shoal.exit()").request_exit(code)
     raise SystemExit(code)
+
+
+def call_later(delay: float, fn: Callable[..., Any], *args: Any) -> None:
+    """Call ``fn(*args)`` on this PE after ``delay`` seconds; until it has run, the job
+    is not quiescent. An error in it ends the job, as one in an entry method does."""
+    rt = current("shoal.call_later()")
+    rt.program_timers += 1
+
+    def fire() -> None:
+        rt.program_timers -= 1
+        try:
+            fn(*args)
+        except SystemExit as exc:
+            rt.request_exit(exit_code(exc))
+        except BaseException as exc:  # noqa: BLE001
+            rt.fail(exc, f"the timer {getattr(fn, '__qualname__', fn)!s}")
+
+    rt.call_later(delay, fire)
 
 
 def quiescence() -> Future:

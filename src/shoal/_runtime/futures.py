@@ -196,12 +196,19 @@ class Future:
         return self._value
 
     def get(self) -> Any:
-        """Block the main program until the value arrives, and return it."""
+        """Block until the value arrives, and return it: in the main program, or in an
+        entry method decorated with :func:`shoal.threaded` (the PE serves other messages
+        meanwhile)."""
         rt = current("Future.get()")
         if rt.counts.depth:
+            from . import threads
+
+            if threads.in_thread() is not None:
+                return threads.wait(self)
             raise BlockingCallError(
                 f"Future.get() called inside an entry method or async main (future created at "
-                f"{self.origin}); blocking would stop this PE. Make the method `async def` and use `await fut`."
+                f"{self.origin}); blocking would stop this PE. Make the method `async def` and use "
+                "`await fut`, or decorate it with @shoal.threaded."
             )
         if self._state == _PENDING:
             if self._rt is None:

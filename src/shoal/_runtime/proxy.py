@@ -255,11 +255,15 @@ _PROXY_CLASSES: dict[type, tuple] = {}
 
 
 def proxy_classes(cls: type) -> tuple[type, type, type]:
-    """The (element, collection, section) proxy classes of chare class ``cls``, built once."""
+    """The (element, collection, section) proxy classes of chare class ``cls``, built once.
+    A class may name other bases and bound-method types for them in ``_shoal_proxy_kinds``
+    (the Charm4py layer's proxies take ``awaitable=``)."""
     made = _PROXY_CLASSES.get(cls)
     if made is None:
         names = entry_table(cls).names
         native = _element_descriptor
+        kinds = getattr(cls, "_shoal_proxy_kinds", None) or (
+            (ElementProxy, _BoundElementEntry), (CollectionProxy, _BoundEntry), (SectionProxy, _BoundEntry))
 
         def methods(bound: type) -> dict:
             if bound is _BoundElementEntry and native is not None:
@@ -268,11 +272,7 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
 
         made = tuple(
             type(f"{base.__name__}[{cls.__qualname__}]", (base,), {"__slots__": (), **methods(bound)})
-            for base, bound in (
-                (ElementProxy, _BoundElementEntry),
-                (CollectionProxy, _BoundEntry),
-                (SectionProxy, _BoundEntry),
-            )
+            for base, bound in kinds
         )
         _PROXY_CLASSES[cls] = made
     return made  # type: ignore[return-value]

@@ -29,12 +29,29 @@ __all__ = ["ReceiveSet"]
 class ReceiveSet:
     """Receives on ``channels``, the k-th into ``into[k]``; ``then()`` runs when all have landed.
 
-    ``then`` is an entry method of the chare that owns the channels, given bound
-    (``then=self.compute``). ``post()`` posts the receives of one round: each takes the
-    next message of its channel, which must be one NumPy array of its buffer's shape
-    and dtype. ``then`` never runs inside ``post()`` or inside a sender's call: it is
-    queued like a message to the chare, also when every input was already there.
-    ``post`` is an attribute, not a method: the runtime's compiled post when it has one.
+    ``shoal.ReceiveSet(channels, into, then)``, made inside the element that owns the
+    channels (usually in its constructor, once):
+
+    * ``channels``: a sequence of :class:`~shoal.Channel` objects of this element, each
+      at most once.
+    * ``into``: one buffer per channel, in the same order: writable, C-contiguous NumPy
+      arrays (views such as ``u[0:1]`` or a row ``u[0, :]`` of a C-ordered array are
+      fine), else :class:`~shoal.ChannelError`. They stay the set's buffers for every
+      round.
+    * ``then``: an entry method of the same element, given bound (``then=self.step``),
+      called with no arguments once per round, when the last receive has landed. It
+      may be a plain method or an ``async def`` one (which may ``await``, e.g. an
+      ``allreduce`` of a residual, before it posts the next round).
+
+    ``post()`` posts the receives of one round: each takes the next message of its
+    channel, which must be one NumPy array of its buffer's shape and dtype; a message
+    that came early waits in its channel and is taken at ``post()``. ``then`` never runs
+    inside ``post()`` or inside a sender's call: it is queued like a message to the
+    chare, also when every input was already there. Post the next round from ``then``
+    (while a round is pending, a ``post()`` raises :class:`~shoal.ChannelError`, as does
+    a ``recv()`` on one of the set's channels). A message that does not fit its buffer
+    ends the job with a :class:`~shoal.ChannelError` naming the set. ``post`` is an
+    attribute, not a method: the runtime's compiled post when it has one.
     """
 
     __slots__ = ("chare", "channels", "buffers", "remaining", "item", "post", "_rt")

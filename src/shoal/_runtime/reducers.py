@@ -19,7 +19,16 @@ __all__ = ["Reducer", "reducers", "as_reducer", "BUILTINS", "BUILTIN_IDS", "BUIL
 
 
 class Reducer:
-    """Combines a list of values into one; ``lift``/``finish`` wrap values for ``gather``."""
+    """A named way to combine a list of values into one: what ``shoal.reducers.sum`` and
+    the other built-ins are.
+
+    Programs use the built-ins of :data:`shoal.reducers`, or pass any module-level
+    function ``f(list_of_values) -> value`` where a reducer is expected (it is wrapped in
+    a Reducer); they need not make one. ``combine`` receives partial results of its own
+    as well as contributions, so it must accept its output as input and not depend on
+    the order. ``ordered`` reducers get ``(index, value)`` pairs and finish by sorting;
+    ``finish``, if given, is applied once to the combined value before it is delivered.
+    """
 
     __slots__ = ("name", "combine", "ordered", "finish")
 
@@ -31,7 +40,9 @@ class Reducer:
         self.finish = finish  # applied once to the combined value before it is delivered
 
     def __reduce__(self) -> Any:
-        return self.name if self.name in BUILTIN_NAMES else (Reducer, (self.name, self.combine, self.ordered))
+        if self.name in BUILTIN_NAMES:
+            return self.name
+        return (Reducer, (self.name, self.combine, self.ordered, self.finish))
 
     def __repr__(self) -> str:
         return f"<reducer {self.name}>"
@@ -130,7 +141,23 @@ def _exact_finish(value: Any) -> Any:
 
 
 class _Reducers:
-    """The built-in reducers: ``shoal.reducers.sum`` and friends."""
+    """The built-in reducers, ``shoal.reducers.<name>``; each is a :class:`Reducer`.
+
+    * ``sum``, ``product``, ``max``, ``min``: of numbers, or element-wise of NumPy arrays
+      of one shape (folded into one fresh accumulator);
+    * ``logical_and``, ``logical_or``: of truth values, element-wise for arrays;
+    * ``exact_sum``: a floating-point sum (of floats or float arrays) whose result does
+      not depend on the PE count, the tree or the order contributions arrive in: exact,
+      rounded once;
+    * ``gather``: the list of all values, in element index order;
+    * ``nop``: no value, just a signal (the result is None).
+
+    Reproducibility: ``max``, ``min``, the logical reducers, ``gather``, ``exact_sum`` and
+    ``sum``/``product`` of integers give the same bits on any number of PEs; ``sum`` and
+    ``product`` of floats combine per PE and then up a tree whose shape depends on the
+    PE count, so their last bits may differ between runs on different PE counts.
+    ``Chare.allreduce`` uses ``sum`` when no reducer is given.
+    """
 
     sum = Reducer("sum", _fold(np.add, operator.add))
     product = Reducer("product", _fold(np.multiply, operator.mul))

@@ -73,6 +73,7 @@ class Runtime(Receiving, Sending):
         self.ready: deque[Callable[[], Any]] = deque()
         self.local: deque = deque()
         self.timers: list = []
+        self.program_timers = 0  # timers of shoal.call_later() not run yet: the job is not quiescent
         self._timer_seq = 0
         self.infos: dict[int, CollectionInfo] = {}
         self.colls: dict[int, CollectionState] = {}

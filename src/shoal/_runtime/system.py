@@ -102,7 +102,7 @@ class System(Chare):
 
     def qd_probe(self, wave: int) -> None:
         rt = current()
-        report = (rt.counts.sent, rt.counts.received, bool(rt.ready))
+        report = (rt.counts.sent, rt.counts.received, bool(rt.ready) or rt.program_timers > 0)
         self.contribute((wave, report), _combine_waves, self.collection[0].qd_result)
 
     def qd_result(self, result: tuple) -> None:

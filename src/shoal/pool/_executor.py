@@ -106,13 +106,30 @@ def _block(what: str, done: Callable[[], bool], timeout: float | None, futures: 
 class Executor(cf.Executor):
     """A ``concurrent.futures.Executor`` that runs calls on the PEs of the job.
 
+    ``shoal.Executor()`` takes no options: its workers are the PEs of the running job
+    (it raises :class:`~shoal.NotRunningError` outside one). Use it from the main
+    program, as a context manager (``with shoal.Executor() as ex:``, which calls
+    ``shutdown(wait=True)`` at the end) or by itself. The methods are those of
+    ``concurrent.futures.Executor``:
+
+    * ``submit(fn, /, *args, **kwargs)``: a ``concurrent.futures.Future`` of
+      ``fn(*args, **kwargs)`` run on some PE;
+    * ``map(fn, *iterables, timeout=None, chunksize=1)``: an iterator of the results in
+      input order, each item submitted as its own task (``chunksize`` is accepted and
+      ignored, as by ``ThreadPoolExecutor``; :func:`shoal.pool.map` batches items);
+      ``timeout`` seconds count from the call;
+    * ``shutdown(wait=True, *, cancel_futures=False)``.
+
     Each call goes to the least busy PE (two tasks per PE, one on the main program's
     PE, which runs its tasks while the main program waits); the rest wait here, and
-    ``cancel()`` works until a task is sent. Use it from the main program:
-    ``result()``, ``exception()``, ``concurrent.futures.wait`` and ``as_completed``
+    ``cancel()`` works until a task is sent. Functions, arguments and results travel
+    pickled (a part that does not pickle fails the future with a ``TypeError`` naming
+    it). ``result()``, ``exception()``, ``concurrent.futures.wait`` and ``as_completed``
     serve this PE while they wait and honour timeouts between tasks: a task that runs
-    in this process (on this PE; in-process, on any PE) is not interrupted. A task
-    calling ``sys.exit()`` breaks the executor (:class:`BrokenPool`).
+    in this process (on this PE; in-process, on any PE) is not interrupted. In async
+    code they raise :class:`~shoal.BlockingCallError` (use
+    :func:`shoal.pool.map_async` there). A task may be an ``async def`` function. A
+    task calling ``sys.exit()`` breaks the executor (:class:`BrokenPool`).
     """
 
     def __init__(self) -> None:
@@ -126,7 +143,11 @@ class Executor(cf.Executor):
         self._broken: str | None = None
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:  # type: ignore[override]
-        """Schedule ``fn(*args, **kwargs)`` on some PE; a concurrent.futures.Future of it."""
+        """Schedule ``fn(*args, **kwargs)`` on some PE; a ``concurrent.futures.Future`` of it.
+
+        Raises :class:`BrokenPool` once the executor is broken, and ``RuntimeError``
+        after :meth:`shutdown`.
+        """
         if self._broken is not None:
             raise BrokenPool(f"cannot submit {task_name(fn)} to a broken shoal.Executor: {self._broken}")
         if self._shutdown:
@@ -137,7 +158,8 @@ class Executor(cf.Executor):
         return fut
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """No more submits; ``cancel_futures`` cancels those not sent yet; ``wait`` waits for the rest."""
+        """No more submits. ``cancel_futures`` (default False) cancels the tasks not sent
+        to a PE yet; ``wait`` (default True) waits for the rest, serving this PE."""
         self._shutdown = True
         if cancel_futures:
             while self._queue:

@@ -277,9 +277,13 @@ def _start_map(call: str, fn: Callable[[Any], Any], iterable: Iterable[Any], chu
 
 
 def map_async(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -> Future:
-    """A future of ``[fn(x) for x in iterable]``, computed on all PEs; ``await`` it.
+    """A :class:`shoal.Future` of ``[fn(x) for x in iterable]``, computed on all PEs.
 
-    Scheduling and ``chunksize`` are as in :func:`map`.
+    ``await shoal.pool.map_async(fn, items)`` in async code (an ``async`` main or entry
+    method), where :func:`map` would raise :class:`~shoal.BlockingCallError`; from a
+    synchronous main, ``.get()`` waits as :func:`map` does. The options, the scheduling
+    and the errors are those of :func:`map`: ``chunksize`` (default 1) items travel as
+    one task, and the future fails with the first error of a task.
     """
     return _start_map("shoal.pool.map_async()", fn, iterable, chunksize)
 
@@ -287,11 +291,19 @@ def map_async(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int 
 def map(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -> list:
     """``[fn(x) for x in iterable]`` computed on all PEs, in input order (main program only).
 
-    ``chunksize`` items travel as one task. The default, 1, sends each item alone,
-    which balances best; for many items of well under a millisecond each, pass more
-    (e.g. ``len(items) // (4 * shoal.num_pes())``). Each task goes to the least busy
-    PE, so uneven tasks balance. The first error of a task is raised here; a task that calls
-    ``sys.exit()`` raises :class:`BrokenPool`. In async code use :func:`map_async`.
+    * ``fn``: a function of one item; it and the items travel pickled, so define it at
+      module level (where it pickles by name). It may be an ``async def`` function.
+    * ``iterable``: the items; it is read to the end before the first task is sent.
+    * ``chunksize`` (default 1): items per task. The default sends each item alone,
+      which balances best; for many items of well under a millisecond each, pass more
+      (e.g. ``len(items) // (4 * shoal.num_pes())``). An int of at least 1.
+
+    Each task goes to the least busy PE, so uneven tasks balance; the PE that calls
+    ``map`` (PE 0, which runs ``main``) runs tasks too. While it waits, ``map`` keeps
+    this PE serving messages. The first error of a task is raised here; a task that
+    calls ``sys.exit()`` raises :class:`BrokenPool`; an item that does not pickle raises
+    a ``TypeError`` naming it. In async code (where ``map`` raises
+    :class:`~shoal.BlockingCallError`) use :func:`map_async`.
     """
     refuse_blocking(current("shoal.pool.map()"), "shoal.pool.map()", "`await shoal.pool.map_async(...)`")
     return _start_map("shoal.pool.map()", fn, iterable, chunksize).get()

@@ -217,10 +217,12 @@ class Expr(_Ops):
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The shape of the expression's box (``()`` for a scalar)."""
         return self.meta.shape or ()
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy dtype of the values (``bool`` for a comparison)."""
         return np.dtype("bool" if self.meta.dtype == "bool" else self.meta.dtype)
 
     def __getitem__(self, idx: Any) -> "Expr":
@@ -234,7 +236,8 @@ class Field(_Ops):
     """A named field of a stencil's grid; slice it to read, assign to a slice to write.
 
     ``self.x`` is a handle: ``self.x, self.y = self.y, self.x`` swaps which data the
-    names refer to (no data moves).
+    names refer to (no data moves). ``field.name`` is its name, ``field.dtype`` its NumPy
+    dtype. Fields start as zeros; indices are global grid coordinates.
     """
 
     __slots__ = ("_st", "id", "name", "dtype", "_dname")
@@ -248,10 +251,12 @@ class Field(_Ops):
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The grid shape (without ghost layers)."""
         return self._st.shape
 
     @property
     def ndim(self) -> int:
+        """The number of grid axes (1 to 3)."""
         return len(self._st.shape)
 
     def __getitem__(self, idx: Any) -> Expr:
@@ -289,15 +294,20 @@ class Field(_Ops):
         self._st._scatter(self, array)
 
     def sum(self) -> "Reduction":
+        """:func:`total` of this field: a :class:`Reduction` of its sum."""
         return total(self)
 
     def max(self) -> "Reduction":
+        """:func:`maximum_of` this field: a :class:`Reduction` of its largest value."""
         return maximum_of(self)
 
     def min(self) -> "Reduction":
+        """:func:`minimum_of` this field: a :class:`Reduction` of its smallest value."""
         return minimum_of(self)
 
     def norm(self, ord: Any = 2) -> "Reduction":
+        """:func:`norm` of this field: a :class:`Reduction` of its L2 (``ord=2``) or max
+        (``ord=np.inf``) norm."""
         return norm(self, ord)
 
     def __repr__(self) -> str:
@@ -310,30 +320,39 @@ def _is_stencil(*xs: Any) -> bool:
 
 
 def sqrt(x: Any) -> Any:
+    """The square root of each value (``np.sqrt``), of a field expression or an array."""
     return _unary("sqrt", x) if _is_stencil(x) else np.sqrt(x)
 
 
 def exp(x: Any) -> Any:
+    """``e`` to the power of each value (``np.exp``), of a field expression or an array."""
     return _unary("exp", x) if _is_stencil(x) else np.exp(x)
 
 
 def sin(x: Any) -> Any:
+    """The sine of each value, in radians (``np.sin``), of a field expression or an array."""
     return _unary("sin", x) if _is_stencil(x) else np.sin(x)
 
 
 def cos(x: Any) -> Any:
+    """The cosine of each value, in radians (``np.cos``), of a field expression or an array."""
     return _unary("cos", x) if _is_stencil(x) else np.cos(x)
 
 
 def absolute(x: Any) -> Any:
+    """The absolute value of each value (``np.abs``; ``abs(expr)`` is the same)."""
     return _unary("abs", x) if _is_stencil(x) else np.abs(x)
 
 
 def minimum(a: Any, b: Any) -> Any:
+    """The element-wise minimum of ``a`` and ``b`` (``np.minimum``: NaN wins; on ties,
+    the second operand); either may be a number."""
     return _binary("minimum", a, b, "minimum") if _is_stencil(a, b) else np.minimum(a, b)
 
 
 def maximum(a: Any, b: Any) -> Any:
+    """The element-wise maximum of ``a`` and ``b`` (``np.maximum``: NaN wins; on ties,
+    the second operand); either may be a number."""
     return _binary("maximum", a, b, "maximum") if _is_stencil(a, b) else np.maximum(a, b)
 
 
@@ -360,7 +379,9 @@ def _reduce_arg(x: Any, what: str) -> Expr:
 
 
 def norm(x: Any, ord: Any = 2) -> Any:
-    """The L2 (``ord=2``) or max (``ord=np.inf``) norm; for NumPy arrays, np.linalg.norm of the flattened array."""
+    """The L2 (``ord=2``, the default) or max (``ord=np.inf``) norm of a field or
+    expression, as a :class:`Reduction`; for NumPy arrays, ``np.linalg.norm`` of the
+    flattened array. The max norm is exact; the L2 norm adds per-tile partial sums."""
     if not _is_stencil(x):
         return np.linalg.norm(np.ravel(x), ord)
     e = _reduce_arg(x, "norm")
@@ -372,13 +393,19 @@ def norm(x: Any, ord: Any = 2) -> Any:
 
 
 def total(x: Any) -> Any:
-    """The sum of all values (exact order differs from NumPy's pairwise sum)."""
+    """The sum of all values of a field or expression, as a :class:`Reduction`; for a
+    NumPy array, ``np.sum``. Per-tile partial sums are added in float64, so the last bits
+    can differ from NumPy's pairwise summation. ``field.sum()`` is the same."""
     return Reduction(_reduce_arg(x, "sum"), "sum") if _is_stencil(x) else np.sum(x)
 
 
 def maximum_of(x: Any) -> Any:
+    """The largest value of a field or expression over the grid, as a :class:`Reduction`
+    (exact); for a NumPy array, ``np.max``. ``field.max()`` is the same."""
     return Reduction(_reduce_arg(x, "max"), "max") if _is_stencil(x) else np.max(x)
 
 
 def minimum_of(x: Any) -> Any:
+    """The smallest value of a field or expression over the grid, as a :class:`Reduction`
+    (exact); for a NumPy array, ``np.min``. ``field.min()`` is the same."""
     return Reduction(_reduce_arg(x, "min"), "min") if _is_stencil(x) else np.min(x)

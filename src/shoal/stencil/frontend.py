@@ -30,13 +30,64 @@ from .solving import TimeLoop
 __all__ = ["Stencil"]
 
 class Stencil(TimeLoop):
-    """Base class of stencil programs; see the module docstring for the two spellings."""
+    """Base class of stencil programs: subclass it, write each time step with NumPy
+    slicing on its fields, and :meth:`solve`.
+
+    Two spellings, one machinery. The shoal spelling declares ``fields`` on the class
+    and passes the grid shape and the options to the constructor, with a ``step()``
+    method::
+
+        class Heat(Stencil):
+            fields = {"u": "float64", "v": "float64"}
+
+            def step(self):
+                self.v[1:-1] = self.u[1:-1] + 0.25 * (self.u[:-2] - 2 * self.u[1:-1] + self.u[2:])
+                self.u, self.v = self.v, self.u
+
+        heat = Heat((1000,), odf=2)               # Heat(shape, **options)
+        steps = heat.solve(steps=10_000, until=lambda: norm(heat.u - heat.v, np.inf) < 1e-6, check_every=10)
+
+    The CharmStencil spelling overrides ``__init__``, calls
+    ``self.initialize(n, **options)`` and unpacks the fields it returns, defines
+    ``iterate(*args)`` (returns whether to go on) and calls ``solve(*args)``.
+
+    Options of the constructor and of :meth:`initialize` (keyword arguments):
+
+    ==================  ============  ==========================================================
+    option              default       meaning
+    ==================  ============  ==========================================================
+    ``backend_freq``    10            steps per batch sent to the backend
+    ``odf``             1             tiles per PE (over-decomposition)
+    ``ghost_depth``     1             ghost layers per side: the deepest offset a statement may read
+    ``dtype``           "float64"     one dtype for every field, or one per field (float64, float32)
+    ``num_fields``      None          without ``fields``: how many unnamed fields (None: one)
+    ``backend``         "auto"        "c" (compiled kernels), "numpy", or "auto": C where a compiler exists
+    ``fast_math``       False         compile with ``-ffast-math`` and libm's ``exp``/``pow``: faster, not bit-exact
+    ``cflags``          ()            extra compiler flags
+    ``max_inflight``    2             batches the frontend may run ahead of the backend
+    ``frontend_tiles``  True          with several PEs, whether PE 0 (the frontend) hosts tiles too
+    ``device``          "cpu"         "cuda": statements as CUDA kernels (:class:`DeviceError` without a GPU)
+    ``time_blocking``   True          several steps of a backend loop per pass where that is exact
+    ``interface``       None          the backend (:class:`Interface`); None: the PEs of this job
+    ==================  ============  ==========================================================
+
+    Options of :meth:`solve`:
+
+    ==================  ============  ==========================================================
+    option              default       meaning
+    ==================  ============  ==========================================================
+    ``steps``           None          shoal spelling: run ``step()`` this many times, as one backend loop
+    ``until``           None          a condition (``norm(u - v, np.inf) < 1e-6``) or a function returning one
+    ``check_every``     1             evaluate ``until`` every this many steps (on the backend, no round trip)
+    ==================  ============  ==========================================================
+    """
 
     #: shoal style: field names (and dtypes) of the subclass, e.g. {"u": "float64"}
     fields: Any = None
 
     def __init__(self, shape: Any = None, **options: Any):
-        """shoal style: ``Heat((256, 256), odf=2, ghost_depth=1)`` with ``fields`` on the class."""
+        """shoal style: ``Heat((256, 256), odf=2, ghost_depth=1)`` with ``fields`` on the class;
+        ``shape`` is the grid shape and ``options`` those of :meth:`initialize`."""
         if self.fields is None:
             raise TypeError(
                 f"{type(self).__name__}: declare `fields = {{'u': 'float64', ...}}` on the class, "
@@ -65,11 +116,16 @@ class Stencil(TimeLoop):
         device: str = "cpu",
         time_blocking: bool = True,
     ) -> Any:
-        """Create the grid's fields on the backend; returns the field handles.
+        """Create the grid's fields on the backend; returns the field handles (one handle
+        if there is one unnamed field, else a tuple). The options and their defaults are
+        in the table of :class:`Stencil`.
 
         ``n``: an int (an n×n grid) or a shape tuple (1-, 2- or 3-d, any sizes);
         ``fields``: names (or {name: dtype}); else ``num_fields`` unnamed fields;
         ``dtype``: one dtype, or one per field; ``odf``: tiles per PE;
+        ``backend_freq``: steps per batch sent to the backend; ``ghost_depth``: ghost
+        layers per side; ``cflags``: extra compiler flags; ``max_inflight``: batches
+        the frontend may run ahead of the backend;
         ``backend``: "auto" (C where a compiler exists), "c" or "numpy";
         ``fast_math``: let the compiler reorder floating-point math (results may then
         differ from NumPy in the last bits); ``interface``: the backend to use (None:
@@ -237,16 +293,20 @@ class Stencil(TimeLoop):
 
     # convenience spellings: self.norm(expr), self.sum(expr), self.max(expr)
     def norm(self, x: Any, ord: Any = 2) -> Reduction:
+        """``norm(x, ord)``: the L2 (``ord=2``, the default) or max (``ord=np.inf``) norm
+        of a field or expression, as a :class:`Reduction`."""
         from .expr import norm
 
         return norm(x, ord)
 
     def sum(self, x: Any) -> Reduction:
+        """``total(x)``: the sum of a field or expression over the grid, as a :class:`Reduction`."""
         from .expr import total
 
         return total(x)
 
     def max(self, x: Any) -> Reduction:
+        """``maximum_of(x)``: the largest value of a field or expression, as a :class:`Reduction`."""
         from .expr import maximum_of
 
         return maximum_of(x)

@@ -19,6 +19,11 @@ __all__ = ["GridSpec", "Interface", "LocalInterface", "Pending", "BatchResult", 
 
 
 class GridSpec(NamedTuple):
+    """What :meth:`~shoal.stencil.Interface.create` makes: a grid's shape, fields and
+    tiling, from the options of :meth:`Stencil.initialize
+    <shoal.stencil.Stencil.initialize>` (``ghost`` is its ``ghost_depth``; ``backend``
+    is "c" or "numpy", resolved from "auto")."""
+
     shape: tuple[int, ...]
     names: tuple[str, ...]
     dtypes: tuple[str, ...]
@@ -33,6 +38,9 @@ class GridSpec(NamedTuple):
 
 
 class BatchResult(NamedTuple):
+    """The value of a submitted batch: ``converged``, the step (counted from the start
+    of the solve) a convergence check stopped at, or -1."""
+
     converged: int  # the step (counted from the start of the solve) a check stopped at, or -1
 
 
@@ -45,14 +53,18 @@ class Pending:
         self._fut, self._finish = fut, finish
 
     def get(self) -> Any:
+        """Wait for the value and return it."""
         return self._finish(self._fut.get())
 
     def done(self) -> bool:
+        """Whether the value has arrived."""
         return bool(self._fut.done())
 
 
 class Interface(ABC):
-    """What a frontend needs from a backend."""
+    """What a frontend needs from a backend: pass an instance as a stencil's
+    ``interface=`` option to run its tiles elsewhere. Values come back as
+    :class:`~shoal.stencil.Pending` objects; the handle is whatever :meth:`create` returned."""
 
     @abstractmethod
     def create(self, spec: GridSpec) -> Any:
@@ -60,7 +72,8 @@ class Interface(ABC):
 
     @abstractmethod
     def submit(self, handle: Any, batch: Any) -> Pending:
-        """Run a :class:`~shoal.stencil.program.Batch`; a Pending :class:`BatchResult`."""
+        """Run a batch of recorded steps (``shoal.stencil.program.Batch``); a
+        :class:`~shoal.stencil.Pending` :class:`~shoal.stencil.interface.BatchResult`."""
 
     @abstractmethod
     def gather(self, handle: Any, field: int, seq: int) -> Pending:
@@ -78,6 +91,7 @@ class Interface(ABC):
         """Free the tiles (optional)."""
 
     def describe(self, handle: Any) -> str:
+        """One line on where the grid's tiles are (the default: the class name)."""
         return type(self).__name__
 
 

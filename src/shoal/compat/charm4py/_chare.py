@@ -1,0 +1,250 @@
+"""Charm4py's Chare, Group, Array and ArrayMap on shoal's chares and collections."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+import shoal
+from ..._runtime import conditions, threads
+from ..._runtime.chare import Chare as _ShoalChare
+from ..._runtime.context import current
+from ..._runtime.proxy import EntryRef
+from ._proxies import KINDS
+from ._reduction import as_reducer
+
+__all__ = ["Chare", "Group", "Array", "ArrayMap", "coro", "threaded", "when", "OnPE", "MainPlacement"]
+
+
+def coro(fn: Callable) -> Callable:
+    """Charm4py's ``@coro``/``@threaded``: shoal's :func:`shoal.threaded` (outside
+    ``@when``, so that a held call runs threaded too)."""
+    condition = getattr(fn, "_shoal_when", None)
+    if condition is not None:
+        return shoal.when(condition)(shoal.threaded(fn.__wrapped__))
+    return shoal.threaded(fn)
+
+
+threaded = coro
+
+
+def when(cond: str) -> Callable:
+    """Charm4py's ``@when("condition")``: the condition is Python source over ``self``,
+    the method's parameters and its module's globals (shoal's :func:`shoal.when`)."""
+
+    def decorate(fn: Callable) -> Callable:
+        code = fn.__code__
+        params = code.co_varnames[1:code.co_argcount]
+        env = fn.__globals__
+        source = f"lambda self, {', '.join(params)}: ({cond})" if params else f"lambda self: ({cond})"
+        test = eval(source, env)  # noqa: S307 - the program's own condition, as Charm4py evaluates it
+        return shoal.when(test)(fn)
+
+    return decorate
+
+
+class OnPE:
+    """Placement of a single chare (``Chare(C, onPE=p)``): its one element on PE ``pe``."""
+
+    def __init__(self, pe: int):
+        self.pe = pe
+
+    def __call__(self, index: Any, npes: int) -> int:
+        return self.pe % npes
+
+    def __repr__(self) -> str:
+        return f"onPE={self.pe}"
+
+
+class MainPlacement(OnPE):
+    """The main chare's placement: PE 0, and its constructor runs threaded."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
+class _Remote(EntryRef):
+    """A reduction target that Charm4py calls without arguments (an empty contribution)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.proxy, self.name)(*self.args)
+
+    def __reduce__(self) -> tuple:
+        return (_Remote, (self.proxy, self.name, self.args))
+
+
+def _target(callback: Any, empty: bool) -> Any:
+    if callback is None:
+        raise ValueError("contribute() needs a callback: a Future or an entry method of a proxy")
+    if empty and not isinstance(callback, shoal.Future):
+        return _Remote(callback.proxy, callback.name, getattr(callback, "args", ()))
+    return callback
+
+
+class Chare(_ShoalChare):
+    """Charm4py's Chare: ``thisIndex``, ``thisProxy``, ``contribute``, ``reduce``,
+    ``allreduce``, ``wait``, ``AtSync``, ``migrate``; ``Chare(C, onPE=p)`` makes a single chare."""
+
+    _shoal_framework = True
+    _shoal_proxy_kinds = KINDS
+    migratable = True
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], type) and issubclass(args[0], _ShoalChare):
+            return _single(args[0], *args[1:], **kwargs)
+        return super().__new__(cls)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_shoal_threaded", False):
+            cls.__init__ = _main_threaded(init)  # type: ignore[misc]
+
+    @property
+    def _numthreads(self) -> int:
+        """How many threaded entry methods of this element are suspended now."""
+        rt = current("_numthreads")
+        return sum(1 for t in rt.suspended if isinstance(t, threads.Thread) and t.element is self)
+
+    @property
+    def thisIndex(self) -> Any:
+        return self.index
+
+    @property
+    def thisProxy(self) -> Any:
+        if isinstance(self.collection._info.placement, OnPE):
+            return self.proxy
+        return self.collection
+
+    def contribute(self, data: Any, reducer: Any, callback: Any, section: Any = None) -> None:  # type: ignore[override]
+        empty = reducer is None or reducer is shoal.reducers.nop
+        r = shoal.reducers.nop if empty else as_reducer(reducer)
+        pre = getattr(r, "pre", None)
+        if pre is not None:
+            data = pre(data, self)
+        current("contribute()").reductions.contribute(self, data, r, _target(callback, empty), section)
+
+    def reduce(self, callback: Any, data: Any = None, reducer: Any = None, section: Any = None) -> None:
+        self.contribute(data, reducer, callback, section)
+
+    def allreduce(self, data: Any = None, reducer: Any = None, section: Any = None) -> Any:  # type: ignore[override]
+        if reducer is None:
+            return _ShoalChare.allreduce(self, data, shoal.reducers.nop, section)
+        return _ShoalChare.allreduce(self, data, as_reducer(reducer), section)
+
+    def wait(self, cond: str) -> None:
+        """Block this (threaded) method until ``cond`` — Python source over ``self`` and
+        the module's globals — is true."""
+        tests = type(self).__dict__.get("_c4p_waits")
+        if tests is None:
+            tests = {}
+            type.__setattr__(type(self), "_c4p_waits", tests)
+        test = tests.get(cond)
+        if test is None:
+            env = sys.modules[type(self).__module__].__dict__
+            test = tests[cond] = eval(f"lambda self: ({cond})", env)  # noqa: S307
+        conditions.wait_until(self, test)
+
+    def c4p_ping(self) -> None:
+        """Answers awaitCreation: the element exists."""
+
+    c4p_ping._shoal_entry = True  # type: ignore[attr-defined]
+
+    def c4p_section_of(self, section_func: Callable) -> Any:
+        """Answers charm.split(section_func=...): the section this element is in."""
+        return section_func(self)
+
+    c4p_section_of._shoal_entry = True  # type: ignore[attr-defined]
+
+    def AtSync(self) -> None:
+        self.at_sync()
+
+    def resume_from_sync(self) -> None:
+        resume = getattr(self, "resumeFromSync", None)
+        if resume is not None:
+            resume()
+
+    def migrate(self, toPe: int) -> None:
+        self.collection.migrate(self.index, toPe)
+
+    migrate._shoal_entry = True  # type: ignore[attr-defined]
+
+    def migrated(self) -> None:
+        """Called after the element moved (Charm4py's hook)."""
+
+    def on_migrate(self) -> None:
+        self.migrated()
+
+    def setMigratable(self, migratable: bool) -> None:
+        self.migratable = migratable
+
+
+def _main_threaded(init: Callable) -> Callable:
+    """``__init__`` that runs threaded for the main chare (as Charm4py runs it)."""
+    threaded_init = shoal.threaded(init)
+
+    @functools.wraps(init)
+    def run(self: Any, *args: Any, **kwargs: Any) -> None:
+        if type(self.collection._info.placement) is MainPlacement and threads.in_thread() is None:
+            threaded_init(self, *args, **kwargs)
+        else:
+            init(self, *args, **kwargs)
+
+    return run
+
+
+def _single(cls: type, args: Any = (), onPE: int = -1) -> Any:
+    """``Chare(C, args, onPE)``: one chare of ``C`` on PE ``onPE`` (this PE when -1); its proxy."""
+    pe = current("Chare(C, onPE=...)").pe if onPE < 0 else onPE
+    placement = MainPlacement() if onPE == -2 else OnPE(pe)
+    return shoal.Array(cls, 1, args=tuple(args), placement=placement)[0]
+
+
+def Group(cls: type, args: Any = (), onPEs: Any = None) -> Any:
+    """A Group: one element of ``cls`` per PE."""
+    if onPEs is not None:
+        raise NotImplementedError(
+            "Group(C, onPEs=...): shoal groups span every PE; use Array(C, len(pes), map=...) "
+            "with an ArrayMap that places element i on pes[i]")
+    return shoal.Group(cls, args=tuple(args))
+
+
+def Array(cls: type, dims: Any = None, ndims: int = -1, args: Any = (), map: Any = None,
+          useAtSync: bool = False) -> Any:
+    """An Array: dense over ``dims`` (an int or a tuple), or sparse with ``ndims`` dimensions."""
+    placement = None if map is None else _MapPlacement(map)
+    if dims is None:
+        return shoal.Array(cls, ndims=max(ndims, 1), args=tuple(args), placement=placement)
+    return shoal.Array(cls, dims, args=tuple(args), placement=placement)
+
+
+class ArrayMap(Chare):
+    """Charm4py's ArrayMap: a Group whose ``procNum(index)`` places array elements."""
+
+    def procNum(self, index: tuple) -> int:
+        return 0
+
+
+class _MapPlacement:
+    """Placement by an ArrayMap group: its element on the deciding PE answers."""
+
+    def __init__(self, group: Any):
+        self.group = group
+
+    def __call__(self, index: Any, npes: int) -> int:
+        local = self.group.ckLocalBranch()
+        if local is None:  # not built here yet (main sends before this PE served the creation)
+            local = self._spare
+            if local is None:
+                cls = self.group._info.cls
+                local = self._spare = cls.__new__(cls)
+                local.__init__()
+        return local.procNum(index if isinstance(index, tuple) else (index,))
+
+    _spare: Any = None  # a stand-in for the local element, made by its class without arguments
+
+    def __getstate__(self) -> dict:
+        return {"group": self.group}

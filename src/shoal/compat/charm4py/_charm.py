@@ -1,0 +1,326 @@
+"""The ``charm`` object of Charm4py on shoal: start and exit, PE queries, waits,
+quiescence, timers, sections, the ``charm.thisProxy`` services, the pool and the
+machine's topology."""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from typing import Any, Callable, Iterable, Iterator
+
+import shoal
+from ..._runtime.context import current
+from ..._runtime.futures import Failure, Future
+from ._chare import Chare, _single
+from ._futures import CompatFuture
+from ._topology import Topology
+
+__all__ = ["charm", "CharmRemote"]
+
+
+class _Options(types.SimpleNamespace):
+    """``charm.options``: accepted, and mostly without effect on shoal (say which in the docs)."""
+
+    def __init__(self) -> None:
+        super().__init__(profiling=False, pickle_protocol=-1, local_msg_optim=True, local_msg_buf_size=50,
+                         auto_flush_wait_queues=True, quiet=False, remote_exec=False)
+
+
+class CharmRemote(Chare):
+    """``charm.thisProxy``: a Group of services on every PE."""
+
+    def __init__(self) -> None:
+        charm.thisProxy = self.thisProxy
+
+    def exit(self, exit_code: int = 0) -> None:
+        shoal.exit(exit_code)
+
+    def myPe(self) -> int:
+        return shoal.my_pe()
+
+    def LBTurnInstrumentOn(self) -> None:
+        """shoal measures load always."""
+
+    def LBTurnInstrumentOff(self) -> None:
+        """shoal measures load always."""
+
+    def updateGlobals(self, global_dict: dict, module_name: str = "__main__") -> None:
+        sys.modules[module_name].__dict__.update(global_dict)
+
+    def createArray(self, cls: type, dims: Any = None, ndims: int = -1, args: Any = (), map: Any = None,
+                    useAtSync: bool = False) -> Any:
+        from ._chare import Array
+
+        return Array(cls, dims, ndims, args, map, useAtSync)
+
+    def rexec(self, code: str, module_name: str = "__main__") -> None:
+        self._allowed("rexec")
+        exec(code, sys.modules[module_name].__dict__)  # noqa: S102 - the program asked, remote_exec on
+
+    def eval(self, expression: str, module_name: str = "__main__") -> Any:
+        self._allowed("eval")
+        return eval(expression, sys.modules[module_name].__dict__)  # noqa: S307
+
+    def exec(self, code: str, module_name: str = "__main__") -> None:
+        self.rexec(code, module_name)
+
+    def addReducer(self, func: Callable) -> None:
+        from ._reduction import Reducer
+
+        Reducer.addReducer(func)
+
+    def _allowed(self, what: str) -> None:
+        if not charm.options.remote_exec:
+            raise RuntimeError(f"charm.thisProxy.{what}: remote code execution is off; set "
+                               "charm.options.remote_exec = True before charm.start() to allow it")
+
+
+class _Charm:
+    """The runtime services of a Charm4py program."""
+
+    def __init__(self) -> None:
+        self.options = _Options()
+        self.thisProxy: Any = None
+        self.pool = _Pool()
+        self._started = False
+        self._topology: Topology | None = None
+
+    # -- the job -----------------------------------------------------------------
+    def start(self, entry: Any = None, classes: Iterable = (), modules: Iterable = (),
+              interactive: bool = False) -> None:
+        """Run ``entry`` (a function ``main(args)`` or a main Chare class) on PE 0 until some
+        PE calls ``exit()``."""
+        if interactive:
+            raise NotImplementedError("charm.start(interactive=True): the Charm4py console is not part of "
+                                      "shoal; drive a running job from Jupyter with shoal's client-server mode")
+        if self._started:
+            raise RuntimeError("charm.start() can only be called once")
+        self._started = True
+        if entry is None or not callable(entry):
+            raise TypeError(f"charm.start(entry): {entry!r} is not a function or a Chare class")
+
+        self._topology = Topology.of_job()  # collective under MPI: every PE is here
+
+        def main(args: list) -> None:
+            self.thisProxy = shoal.Group(CharmRemote)
+            if isinstance(entry, type) and issubclass(entry, Chare):
+                _single(entry, args=[args], onPE=-2)
+            else:
+                entry(args)
+
+        shoal.start(main, until="exit")
+
+    def exit(self, exit_code: int = 0) -> None:
+        shoal.exit(exit_code)
+
+    def abort(self, message: str) -> None:
+        """End the job with an error, ``message`` its text."""
+        rt = current("charm.abort()")
+        rt.fail(RuntimeError(message), "charm.abort()")
+        raise SystemExit(1)
+
+    def numPes(self) -> int:
+        return shoal.num_pes()
+
+    def myPe(self) -> int:
+        return shoal.my_pe()
+
+    # -- futures and waits -------------------------------------------------------
+    def Future(self, num_vals: int = 1) -> Future:
+        return CompatFuture(num_vals)
+
+    def createFuture(self, num_vals: int = 1) -> Future:
+        return CompatFuture(num_vals)
+
+    def iwait(self, objs: Iterable[Any]) -> Iterator[Any]:
+        """Yield futures (and channels) as they become ready."""
+        pending = list(objs)
+        while pending:
+            ready = [o for o in pending if _ready(o)]
+            if not ready:
+                any_ready = Future(_depth=2)
+                for o in pending:
+                    _on_ready(o, any_ready)
+                any_ready.get()
+                continue
+            for o in ready:
+                pending.remove(o)
+                yield o
+
+    def wait(self, objs: Iterable[Any]) -> None:
+        for _ in self.iwait(list(objs)):
+            pass
+
+    def awaitCreation(self, *proxies: Any) -> None:
+        """Wait until the collections exist (their constructors have run)."""
+        for proxy in proxies:
+            shoal.gather(*[_created(proxy)]).get()
+
+    def sleep(self, secs: float) -> None:
+        """Pause the calling (threaded) method or main for ``secs`` seconds; the PE serves meanwhile."""
+        fut = Future(_depth=2)
+        self.scheduleCallableAfter(fut, secs)
+        fut.get()
+
+    def scheduleCallableAfter(self, callable_obj: Any, secs: float, args: Iterable = ()) -> None:
+        """Call ``callable_obj(*args)`` on this PE after ``secs`` seconds (quiescence waits for it)."""
+        args = tuple(args)
+        if isinstance(callable_obj, Future):
+            shoal.call_later(secs, lambda: callable_obj.send(args[0] if args else None))
+        else:
+            shoal.call_later(secs, lambda: callable_obj(*args))
+
+    # -- quiescence --------------------------------------------------------------
+    def startQD(self, callback: Any) -> None:
+        """Call ``callback`` (a Future or an entry method of a proxy) at quiescence."""
+        fut = shoal.quiescence()
+        if isinstance(callback, Future):
+            fut.add_done_callback(lambda _: callback.send(None))
+        else:
+            fut.add_done_callback(lambda _: callback())
+
+    def waitQD(self) -> None:
+        shoal.quiescence().get()
+
+    # -- sections ----------------------------------------------------------------
+    def split(self, proxy: Any, numsections: int, section_func: Callable | None = None,
+              elems: Any = None, slicing: Any = None, cons: Any = None) -> list:
+        """``numsections`` sections of ``proxy``: by ``elems`` (one list of indices each),
+        or by ``section_func(element) -> section number or -1``."""
+        info = proxy._info
+        if elems is None:
+            if section_func is None:
+                raise TypeError("charm.split() needs elems= or section_func=")
+            elems = _split_by(proxy, numsections, section_func)
+        elif numsections == 1 and not isinstance(elems[0], (list, set)):
+            elems = [elems]
+        if len(elems) != numsections:
+            raise ValueError(f"charm.split(): {numsections} sections, but {len(elems)} lists of elements")
+        del info
+        return [proxy.section(list(e)) for e in elems]
+
+    def combine(self, *proxies: Any) -> Any:
+        """One section over the elements of several sections or collections."""
+        raise NotImplementedError("charm.combine(): shoal sections span one collection; multicast to each "
+                                  "section instead")
+
+    # -- statistics and topology --------------------------------------------------
+    def printStats(self) -> None:
+        if not self.options.profiling:
+            print("NOTE: called charm.printStats() but profiling is disabled")
+            return
+        print(f"PE {self.myPe()}: shoal keeps no Charm4py statistics tables; run with SHOAL_TRACE=1 and "
+              "`shoal trace summary` for per-entry-method timings")
+
+    def _topo(self) -> Topology:
+        if self._topology is None:
+            self._topology = Topology.of_job()
+        return self._topology
+
+    def numHosts(self) -> int:
+        return self._topo().num_hosts
+
+    def myHost(self) -> int:
+        return self._topo().host_of[self.myPe()]
+
+    def getHostPes(self, host: int) -> list:
+        return self._topo().pes_of(host)
+
+    def getHostFirstPe(self, host: int) -> int:
+        return self._topo().pes_of(host)[0]
+
+    def getHostNumPes(self, host: int) -> int:
+        return len(self._topo().pes_of(host))
+
+    def getPeHost(self, pe: int) -> int:
+        return self._topo().host_of[pe]
+
+    def getPeHostRank(self, pe: int) -> int:
+        return self._topo().pes_of(self.getPeHost(pe)).index(pe)
+
+    def getTopoTreeEdges(self, pe: int, root_pe: int, pes: Any = None, bfactor: int = 4) -> tuple:
+        return self._topo().tree_edges(pe, root_pe, pes, bfactor)
+
+    def getTopoSubtrees(self, root_pe: int, pes: list, bfactor: int = 4) -> list:
+        return self._topo().subtrees(root_pe, pes, bfactor)
+
+
+def _ready(o: Any) -> bool:
+    ready = getattr(o, "ready", None)
+    return ready() if ready is not None else o.done()
+
+
+def _on_ready(o: Any, fut: Future) -> None:
+    def wake(_: Any) -> None:
+        if not fut.done():
+            fut._resolve(None)
+
+    on = getattr(o, "waitReady", None)
+    if on is not None:
+        on(wake)
+    else:
+        o.add_done_callback(wake)
+
+
+def _created(proxy: Any) -> Future:
+    """A future that resolves once every element of ``proxy``'s collection exists."""
+    fut = Future(_depth=3)
+    proxy.c4p_ping(ret=True).add_done_callback(
+        lambda f: fut._resolve(None if f._state == 1 else Failure(f._error())))
+    return fut
+
+
+def _split_by(proxy: Any, numsections: int, section_func: Callable) -> list:
+    """Ask every element which section it is in (-1: none)."""
+    answers = proxy.c4p_section_of(section_func, ret=True).get()
+    info = proxy._info
+    indices = (range(shoal.num_pes()) if info.kind == "group" else
+               [i if len(i) > 1 else i[0] for i in _dense(info.shape)])
+    out: list = [[] for _ in range(numsections)]
+    for index, answer in zip(indices, answers):
+        for s in (answer if isinstance(answer, (list, tuple, set)) else [answer]):
+            if s is not None and 0 <= s < numsections:
+                out[s].append(index)
+    return out
+
+
+def _dense(shape: tuple) -> Iterator[tuple]:
+    import itertools
+
+    return itertools.product(*(range(n) for n in shape))
+
+
+class _Pool:
+    """``charm.pool``: shoal's task pool under Charm4py's names."""
+
+    def map(self, func: Callable, iterable: Iterable, chunksize: int = 1, ncores: int = -1) -> list:
+        """``func`` over ``iterable`` on the pool; ``ncores`` is accepted and ignored (shoal's
+        pool hands work to whichever PE is free)."""
+        return shoal.pool.map(func, iterable, chunksize=chunksize)
+
+    def map_async(self, func: Callable, iterable: Iterable, chunksize: int = 1, ncores: int = -1,
+                  multi_future: bool = False) -> Any:
+        if not multi_future:
+            return shoal.pool.map_async(func, iterable, chunksize=chunksize)
+        return [_first(shoal.pool.map_async(func, [x])) for x in iterable]
+
+    def submit(self, tasks: Iterable, chunksize: int = 1, ncores: int = -1) -> list:
+        """Run tasks ``(func, *args)`` on the pool; their results, in order."""
+        return shoal.pool.map(_apply, list(tasks), chunksize=chunksize)
+
+    def submit_async(self, tasks: Iterable, chunksize: int = 1, ncores: int = -1, multi_future: bool = False) -> Any:
+        return self.map_async(_apply, list(tasks), chunksize, ncores, multi_future)
+
+
+def _apply(task: tuple) -> Any:
+    return task[0](*task[1:])
+
+
+def _first(fut: Future) -> Future:
+    out = Future(_depth=3)
+    fut.add_done_callback(lambda f: out._resolve(f.result()[0] if f._state == 1 else Failure(f._error())))
+    return out
+
+
+charm = _Charm()

@@ -1,0 +1,128 @@
+"""Charm4py's proxies on shoal's: ``awaitable=`` calls, ``ckLocal``/``ckLocalBranch``,
+slices of array proxies as sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._runtime import context
+from ..._runtime.context import current
+from ..._runtime.futures import Failure, Future
+from ..._runtime.proxy import (
+    CollectionProxy, ElementProxy, SectionProxy, _BoundElementEntry, _BoundEntry,
+)
+
+__all__ = ["KINDS", "completion"]
+
+
+def completion(fut: Future) -> Future:
+    """A future that resolves to None when ``fut`` does (``awaitable=True``): errors pass."""
+    out = Future(_depth=3)
+
+    def done(f: Future) -> None:
+        out._resolve(None if f._state == 1 else Failure(f._error()))
+
+    fut.add_done_callback(done)
+    return out
+
+
+class _ElementEntry(_BoundElementEntry):
+    __slots__ = ()
+
+    def __call__(self, *args: Any, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
+        rt = context._current
+        if rt is None:
+            rt = current("calling an entry method")
+        fut = rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret or awaitable)  # type: ignore[arg-type]
+        return completion(fut) if awaitable and not ret else fut
+
+
+class _Entry(_BoundEntry):
+    __slots__ = ()
+
+    def __call__(self, *args: Any, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
+        fut = self.proxy._invoke(self.entry, self.name, args, kwargs, ret or awaitable)  # type: ignore[attr-defined]
+        return completion(fut) if awaitable and not ret else fut
+
+
+class Element(ElementProxy):
+    """A Charm4py element proxy."""
+
+    __slots__ = ()
+    issec = None
+
+    def ckLocal(self) -> Any:
+        """The element object itself if it is on this PE, else None."""
+        cs = current("ckLocal()").colls.get(self._info.id)
+        return None if cs is None else cs.elements.get(self._index)
+
+    def ckLocalBranch(self) -> Any:
+        return _local_branch(self._info)
+
+    @property
+    def elemIdx(self) -> Any:
+        return self.index
+
+
+class Collection(CollectionProxy):
+    """A Charm4py Group or Array proxy: index it, slice it (a section), broadcast to it."""
+
+    __slots__ = ()
+    issec = None
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index)):
+            return self.section(_sliced(self._info, index))
+        return super().__getitem__(index)
+
+    def ckLocalBranch(self) -> Any:
+        """This PE's element of a Group."""
+        return _local_branch(self._info)
+
+    def ckInsert(self, index: Any, args: Any = (), onPE: int = -1, useAtSync: bool = False) -> None:
+        if onPE != -1:
+            raise NotImplementedError("ckInsert(onPE=...): shoal places inserted elements by the array's "
+                                      "placement; give Array(..., map=...) instead")
+        self.insert(index, tuple(args))
+
+    def ckDoneInserting(self) -> None:
+        self.done_inserting()
+
+
+class Section(SectionProxy):
+    """A Charm4py section proxy (``proxy[::2]``, ``charm.split``)."""
+
+    __slots__ = ()
+    issec = True
+
+    @property
+    def section(self) -> Any:
+        return self.sid
+
+
+KINDS = ((Element, _ElementEntry), (Collection, _Entry), (Section, _Entry))
+
+
+def _local_branch(info: Any) -> Any:
+    rt = current("ckLocalBranch()")
+    if info.kind != "group":
+        raise TypeError("ckLocalBranch() is for Group proxies; use proxy[i].ckLocal() for array elements")
+    cs = rt.colls.get(info.id)
+    return None if cs is None else cs.elements.get((rt.pe,))
+
+
+def _sliced(info: Any, index: Any) -> list:
+    """The indices of a dense array (or group) that a slice selects."""
+    import itertools
+
+    if info.kind == "group":
+        shape: tuple = (current("slicing a proxy").npes,)
+    elif info.shape is None:
+        raise TypeError("a sparse array proxy cannot be sliced: its elements are not known ahead")
+    else:
+        shape = info.shape
+    parts = index if isinstance(index, tuple) else (index,)
+    if len(parts) != len(shape):
+        raise IndexError(f"slice {index!r} has {len(parts)} dimensions; the collection has {len(shape)}")
+    ranges = [range(*p.indices(n)) if isinstance(p, slice) else [p] for p, n in zip(parts, shape)]
+    return [c if len(c) > 1 else c[0] for c in itertools.product(*ranges)]
