@@ -157,6 +157,10 @@ class Chare:
         method after calling it; go on in ``resume_from_sync``."""
         current("Chare.at_sync()").balancer.at_sync(self)
 
+    def migrated(self) -> None:
+        """Called on an element right after it moved to this PE (before any message
+        for it runs here); override it to re-acquire what does not travel."""
+
     def resume_from_sync(self) -> None:
         """Called after a balancing round on every element that called :meth:`at_sync`
         (on the PE the element is on now); override it to go on with the work."""

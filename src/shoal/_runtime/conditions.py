@@ -3,7 +3,7 @@
 ``@shoal.when(cond)`` holds a call back until ``cond(self, *args)`` is true; a
 threaded method may block until ``cond(self)`` is true with :func:`wait_until`.
 Held calls and waits are looked at again after every entry method of their element
-runs. That costs nothing for a class until one of its calls or waits is first held:
+runs, and after each resumption of one of its threads. That costs nothing for a class until one of its calls or waits is first held:
 only then are its entry methods wrapped with the re-check (``_shoal_funcs`` swapped).
 """
 

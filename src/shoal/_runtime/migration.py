@@ -148,6 +148,14 @@ class Migration:
         if old != rt.pe:  # this PE's own messages to it went that way: fence them
             el._shoal_held = {rt.pe: []}
             rt.send_raw(old, pack_header(Kind.FENCE, 0, rt.pe, moves, coll, index), [b""], coll)
+        rt.counts.depth += 1
+        try:
+            el.migrated()
+        except BaseException as exc:  # noqa: BLE001 - as an entry method's error
+            rt.counts.depth -= 1
+            rt._entry_failed(el, type(el).migrated, exc, None)
+        else:
+            rt.counts.depth -= 1
         early = cs.early.pop(index, None)
         if early:
             for h, s in early:

@@ -86,7 +86,11 @@ class Thread(greenlet.greenlet):
         return fut.result()
 
     def _wake(self, fut: Future) -> None:
-        self.rt.ready.append(self.resume)
+        rt = self.rt
+        if rt.counts.depth == 0 and greenlet.getcurrent().parent is None:
+            self.resume()  # a message resolved it: resume before the next message runs
+        else:
+            rt.ready.append(self.resume)
 
     def resume(self) -> None:
         """Go on from the last block, as an entry method runs: counted, timed, current."""
@@ -111,6 +115,10 @@ class Thread(greenlet.greenlet):
             counts.depth -= 1
             if not counts.depth:
                 rt.busy_time += t1 - t0
+        if el._shoal_pending:  # what it did may let held calls of its element run (conditions.py)
+            from .conditions import recheck
+
+            recheck(el)
 
     def _end(self, outcome: Any) -> None:
         if self.report_to is None:

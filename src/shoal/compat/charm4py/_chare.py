@@ -10,7 +10,7 @@ import shoal
 from ..._runtime import conditions, threads
 from ..._runtime.chare import Chare as _ShoalChare
 from ..._runtime.context import current
-from ..._runtime.proxy import EntryRef
+from ..._runtime.proxy import CollectionProxy, EntryRef
 from ._proxies import KINDS
 from ._reduction import as_reducer
 
@@ -168,15 +168,9 @@ class Chare(_ShoalChare):
             resume()
 
     def migrate(self, toPe: int) -> None:
-        self.collection.migrate(self.index, toPe)
+        CollectionProxy.migrate(self.collection, self.index, toPe)  # the proxy's own, not an entry method
 
     migrate._shoal_entry = True  # type: ignore[attr-defined]
-
-    def migrated(self) -> None:
-        """Called after the element moved (Charm4py's hook)."""
-
-    def on_migrate(self) -> None:
-        self.migrated()
 
     def setMigratable(self, migratable: bool) -> None:
         self.migratable = migratable

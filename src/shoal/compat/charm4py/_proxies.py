@@ -51,6 +51,12 @@ class Element(ElementProxy):
     __slots__ = ()
     issec = None
 
+    def __getitem__(self, index: Any) -> Any:
+        """Another element of the same collection (Charm4py lets a single chare's
+        ``thisProxy[thisIndex]`` name itself)."""
+        info = self._info
+        return type(self)(info, info.normalize(index))
+
     def ckLocal(self) -> Any:
         """The element object itself if it is on this PE, else None."""
         cs = current("ckLocal()").colls.get(self._info.id)
