@@ -22,7 +22,7 @@ def coro(fn: Callable) -> Callable:
     ``@when``, so that a held call runs threaded too)."""
     condition = getattr(fn, "_shoal_when", None)
     if condition is not None:
-        return shoal.when(condition)(shoal.threaded(fn.__wrapped__))
+        return shoal.when(condition)(shoal.threaded(fn.__wrapped__))  # type: ignore[attr-defined]
     return shoal.threaded(fn)
 
 
@@ -101,7 +101,7 @@ class Chare(_ShoalChare):
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
         if init is not None and not getattr(init, "_shoal_threaded", False):
-            cls.__init__ = _main_threaded(init)  # type: ignore[misc]
+            cls.__init__ = _main_threaded(init)  # type: ignore[misc,method-assign]
 
     @property
     def _numthreads(self) -> int:

@@ -127,10 +127,10 @@ class _Charm:
         return shoal.my_pe()
 
     # -- futures and waits -------------------------------------------------------
-    def Future(self, num_vals: int = 1) -> Future:
+    def Future(self, num_vals: int = 1) -> CompatFuture:
         return CompatFuture(num_vals)
 
-    def createFuture(self, num_vals: int = 1) -> Future:
+    def createFuture(self, num_vals: int = 1) -> CompatFuture:
         return CompatFuture(num_vals)
 
     def iwait(self, objs: Iterable[Any]) -> Iterator[Any]:

@@ -34,7 +34,7 @@ class _ElementEntry(_BoundElementEntry):
         if rt is None:
             rt = current("calling an entry method")
         fut = rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret or awaitable)  # type: ignore[arg-type]
-        return completion(fut) if awaitable and not ret else fut
+        return completion(fut) if awaitable and not ret and fut is not None else fut
 
 
 class _Entry(_BoundEntry):

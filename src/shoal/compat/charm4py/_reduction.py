@@ -31,11 +31,11 @@ def _elementwise(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], 
                     out[j] = op(out[j], x)
             return out
         if isinstance(first, (list, tuple)):
-            out = list(first)
+            items = list(first)
             for v in values[1:]:
                 for j, x in enumerate(v):
-                    out[j] = op(out[j], x)
-            return out
+                    items[j] = op(items[j], x)
+            return items
         return functools.reduce(op, values)
 
     return combine
