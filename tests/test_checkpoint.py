@@ -1,11 +1,14 @@
 """Checkpoint and restart (tests/programs/checkpoint.py): results bit-identical to an
 uninterrupted run when restarting on 2 then 3 PEs and on 3 then 2, and every bad
-checkpoint a clear error with a non-zero exit, never silently loaded."""
+checkpoint a clear error with a non-zero exit, never silently loaded. Surviving a dead PE
+(tests/programs/recovery.py): under shoal run, relaunched on as many PEs as mpiexec can
+start; under another launcher, a resume command and exit code 75, or --restart auto."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,15 +17,18 @@ from pathlib import Path
 import pytest
 from conftest import Job
 
+from shoal.launcher import find_mpiexec
+
 PROGRAM = Path(__file__).parent / "programs" / "checkpoint.py"
 MPI = pytest.mark.mpi
 
 
-def run(tmp: Path, pes: int, *args: str, transport: str = "mpi", restart: bool = False) -> Job:
+def run(tmp: Path, pes: int, *args: str, transport: str = "mpi", restart: bool = False,
+        options: tuple[str, ...] = ()) -> Job:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
     shutil.copy(PROGRAM, tmp / PROGRAM.name)
     cmd = [sys.executable, "-m", "shoal", "run", "-n", str(pes), "--transport", transport,
-           *(["--restart", "ckpt"] if restart else []), PROGRAM.name, *args]
+           *(["--restart", "ckpt"] if restart else []), *options, PROGRAM.name, *args]
     return Job(subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=tmp))
 
 
@@ -56,6 +62,34 @@ def test_inspect_lists_and_verifies(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "7 elements" in out.stdout and "every checksum verified" in out.stdout and "Cell: dense array" in out.stdout
+    resume = shlex.join(["mpiexec", "-n", "2", sys.executable, "-m", "shoal", "--restart", str(tmp_path / "ckpt"),
+                         str(tmp_path / "checkpoint.py"), "6", "--at", "2"])
+    assert f"resume with: {resume}" in out.stdout, out.stdout
+
+
+def test_restart_auto_starts_fresh_or_from_the_newest_complete_checkpoint(tmp_path, reference):
+    """``--restart auto`` in a batch loop: a fresh start while the checkpoint directory has
+    none, then the checkpoint; after a crash between the two renames that replace it, the
+    finished temporary folder; a directory that is no checkpoint is refused."""
+    def auto() -> Job:
+        return run(tmp_path, 2, "10", "--at", "4", transport="inproc", options=("--checkpoint-dir", "ckpt",
+                                                                              "--restart", "auto"))
+
+    first = auto()
+    assert f"checkpoint directory {tmp_path / 'ckpt'}: no checkpoint there yet, starting fresh" in first.stderr
+    assert "RESULT restarted" not in first.stdout and final(first) == reference
+    second = auto()
+    assert f"restarting from {tmp_path / 'ckpt'}\n" in second.stderr, second.stderr
+    assert "RESULT restarted 4 hi 2" in second.stdout and final(second) == reference
+    (tmp_path / "ckpt").rename(tmp_path / "ckpt.tmp-123-456")  # the old one renamed away, the new one not yet in place
+    third = auto()
+    assert f"restarting from {tmp_path / 'ckpt.tmp-123-456'}" in third.stderr, third.stderr
+    assert "RESULT restarted 4 hi 2" in third.stdout and final(third) == reference
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "notes.txt").write_text("not a checkpoint")
+    refused = auto()
+    assert refused.returncode != 0 and "RESULT final" not in refused.stdout
+    assert f"{tmp_path / 'ckpt'}: holds files but no manifest.json" in refused.stderr, refused.stderr
 
 
 def _damaged(tmp_path: Path, how: str) -> str:
@@ -157,3 +191,119 @@ def test_without_restarts_left_a_dead_pe_ends_the_job(tmp_path):
                          capture_output=True, text=True, timeout=240)
     assert job.returncode != 0
     assert "PE 1 died and there is no checkpoint to restart from" in job.stderr, job.stderr
+
+
+# -- losing a PE: fewer PEs, another launcher, batch scripts -------------------------------------------
+RECOVERY = PROGRAM.with_name("recovery.py")
+#: checkpoint every 0.3 s; PE 1 kills itself (SIGKILL) at step 20 of 30, about 1 s in
+DYING = ("--checkpoint-every", "0.3", "--checkpoint-dir", "ck", "recovery.py", "30", "--die-at", "20")
+
+
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The last line of recovery.py run without a death (it does not depend on the PE count)."""
+    tmp = tmp_path_factory.mktemp("undisturbed")
+    shutil.copy(RECOVERY, tmp / RECOVERY.name)
+    job = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", "recovery.py",
+                          "30"], cwd=tmp, capture_output=True, text=True, timeout=120, env=_clean_env())
+    assert job.returncode == 0, job.stderr
+    return job.stdout.splitlines()[-1]
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+
+
+def _in(tmp: Path, *cmd: str | Path) -> subprocess.CompletedProcess:
+    shutil.copy(RECOVERY, tmp / RECOVERY.name)
+    return subprocess.run([str(c) for c in cmd], cwd=tmp, capture_output=True, text=True, timeout=120,
+                          env=_clean_env())
+
+
+@MPI
+def test_a_relaunch_falls_back_to_fewer_pes(tmp_path, undisturbed):
+    """A launcher that lost a node: after the first job it refuses more than 1 process, so the
+    relaunch after PE 1's death tries 3 PEs, then 2 (3 less the dead one), then 1."""
+    fake = tmp_path / "mpiexec-after-a-node-is-lost"
+    fake.write_text(f"""#!/bin/sh
+if [ -e "$0.used" ] && [ "$2" -gt 1 ]; then
+    echo "There are not enough slots available in the system to satisfy the $2 slots requested" >&2
+    exit 1
+fi
+touch "$0.used"
+exec {shlex.quote(find_mpiexec())} "$@"
+""")
+    fake.chmod(0o755)
+    job = _in(tmp_path, sys.executable, "-m", "shoal", "run", "-n", "3", "--mpiexec", fake, "--max-restarts", "1",
+              *DYING)
+    assert job.returncode == 0, job.stderr
+    assert "shoal run: PE 1 died; restarting from the checkpoint in" in job.stderr, job.stderr
+    assert "shoal run: mpiexec could not start 3 PEs (exit code 1, none started); relaunching on 2 PEs instead\n" \
+           in job.stderr, job.stderr
+    assert "shoal run: mpiexec could not start 2 PEs (exit code 1, none started); relaunching on 1 PE instead\n" \
+           in job.stderr, job.stderr
+    pes = [line for line in job.stdout.splitlines() if line.startswith("RESULT pes")]
+    assert pes == ["RESULT pes 3", "RESULT pes 1"], job.stdout
+    assert job.stdout.splitlines()[-1] == undisturbed
+
+
+#: srun's way with a dead PE, played by MPICH's mpiexec: with -disable-auto-cleanup hydra
+#: leaves the other PEs running when a PE exits with an error, but still kills them all when
+#: one dies of a signal (its proxy reaps it); so the PE runs under a shell, which turns the
+#: signal into exit code 137, and ignores the SIGUSR1 hydra sends the survivors.
+SRUN_LIKE = """#!/bin/sh
+trap '' USR1
+"$@"
+"""
+
+
+def _srun_like(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    shell = tmp / "pe.sh"
+    shell.write_text(SRUN_LIKE)
+    shell.chmod(0o755)
+    return _in(tmp, find_mpiexec(), "-disable-auto-cleanup", "-n", "2", shell, sys.executable, "-m", "shoal", *args)
+
+
+@MPI
+def test_under_another_launcher_a_survivor_says_how_to_resume(tmp_path, undisturbed):
+    """The PE that watched the dead one ends the job with exit code 75 and one line naming it,
+    the last good checkpoint and the command that resumes; that command finishes the job."""
+    job = _srun_like(tmp_path, *DYING)
+    assert job.returncode == 75, job.stderr
+    [line] = [ln for ln in job.stderr.splitlines() if ln.startswith("shoal: PE 0: PE 1 died")]
+    assert f"last good checkpoint {tmp_path / 'ck'} (written " in line and "exit code 75; resume with: " in line
+    command = shlex.split(line.split("resume with: ")[1])
+    assert command[:6] == ["mpiexec", "-n", "2", sys.executable, "-m", "shoal"], command
+    assert command[6:] == ["--checkpoint-every", "0.3", "--checkpoint-dir", str(tmp_path / "ck"),
+                           "--restart", str(tmp_path / "ck"), str(tmp_path / "recovery.py"), "30", "--die-at", "20"]
+    resumed = _in(tmp_path, find_mpiexec(), *command[1:])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "RESULT restarted after step" in resumed.stdout and resumed.stdout.splitlines()[-1] == undisturbed
+
+
+@MPI
+def test_under_another_launcher_without_checkpoints_a_death_ends_the_job(tmp_path):
+    job = _srun_like(tmp_path, "recovery.py", "30", "--die-at", "5")
+    assert job.returncode == 1, job.stderr
+    assert ("shoal: PE 0: PE 1 died (its process ended); no checkpoints are configured (--checkpoint-every, "
+            "--checkpoint-dir), so there is nothing to resume") in job.stderr, job.stderr
+
+
+@MPI
+def test_a_batch_loop_resumes_with_restart_auto(tmp_path, undisturbed):
+    """Under plain mpiexec a dead PE takes every PE with it at once (nobody can say a word):
+    a loop that runs the same command with --restart auto resumes from the last checkpoint."""
+    script = tmp_path / "job.sh"
+    script.write_text(f"""#!/bin/bash
+for try in 1 2 3; do
+    {shlex.quote(find_mpiexec())} -n 2 {shlex.quote(sys.executable)} -m shoal --restart auto {shlex.join(DYING)} && exit 0
+    echo "try $try ended with exit code $?"
+done
+exit 1
+""")
+    job = _in(tmp_path, "bash", script)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert "try 1 ended with exit code" in job.stdout and "try 2" not in job.stdout, job.stdout
+    assert f"checkpoint directory {tmp_path / 'ck'}: no checkpoint there yet, starting fresh" in job.stderr
+    assert f"checkpoint directory {tmp_path / 'ck'}: restarting from {tmp_path / 'ck'}" in job.stderr, job.stderr
+    assert job.stdout.splitlines()[-1] == undisturbed

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from . import jobwatch
 from .errors import exit_code
-from .launcher import find_mpiexec, launch_mpi
+from .launcher import JobOutcome, find_mpiexec, launch_mpi, run_job
 from .settings import MAX_PES, SettingsError, load_settings
 from ._transport import TRANSPORTS
 
@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--lb-period", metavar="N", type=int, default=None,
                      help="balance at every N-th at_sync call; 0: only when asked (sets SHOAL_LB_PERIOD)")
     run.add_argument("--restart", metavar="PATH", default=None,
-                     help="resume from checkpoint PATH, on any number of PEs (sets SHOAL_RESTART)")
+                     help="resume from checkpoint PATH, on any number of PEs; 'auto': from the newest in "
+                          "--checkpoint-dir if there is one, else start fresh (sets SHOAL_RESTART)")
     run.add_argument("--checkpoint-every", metavar="SECONDS", type=_seconds, default=None,
                      help="let shoal.checkpoint_point() checkpoint this often, e.g. 60s or 5m "
                           "(sets SHOAL_CHECKPOINT_EVERY)")
@@ -160,12 +161,19 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
     if ns.lb_period is not None:
         env["SHOAL_LB_PERIOD"] = str(ns.lb_period)
     if ns.restart is not None:
-        env["SHOAL_RESTART"] = os.path.abspath(ns.restart)
+        env["SHOAL_RESTART"] = _restart_path(ns.restart)
     if ns.checkpoint_every is not None:
         env["SHOAL_CHECKPOINT_EVERY"] = repr(ns.checkpoint_every)
     if ns.checkpoint_dir is not None:
         env["SHOAL_CHECKPOINT_DIR"] = os.path.abspath(ns.checkpoint_dir)
     return env
+
+
+def _restart_path(text: str) -> str:
+    """``--restart``'s value for the PEs: ``auto`` as it is, a path made absolute."""
+    from ._runtime.checkpoint import AUTO
+
+    return text if text == AUTO else os.path.abspath(text)
 
 
 def _seconds(text: str) -> float:
@@ -218,30 +226,49 @@ def _run(ns: argparse.Namespace) -> int:
 
 
 def _run_recovering(ns: argparse.Namespace) -> int:
-    """Run the job; when a PE dies, run it again from the last checkpoint, ``--max-restarts`` times."""
-    from ._runtime.checkpoint import read_manifest
-    from .errors import ShoalError
-    from .launcher import run_job
+    """Run the job; when a PE dies, run it again from the last checkpoint, ``--max-restarts``
+    times, on as many PEs as mpiexec can start (:func:`_relaunch`)."""
+    from ._runtime.checkpoint import latest, read_manifest
+    from .errors import CheckpointError
+    from .jobreport import pe_list
 
     folder = os.environ.get("SHOAL_CHECKPOINT_DIR") or os.path.abspath("shoal.ckpt")
-    for attempt in range(ns.max_restarts + 1):
-        code, died = run_job([ns.program, *ns.args], ns.pes, ns.mpiexec)
-        if code == 0 or not died:
-            return code
-        if attempt == ns.max_restarts:
-            print(f"shoal run: PE {', '.join(map(str, died))} died; no restarts left "
-                  f"(--max-restarts {ns.max_restarts})", file=sys.stderr)
-            return code
+    args = [ns.program, *ns.args]
+    job = run_job(args, ns.pes, ns.mpiexec)
+    for restart in range(1, ns.max_restarts + 1):
+        if job.code == 0 or not job.died:
+            return job.code
         try:
-            manifest = read_manifest(folder)
-        except ShoalError as exc:
-            print(f"shoal run: PE {', '.join(map(str, died))} died and there is no checkpoint to restart from: {exc}",
+            found = latest(folder)
+            if found is None:
+                raise CheckpointError(f"{folder} holds none")
+            manifest = read_manifest(found)
+        except CheckpointError as exc:
+            print(f"shoal run: {pe_list(job.died)} died and there is no checkpoint to restart from: {exc}",
                   file=sys.stderr)
-            return code
-        print(f"shoal run: PE {', '.join(map(str, died))} died; restarting from the checkpoint in {folder} "
-              f"(written {manifest['time']}), restart {attempt + 1} of {ns.max_restarts}", file=sys.stderr, flush=True)
-        os.environ["SHOAL_RESTART"] = folder
-    return 1
+            return job.code
+        print(f"shoal run: {pe_list(job.died)} died; restarting from the checkpoint in {found} "
+              f"(written {manifest['time']}), restart {restart} of {ns.max_restarts}", file=sys.stderr, flush=True)
+        os.environ["SHOAL_RESTART"] = found
+        job = _relaunch(args, ns, len(job.died))
+    if job.code != 0 and job.died:
+        print(f"shoal run: {pe_list(job.died)} died; no restarts left (--max-restarts {ns.max_restarts})",
+              file=sys.stderr)
+    return job.code
+
+
+def _relaunch(args: list[str], ns: argparse.Namespace, lost: int) -> JobOutcome:
+    """Run the job again on ``-n`` PEs or, while mpiexec cannot start that many (a node is
+    gone, say), on ``lost`` fewer, then one fewer at a time down to 1."""
+    counts = sorted({ns.pes, *range(1, ns.pes - lost + 1)}, reverse=True)
+    job = run_job(args, counts[0], ns.mpiexec)
+    for tried, fewer in zip(counts, counts[1:]):
+        if not job.never_started:
+            break
+        print(f"shoal run: mpiexec could not start {tried} PEs (exit code {job.code}, none started); "
+              f"relaunching on {fewer} PE{'s' if fewer > 1 else ''} instead", file=sys.stderr, flush=True)
+        job = run_job(args, fewer, ns.mpiexec)
+    return job
 
 
 def _info(ns: argparse.Namespace) -> int:
@@ -309,7 +336,7 @@ def _cache(ns: argparse.Namespace) -> int:
 
 
 def _checkpoint(ns: argparse.Namespace) -> int:
-    from ._runtime.checkpoint import verify
+    from ._runtime.checkpoint import resume_command, verify
     from .errors import ShoalError
 
     try:
@@ -323,6 +350,7 @@ def _checkpoint(ns: argparse.Namespace) -> int:
     for c in m["collections"]:
         shape = f"shape {tuple(c['shape'])}" if c["shape"] else f"{c['ndims']}-d sparse"
         print(f"  {c['class']}: {c['kind']} array, {shape}, {c['elements']} elements")
+    print(f"resume with: {resume_command(os.path.abspath(ns.path), m)}")
     return 0
 
 
@@ -370,16 +398,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+#: ``python -m shoal OPTION VALUE … prog.py``: the options a PE takes before its program, and what each sets
+_PE_OPTIONS = {"--restart": "SHOAL_RESTART", "--checkpoint-dir": "SHOAL_CHECKPOINT_DIR",
+               "--checkpoint-every": "SHOAL_CHECKPOINT_EVERY", "--compat": "SHOAL_COMPAT"}
+
+
+def _pe_option(option: str, value: str) -> str:
+    """The variable's value for ``option value``, as ``shoal run`` sets it."""
+    if option == "--restart":
+        return _restart_path(value)
+    if option == "--checkpoint-every":
+        return repr(_seconds(value))
+    return os.path.abspath(value) if option == "--checkpoint-dir" else value
+
+
 def _main(argv: list[str]) -> int:
     if argv and argv[0] == "bench":
         from .bench.cli import main as bench_main
 
         return bench_main(argv[1:])
-    while len(argv) >= 3 and argv[0] in ("--restart", "--compat"):  # `python -m shoal --restart PATH prog.py`
-        if argv[0] == "--restart":
-            os.environ["SHOAL_RESTART"] = os.path.abspath(argv[1])
-        else:
-            os.environ["SHOAL_COMPAT"] = argv[1]
+    while len(argv) >= 3 and argv[0] in _PE_OPTIONS:  # `python -m shoal --restart PATH … prog.py args…`
+        try:
+            os.environ[_PE_OPTIONS[argv[0]]] = _pe_option(argv[0], argv[1])
+        except argparse.ArgumentTypeError as exc:
+            print(f"shoal: {argv[0]} {argv[1]}: {exc}", file=sys.stderr)
+            return 2
         argv = argv[2:]
     if argv and argv[0] not in _COMMANDS and not argv[0].startswith("-"):
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`

@@ -8,25 +8,32 @@ signal, from :mod:`faulthandler`); and it holds the FIFO ``pe<N>.alive`` open, s
 launcher sees the moment its process ends. After mpiexec returns, the launcher reads them to say
 which PE did not finish, and how (:func:`read_records`). A thread on each PE checks once a
 second that the launcher still lives, and ends the job if it is gone (SIGKILL leaves no
-time for the launcher to end the job itself). Nothing here is on the per-message path.
+time for the launcher to end the job itself).
+
+Under ``mpiexec``/``srun`` without ``shoal run``, a PE whose peer died would wait for it
+forever (shared-memory MPI reports no error, and a launcher may leave the survivors
+running), so each PE watches the next one through a TCP connection (:func:`watch_peers`).
+Nothing here is on the per-message path.
 """
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import fcntl
 import os
+import socket
 import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, Callable, NoReturn
 
 __all__ = [
     "JOB_DIR_VAR", "LAUNCHER_VAR", "PERecord", "read_records", "launcher_rank", "process_start",
-    "process_alive", "join_job", "note_fatal", "note_exit", "end_job", "describe", "format_exception",
+    "process_alive", "join_job", "note_fatal", "note_exit", "end_job", "describe", "format_exception", "watch_peers",
 ]
 
 JOB_DIR_VAR = "SHOAL_JOB_DIR"
@@ -34,6 +41,11 @@ LAUNCHER_VAR = "SHOAL_LAUNCHER"
 _RANK_VARS = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
 #: seconds between two checks that the launcher lives
 CHECK_INTERVAL = 1.0
+#: seconds a PE waits at start-up to connect to the next PE, and for the previous one to connect
+LIFELINE_WAIT = 10.0
+#: seconds a PE waits after its lifeline broke before it reports a death: a job that
+#: MPI_Abort is ending anyway ends it first, with no second report
+SETTLE = 0.5
 
 
 @dataclass
@@ -169,6 +181,7 @@ def _high(fd: int) -> int:
 
 def note_fatal(text: str) -> None:
     """Record that this PE fails, and why (one line), for ``shoal run``'s summary."""
+    _farewell()  # it reports its own failure: the previous PE must not report a death
     line = " ".join(text.split())[:400]
     _write(f"pe{_rank}.fatal", f"{time.time():.6f} {line}\n")
 
@@ -216,6 +229,100 @@ def _watch_launcher(pid: int, start: str) -> None:
         time.sleep(CHECK_INTERVAL)
         if not process_alive(pid, start):
             end_job(_rank, f"its launcher (shoal run, pid {pid}) is gone", init=False)
+
+
+# -- a dead peer under another launcher (PE side) --------------------------------------------------
+_FAREWELL = b"."
+_behind: socket.socket | None = None  # from the previous PE, which watches this one through it
+_ending = False  # this PE ends the job, or leaves it: it reports no death
+
+
+def watch_peers(rank: int, size: int, exchange: Callable[[Any], Any], advice: Callable[[], tuple[int, str]]) -> None:
+    """Under ``mpiexec``/``srun`` without ``shoal run`` (whose launcher watches every PE): end
+    the job when the next PE's process dies, instead of waiting for it forever.
+
+    Each PE connects to the next one (its lifeline: TCP, two connections per PE). The kernel
+    closes a process's connections however it ends, and TCP keepalive notices a lost
+    node; a PE that ends on purpose says goodbye first. A thread waits in ``recv`` (no
+    polling, nothing on the message path); if the connection closes without a goodbye,
+    it prints ``PE k died (how); <advice text>`` and ends the job with advice's exit code.
+    ``exchange(x)`` sends ``x`` to the previous PE and returns the next one's; every PE
+    calls this at start-up."""
+    global _behind, _rank
+    if _folder is not None or size < 2:
+        return
+    _rank, host, before, after = rank, socket.gethostname(), (rank - 1) % size, (rank + 1) % size
+    server: socket.socket | None = None
+    try:
+        server = socket.create_server(("", 0))
+    except OSError as exc:
+        _cannot(f"listen for PE {before}", exc)
+    theirs = exchange((host, server.getsockname()[1]) if server else None)
+    ahead = None
+    if theirs is not None:
+        where = ("127.0.0.1" if theirs[0] == host else theirs[0], theirs[1])
+        try:
+            ahead = _keepalive(socket.create_connection(where, LIFELINE_WAIT))
+        except OSError as exc:
+            _cannot(f"connect to PE {after} at {where[0]}:{where[1]}", exc)
+    if server is not None:
+        with server:
+            server.settimeout(LIFELINE_WAIT)
+            try:
+                _behind = _keepalive(server.accept()[0])
+            except OSError as exc:
+                _cannot(f"hear from PE {before}", exc)
+    atexit.register(_farewell)
+    if ahead is not None:
+        ahead.settimeout(None)
+        threading.Thread(target=_watch_next, args=(ahead, after, advice), name="shoal-peer-watch", daemon=True).start()
+
+
+def _cannot(what: str, exc: OSError) -> None:
+    """Say that this PE cannot watch, or be watched, and why (the job goes on)."""
+    os.write(2, f"shoal: PE {_rank}: cannot {what} ({exc}); a dead PE may then leave this job waiting\n".encode())
+
+
+def _keepalive(sock: socket.socket) -> socket.socket:
+    """``sock``, probed by the kernel after 10 s of silence: a lost node breaks it in about 25 s."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+    return sock
+
+
+def _watch_next(sock: socket.socket, pe: int, advice: Callable[[], tuple[int, str]]) -> None:
+    """Wait for PE ``pe`` to say goodbye or vanish; if it vanished, end the job as ``advice`` says."""
+    try:
+        said, how = sock.recv(1), "its process ended"
+    except OSError as exc:
+        said, how = b"", f"its connection broke: {exc.strerror or exc}"
+    if said == _FAREWELL:
+        return
+    time.sleep(SETTLE)
+    if _ending:
+        return
+    code, text = advice()
+    _farewell()
+    os.write(2, f"shoal: PE {_rank}: PE {pe} died ({how}); {text}\n".encode(errors="replace"))
+    time.sleep(0.25)  # let the launcher forward the line before the abort ends every process
+    from ._transport.mpi import abort_world
+
+    abort_world(code)
+    os._exit(code)
+
+
+def _farewell() -> None:
+    """This PE ends on purpose (or reports its own failure): tell the previous PE."""
+    global _behind, _ending
+    _ending = True
+    if _behind is not None:
+        try:
+            _behind.send(_FAREWELL)
+        except OSError:
+            pass
+        _behind = None
 
 
 def read_records(folder: Path) -> dict[int, PERecord]:

@@ -20,13 +20,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from .jobreport import files_needed, pe_list, summarize
 from .jobwatch import JOB_DIR_VAR, LAUNCHER_VAR, PERecord, process_alive, process_start, read_records
 from .settings import mpiexec_choice
 
-__all__ = ["find_mpiexec", "launch_mpi", "GRACE", "STOP_WAIT"]
+__all__ = ["find_mpiexec", "launch_mpi", "run_job", "JobOutcome", "GRACE", "STOP_WAIT"]
 
 #: seconds mpiexec may run on after a PE reported a failure or vanished, before the
 #: launcher ends the job itself (a hang guard: MPI_Abort normally ends it at once)
@@ -57,12 +57,20 @@ def find_mpiexec(explicit: str | None = None) -> str:
 
 def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int:
     """Run ``python -m shoal *args`` as an MPI job of ``pes`` processes; its exit code."""
-    return run_job(args, pes, mpiexec)[0]
+    return run_job(args, pes, mpiexec).code
 
 
-def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> tuple[int, list[int]]:
-    """:func:`launch_mpi`, also naming the PEs whose process died (a signal, a crash):
-    ``(exit code, those PEs)``; a program's own error is not a death."""
+class JobOutcome(NamedTuple):
+    """How a job ended: its exit code, the PEs whose process died (a signal, a crash; a
+    program's own error is not a death), and whether mpiexec failed before any PE started."""
+
+    code: int
+    died: list[int]
+    never_started: bool
+
+
+def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOutcome:
+    """:func:`launch_mpi`, also saying which PEs died and whether any PE started."""
     exe = find_mpiexec(mpiexec)
     _remove_stale_folders()
     _raise_file_limit(pes)
@@ -74,7 +82,8 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> tuple[
     cmd = [exe, "-n", str(pes), sys.executable, "-m", "shoal", *args]
     job = _Job(cmd, env, folder, pes)
     try:
-        return job.run(), job.died
+        code = job.run()
+        return JobOutcome(code, job.died, job.never_started)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -102,6 +111,7 @@ class _Job:
         self.names: frozenset[str] = frozenset()
         self.poller = select.poll()
         self.died: list[int] = []  # PEs whose process ended without finishing or reporting an error
+        self.never_started = False  # mpiexec failed before any PE started
 
     def run(self) -> int:
         wake_r, wake_w = os.pipe()
@@ -262,6 +272,7 @@ class _Job:
         vanished = {pe for pe, rec in records.items() if rec.pid and rec.exit_code is None and not rec.fatal}
         # the first seen to end: the others ended with the job
         self.died = next((sorted(set(b) & vanished) for b in self.ended if set(b) & vanished), sorted(vanished))
+        self.never_started = rc != 0 and not any(rec.pid for rec in records.values())
         code, lines = summarize(
             records, self.ended, self.pes, rc, verdict=self.verdict, guarded=self.guarded,
             command=" ".join(self.cmd[:3]), cores=cores, file_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],

@@ -2,7 +2,8 @@
 ``shoal.checkpoint_point_sync`` every step; with ``--die-at K`` the process of PE 1 kills
 itself (SIGKILL) at step K of the first run, as a node failure would.
 
-``recovery.py STEPS [--die-at K]``; prints ``RESULT`` lines, the last a checksum.
+``recovery.py STEPS [--die-at K]``; prints ``RESULT`` lines: first the PE count, the last a
+checksum that does not depend on it.
 """
 
 import os
@@ -29,6 +30,7 @@ def main(args):
     steps = int(args[1])
     die_at = int(args[args.index("--die-at") + 1]) if "--die-at" in args else -1
     saved = shoal.restarted()
+    print("RESULT pes", shoal.num_pes(), flush=True)
     if saved is None:
         parts, first, total, written = shoal.Array(Part, 6), 0, 0, 0
     else:

@@ -16,15 +16,20 @@ temporary folder and fsyncs it; PE 0 writes the rest, fsyncs, and renames the fo
 into place last, keeping the previous checkpoint until then. Restart (``SHOAL_RESTART``):
 before main runs, every PE reads the manifest and the index, verifies what it reads, and
 rebuilds the elements whose home is it on the new PE count, under the same collection
-ids, so proxies in main's state point at them.
+ids, so proxies in main's state point at them. ``SHOAL_RESTART=auto`` restarts from the
+newest complete checkpoint in the checkpoint directory, or starts fresh if there is none,
+so a batch script can run the same command until the job succeeds.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import mmap
 import os
 import pickle
+import re
+import shlex
 import shutil
 import sys
 import threading
@@ -43,12 +48,19 @@ from .message import encode
 from .migration import pack, rebuild
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from .scheduler import Runtime
 
-__all__ = ["checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "write_pe", "commit", "restore", "read_main_state",
-           "verify", "FORMAT"]
+__all__ = ["checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "write_pe",
+           "commit", "restore", "read_main_state", "verify", "latest", "resume_command", "after_death", "FORMAT", "AUTO",
+           "RESUME_EXIT"]
 
 FORMAT = "shoal.checkpoint/1"
+#: ``--restart auto``: the newest complete checkpoint in the checkpoint directory, if any
+AUTO = "auto"
+#: The exit code of a job that lost a PE and can resume from a checkpoint (``EX_TEMPFAIL``):
+#: under a launcher other than ``shoal run``, the PE that saw the death exits with it.
+RESUME_EXIT = 75
 _CHUNK = 1 << 24  # files are checked in 16 MiB reads
 
 
@@ -228,8 +240,11 @@ def _commit(rt: "Runtime", folder: str, final: str, parts: list, state: Any) -> 
         _write(os.path.join(folder, name), data)
         files[name] = {"bytes": len(data), "checksum": _sum(data)}
     colls = [_describe(cs.info, sum(1 for r in records if r[0] == cs.info.id)) for cs in _user_collections(rt)]
+    periodic = os.path.abspath(final) == os.path.abspath(rt.settings.checkpoint_dir)
     manifest = {
         "format": FORMAT, "shoal": _version(), "program": os.path.abspath(sys.argv[0]) if sys.argv else "",
+        "argv": sys.argv[1:], "every": rt.settings.checkpoint_every if periodic else 0,  # for the resume command
+        "compat": os.environ.get("SHOAL_COMPAT", ""),
         "checksum": "xxh3_64", "pes": rt.npes, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "elements": len(records),
         "bytes": sum(p["bytes"] for p in parts), "collections": colls, "files": files,
     }
@@ -333,9 +348,35 @@ def _read_checked(path: str, name: str, manifest: dict) -> bytes:
     return data
 
 
+def latest(folder: str) -> str | None:
+    """The newest complete checkpoint written to ``folder``: the folder itself or, after a
+    crash between the two renames that replace it, the finished ``folder.tmp-*`` beside it
+    (its manifest is written last); None if there is none."""
+    if os.path.isfile(os.path.join(folder, "manifest.json")):
+        return folder
+    if os.path.isdir(folder) and os.listdir(folder):
+        raise CheckpointError(f"{folder}: holds files but no manifest.json (not a shoal checkpoint, or a damaged one)")
+    done = glob.glob(os.path.join(glob.escape(folder) + ".tmp-*", "manifest.json"))
+    return os.path.dirname(max(done, key=os.path.getmtime)) if done else None
+
+
+def _resolve(path: str, settings: "Settings") -> str | None:
+    """The checkpoint a restart from ``path`` reads; for ``auto`` the newest in the
+    checkpoint directory (None: there is none, so the run starts fresh)."""
+    return latest(os.path.abspath(settings.checkpoint_dir)) if path == AUTO else path
+
+
 def restore(rt: "Runtime", path: str) -> None:
     """Rebuild the checkpoint's collections on this PE: its elements are those whose home
-    on the new PE count is this PE."""
+    on the new PE count is this PE. ``auto`` (:func:`latest`) says on PE 0 what it chose."""
+    found = _resolve(path, rt.settings)
+    if path == AUTO and rt.pe == 0:
+        what = f"restarting from {found}" if found else "no checkpoint there yet, starting fresh"
+        print(f"shoal: --restart auto with checkpoint directory {os.path.abspath(rt.settings.checkpoint_dir)}: "
+              f"{what}", file=sys.stderr, flush=True)
+    if found is None:
+        return
+    path = found
     manifest = read_manifest(path)
     program, here = os.path.basename(manifest.get("program", "")), os.path.basename(sys.argv[0]) if sys.argv else ""
     if program and here and program != here:
@@ -412,9 +453,41 @@ def _map(where: str, cs: CollectionState, index: tuple) -> memoryview:
 
 
 def read_main_state(path: str) -> Any:
-    """What main passed as ``state=`` (after the collections are rebuilt here)."""
-    manifest = read_manifest(path)
-    return pickle.loads(_read_checked(path, "main.pkl", manifest))
+    """What main passed as ``state=`` (after the collections are rebuilt here); None when
+    ``auto`` found no checkpoint."""
+    found = _resolve(path, current("shoal.restarted()").settings)
+    return None if found is None else pickle.loads(_read_checked(found, "main.pkl", read_manifest(found)))
+
+
+def resume_command(path: str, manifest: dict, pes: int | None = None) -> str:
+    """The command line that resumes from checkpoint ``path`` (with ``manifest``) under
+    ``srun`` in a Slurm job, else ``mpiexec``, on ``pes`` PEs (default: as many as wrote it),
+    checkpointing as often as the run that wrote it did."""
+    every = manifest.get("every", 0)
+    home = re.sub(r"\.tmp-\d+-\d+$", "", path)  # where periodic checkpoints go on
+    periodic = ["--checkpoint-every", f"{every:g}", "--checkpoint-dir", home] if every else []
+    compat = ["--compat", manifest["compat"]] if manifest.get("compat") else []
+    return shlex.join(["srun" if "SLURM_JOB_ID" in os.environ else "mpiexec", "-n", str(pes or manifest["pes"]),
+                       sys.executable, "-m", "shoal", *compat, *periodic, "--restart", path, manifest["program"],
+                       *manifest.get("argv", [])])
+
+
+def after_death(settings: "Settings", pes: int) -> tuple[int, str]:
+    """What a PE that saw another PE's process die says, and the job's exit code: with
+    checkpoints configured (``--checkpoint-every`` or ``--checkpoint-dir``) and one written,
+    :data:`RESUME_EXIT` and the command that resumes; otherwise 1 and why not."""
+    folder = os.path.abspath(settings.checkpoint_dir)
+    if settings.checkpoint_every <= 0 and "SHOAL_CHECKPOINT_DIR" not in os.environ:
+        return 1, "no checkpoints are configured (--checkpoint-every, --checkpoint-dir), so there is nothing to resume"
+    try:
+        found = latest(folder)
+        if found is None:
+            return 1, f"no checkpoint was written to {folder} yet, so there is nothing to resume"
+        manifest = read_manifest(found)
+    except CheckpointError as exc:
+        return 1, f"there is no usable checkpoint to resume from: {exc}"
+    return RESUME_EXIT, (f"last good checkpoint {found} (written {manifest['time']}); exit code {RESUME_EXIT}; "
+                         f"resume with: {resume_command(found, manifest, pes)}")
 
 
 def verify(path: str) -> dict:

@@ -397,7 +397,22 @@ def open_engine(settings: Settings) -> Engine:
     engine = (MPIEngine if name == "mpi" else Engine)(transports, settings)
     for t in transports:
         t.barrier()
+    if name == "mpi":
+        _watch_peers(transports[0], settings)
     return engine
+
+
+def _watch_peers(transport: Any, settings: Settings) -> None:
+    """Under mpiexec/srun without ``shoal run``: end the job when another PE's process dies,
+    rather than wait for it forever (:func:`shoal.jobwatch.watch_peers`), saying how to
+    resume from the last checkpoint (:func:`.checkpoint.after_death`)."""
+    from functools import partial
+
+    from .._transport.mpi import exchange_ring
+    from ..jobwatch import watch_peers
+    from .checkpoint import after_death
+
+    watch_peers(transport.rank, transport.size, exchange_ring, partial(after_death, settings, transport.size))
 
 
 def start(main: Callable[..., Any], until: str = "return") -> NoReturn:

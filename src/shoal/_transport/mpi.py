@@ -21,7 +21,7 @@ from mpi4py import MPI
 
 from .base import Deliver, Transport
 
-__all__ = ["MPITransport", "abort_world", "job_finished"]
+__all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring"]
 
 _PREFIX = struct.Struct("<HH")
 _SEG = struct.Struct("<Q")
@@ -257,6 +257,13 @@ def abort_world(code: int) -> None:
     """End every process of the MPI job with exit code ``code`` (``MPI_Abort``), starting MPI
     first if needed: PEs still in ``MPI_Init`` wait there for this one otherwise."""
     MPI.COMM_WORLD.Abort(code)
+
+
+def exchange_ring(value: Any) -> Any:
+    """Send ``value`` to the previous PE and return the next PE's (every PE calls it, at start-up)."""
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    return world.sendrecv(value, dest=(rank - 1) % size, source=(rank + 1) % size)
 
 
 def describe_library() -> dict[str, Any]:
