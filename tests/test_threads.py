@@ -86,11 +86,12 @@ def test_held_calls_run_in_order_once_the_condition_holds() -> None:
         a = shoal.Array(Worker, 2)
         first = a[1].held("a", ret=True)
         second = a[1].held("b", ret=True)
+        again = a[1].held("b", ret=True)  # equal to the one before: each runs once
         waited = a[1].wait_open(ret=True)
         assert not first.done() and not waited.done()
         a[1].open()
-        assert (first.get(), second.get()) == ("a", "b")
-        assert waited.get() == ["a", "b"]
+        assert (first.get(), second.get(), again.get()) == ("a", "b", "b")
+        assert waited.get() == ["a", "b", "b"]
 
     assert run(main) == 0
 

@@ -88,27 +88,38 @@ def _rechecking(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def recheck(el: Any) -> None:
     """Run the held calls of ``el`` whose condition is now true, and wake its waits,
-    until none is ready (one that runs may make another one ready)."""
+    until none is ready (one that runs may make another one ready, or recheck in turn)."""
     pending = el._shoal_pending
     progress = True
     while progress and pending:
         progress = False
         for held in list(pending):
             condition, fn, args, kwargs, fut = held
+            if not any(h is held for h in pending):
+                continue  # a recheck that a call of this loop set off ran it already
             try:
                 ready = condition(el) if fn is None else condition(el, *args, **kwargs)
             except BaseException as exc:  # noqa: BLE001 - the condition's error is the call's
-                pending.remove(held)
+                _remove(pending, held)
                 fut._resolve(Failure(exc))
                 continue
             if not ready:
                 continue
-            pending.remove(held)
+            _remove(pending, held)
             progress = True
             if fn is None:
                 fut._resolve(None)
             else:
                 _run(el, fn, args, kwargs, fut)
+
+
+def _remove(pending: list, held: tuple) -> None:
+    """Take ``held`` itself out of ``pending``: by identity, since two held calls with
+    equal arguments compare equal (as their local futures do)."""
+    for i, h in enumerate(pending):
+        if h is held:
+            del pending[i]
+            return
 
 
 def _run(el: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, fut: Future) -> None:
