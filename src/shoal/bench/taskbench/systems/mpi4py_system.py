@@ -15,6 +15,7 @@ lists of (buffer, rank, tag) so the timed loop does only MPI calls and the kerne
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, TextIO
 
 from ..app import App
@@ -147,6 +148,7 @@ def main(app: App, out: TextIO = sys.stdout) -> int:
             elapsed = run(one)
         except ValidationError as exc:
             print(f"shoal bench taskbench: rank {MPI.COMM_WORLD.Get_rank()}: {exc}", file=sys.stderr, flush=True)
+            time.sleep(0.25)  # let the launcher forward the line before Abort ends every process
             MPI.COMM_WORLD.Abort(1)
             return 1
         if elapsed is not None:
