@@ -67,7 +67,7 @@ class Thread(greenlet.greenlet):
     """One run of a threaded entry method."""
 
     def __init__(self, rt: "Runtime", el: Any, fn: Callable[..., Any], args: tuple, kwargs: dict):
-        super().__init__(lambda: fn(el, *args, **kwargs), parent=_root(rt))
+        super().__init__(lambda: fn(el, *args, **kwargs), parent=_root())
         self.rt = rt
         self.element = el
         self.fn = fn
@@ -135,7 +135,7 @@ def _describe(el: Any) -> str:
     return f"element {index!r}"
 
 
-def _root(rt: "Runtime") -> greenlet.greenlet:
+def _root() -> greenlet.greenlet:
     """The greenlet that runs the scheduler of this OS thread (where blocked threads return)."""
     g = greenlet.getcurrent()
     while g.parent is not None:

@@ -5,7 +5,6 @@ machine's topology."""
 from __future__ import annotations
 
 import sys
-import time
 import types
 from typing import Any, Callable, Iterable, Iterator
 
@@ -155,7 +154,7 @@ class _Charm:
     def awaitCreation(self, *proxies: Any) -> None:
         """Wait until the collections exist (their constructors have run)."""
         for proxy in proxies:
-            shoal.gather(*[_created(proxy)]).get()
+            proxy.c4p_ping(ret=True).get()
 
     def sleep(self, secs: float) -> None:
         """Pause the calling (threaded) method or main for ``secs`` seconds; the PE serves meanwhile."""
@@ -188,7 +187,6 @@ class _Charm:
               elems: Any = None, slicing: Any = None, cons: Any = None) -> list:
         """``numsections`` sections of ``proxy``: by ``elems`` (one list of indices each),
         or by ``section_func(element) -> section number or -1``."""
-        info = proxy._info
         if elems is None:
             if section_func is None:
                 raise TypeError("charm.split() needs elems= or section_func=")
@@ -197,7 +195,6 @@ class _Charm:
             elems = [elems]
         if len(elems) != numsections:
             raise ValueError(f"charm.split(): {numsections} sections, but {len(elems)} lists of elements")
-        del info
         return [proxy.section(list(e)) for e in elems]
 
     def combine(self, *proxies: Any) -> Any:
@@ -261,14 +258,6 @@ def _on_ready(o: Any, fut: Future) -> None:
         on(wake)
     else:
         o.add_done_callback(wake)
-
-
-def _created(proxy: Any) -> Future:
-    """A future that resolves once every element of ``proxy``'s collection exists."""
-    fut = Future(_depth=3)
-    proxy.c4p_ping(ret=True).add_done_callback(
-        lambda f: fut._resolve(None if f._state == 1 else Failure(f._error())))
-    return fut
 
 
 def _split_by(proxy: Any, numsections: int, section_func: Callable) -> list:

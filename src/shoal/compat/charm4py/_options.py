@@ -28,8 +28,7 @@ def take_launcher_options(argv: list[str]) -> list[str]:
             i += 1
             continue
         name, _, value = arg.partition("=")
-        takes = name in _WITH_VALUE or (name.startswith("+p") and name[2:].isdigit())
-        if takes and not value and not (name.startswith("+p") and name[2:].isdigit()):
+        if name in _WITH_VALUE and not value:  # `+balancer X`, `+p 4` (but not `+p4`)
             value = argv[i + 1] if i + 1 < len(argv) else ""
             i += 1
         if name == "+balancer" and value:
