@@ -11,7 +11,7 @@ import shoal.pool
 import shoal.stencil
 
 PUBLIC = {
-    "start", "run", "attach", "detach", "my_pe", "num_pes",
+    "start", "run", "attach", "detach", "connect", "my_pe", "num_pes",
     "Chare", "Group", "Array", "Future", "gather", "Channel", "ReceiveSet", "reducers", "Reducer",
     "quiescence", "call_later", "mpi_comm", "pool", "Executor", "BrokenPool",
     "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",
@@ -19,7 +19,7 @@ PUBLIC = {
     "checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "__version__",
 }
 #: public on purpose though not in __all__ (see shoal/__init__.py)
-QUALIFIED_ONLY = {"exit", "ElementProxy", "CollectionProxy", "SectionProxy"}
+QUALIFIED_ONLY = {"exit", "ElementProxy", "CollectionProxy", "SectionProxy", "load_ipython_extension"}
 
 
 def test_all_is_pinned():

@@ -1,6 +1,6 @@
 """The layers depend one way (docs/architecture.md): checked on every module's imports.
 
-_transport  <-  _runtime  <-  pool, lowlevel  <-  stencil, bench
+_transport  <-  _runtime  <-  pool, lowlevel  <-  stencil, bench;  remote (serve/connect) on both
 A module may import from its own layer and the layers below it; the stencil DSL and the
 benchmarks reach the runtime and the transport only through ``shoal.lowlevel`` and the
 public ``shoal`` namespace.
@@ -21,6 +21,7 @@ FORBIDDEN = {
     "_runtime": {"pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
     "stencil": {"_runtime", "_transport", "bench", "cli"},
     "bench": {"_runtime", "_transport"},
+    "remote": {"bench", "cli"},  # the server runs on the runtime; the client is a stencil Interface
 }
 
 

@@ -31,6 +31,21 @@ from ._runtime.conditions import when, wait_until
 
 __version__ = "0.1.0"
 
+
+def connect(target=None, token=None, *, timeout: float = 10.0, tls_cert=None):  # type: ignore[no-untyped-def]
+    """Connect to a ``shoal serve`` job (its connection file, ``"host:port"`` with ``token``,
+    or None for this user's newest server); a :class:`shoal.remote.Connection`."""
+    from .remote.client import connect as connect_
+
+    return connect_(target, token, timeout=timeout, tls_cert=tls_cert)
+
+
+def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+    """``%load_ext shoal``: the ``%%shoal`` cell magic (:mod:`shoal.remote.magic`)."""
+    from .remote.magic import load_ipython_extension as load
+
+    load(ipython)
+
 # Not in __all__, on purpose: `exit` (``from shoal import *`` would shadow the builtin;
 # the documented spelling is ``shoal.exit(code)``) and the proxy classes, which users
 # never construct (they stay importable for type hints and isinstance checks).
@@ -40,6 +55,7 @@ __all__ = [
     "run",
     "attach",
     "detach",
+    "connect",
     "my_pe",
     "num_pes",
     "Chare",

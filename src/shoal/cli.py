@@ -21,7 +21,7 @@ from ._transport import TRANSPORTS
 
 __all__ = ["main", "run_program", "find_mpiexec", "launch_mpi", "OptionParser"]
 
-_COMMANDS = ("run", "info", "bench", "cache", "trace", "checkpoint")
+_COMMANDS = ("run", "serve", "info", "bench", "cache", "trace", "checkpoint")
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -35,7 +35,7 @@ class OptionParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = OptionParser(prog="shoal", description="Run shoal programs and inspect the installation.")
-    sub = p.add_subparsers(dest="command", metavar="{run,info,bench,cache,trace,checkpoint} | PROGRAM.py",
+    sub = p.add_subparsers(dest="command", metavar="{run,serve,info,bench,cache,trace,checkpoint} | PROGRAM.py",
                            parser_class=OptionParser)
     run = sub.add_parser("run", help="start a job of N PEs running a program")
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
@@ -60,6 +60,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="when a PE dies, run the job again from the last checkpoint, up to N times (MPI)")
     run.add_argument("program", help="the Python program to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
+    serve = sub.add_parser("serve", help="start a job that frontends (notebooks, scripts) connect to: shoal.connect()")
+    serve.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
+    serve.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
+    serve.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
+    serve.add_argument("--stop", action="store_true",
+                       help="stop the server of --connection-file (default: the one this user started last)")
+    from .remote.server import add_options
+
+    add_options(serve)
     sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
     info = sub.add_parser("info", help="versions, MPI library, transport settings")
     info.add_argument("--transport", choices=TRANSPORTS, default="mpi")
@@ -271,6 +280,62 @@ def _relaunch(args: list[str], ns: argparse.Namespace, lost: int) -> JobOutcome:
     return job
 
 
+def _serve(ns: argparse.Namespace, argv: list[str]) -> int:
+    """``shoal serve``: start the server job (or, under a launcher, be one of its PEs), or ``--stop`` one."""
+    from .remote import server
+
+    if ns.stop:
+        return _stop_server(ns.connection_file)
+    if not 1 <= ns.pes <= MAX_PES:
+        print(f"shoal serve: -n {ns.pes} is not valid: a job has from 1 to {MAX_PES} PEs", file=sys.stderr)
+        return 2
+    server.options_from(ns)  # refuse bad options here, before any PE starts
+    program = os.path.join(os.path.dirname(server.__file__), "_program.py")
+    args = _server_args(argv)
+    from ._runtime.engine import under_mpi_launcher
+
+    if under_mpi_launcher() or ns.transport == "inproc":  # `mpiexec -n N python -m shoal serve`: a PE
+        if ns.transport == "inproc":
+            os.environ["SHOAL_TRANSPORT"], os.environ["SHOAL_PES"] = "inproc", str(ns.pes)
+        return run_program(program, args)
+    if not _check_settings("serve", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
+        return 2
+    return launch_mpi([program, *args], ns.pes, ns.mpiexec)
+
+
+def _server_args(argv: list[str]) -> list[str]:
+    """``shoal serve``'s arguments without the launcher's own (-n, --transport, --mpiexec)."""
+    out, skip = [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if name in ("-n", "--pes", "--transport", "--mpiexec"):
+            skip = "=" not in a and not (name == "-n" and len(a) > 2)
+            continue
+        if a.startswith("-n") and a[2:].isdigit():
+            continue
+        out.append(a)
+    return out
+
+
+def _stop_server(path: str | None) -> int:
+    from .remote.client import connect
+    from .remote.protocol import ServerError
+
+    try:
+        conn = connect(path)
+        where = conn.address
+        conn.stop_server()
+        conn.close()
+    except ServerError as exc:
+        print(f"shoal serve --stop: {exc}", file=sys.stderr)
+        return 1
+    print(f"shoal serve: stopped the server at {where}")
+    return 0
+
+
 def _info(ns: argparse.Namespace) -> int:
     import platform
 
@@ -433,6 +498,8 @@ def _main(argv: list[str]) -> int:
         sub.error(f"unrecognized arguments: {' '.join(extra)}")
     if ns.command == "run":
         return _run(ns)
+    if ns.command == "serve":
+        return _serve(ns, argv[1:])
     if ns.command == "info":
         return _info(ns)
     if ns.command == "cache":

@@ -9,6 +9,8 @@ arrays, bit for bit. See docs/stencil.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import (
     CompilerError,
     DeviceError,
@@ -39,6 +41,15 @@ from .expr import (
 from .frontend import Stencil
 from .interface import Interface, LocalInterface, Pending
 
+
+def local(pes: int = 2, transport: str = "mpi", **options: Any) -> Interface:
+    """A private backend of ``pes`` PEs, started as a child job, for ``interface=``: the
+    frontend stays in this process (a notebook, say); the backend stops with it.
+    ``options`` are ``shoal serve``'s (:func:`shoal.remote.local`)."""
+    from ..remote.client import local as start
+
+    return start(pes, transport, **options)
+
 __all__ = [
     "Stencil",
     "Field",
@@ -60,6 +71,7 @@ __all__ = [
     "Interface",
     "LocalInterface",
     "Pending",
+    "local",
     "StencilError",
     "ShapeError",
     "GridBoundsError",

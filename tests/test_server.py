@@ -1,0 +1,402 @@
+"""Client–server mode: a real ``shoal serve`` job (mpiexec, 2 PEs) and real clients.
+
+Correct results through the link, bit-identical stencils, errors that come back to
+their client, and a server that survives bad, slow, oversized and vanishing clients.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import shoal
+from shoal.remote import AuthenticationError, ServerError, VersionMismatchError
+from shoal.remote.protocol import DENIED, HEADER, MAGIC, OK, Kind, decode, encode, frame, versions
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOAL = [sys.executable, "-m", "shoal"]
+
+
+class Server:
+    """A ``shoal serve`` job in a child process, stopped at the end."""
+
+    def __init__(self, tmp: Path, *options: str, pes: int = 2, transport: str = "mpi"):
+        self.file = tmp / "server.json"
+        self.log = tmp / "server.log"
+        self.proc = subprocess.Popen([*SHOAL, "serve", "-n", str(pes), "--transport", transport,
+                                      "--connection-file", str(self.file), *options],
+                                     stdout=open(self.log, "w"), stderr=subprocess.STDOUT, cwd=tmp)
+        deadline = time.monotonic() + 90
+        while not self.file.exists():
+            assert self.proc.poll() is None, f"the server ended: {self.log.read_text()}"
+            assert time.monotonic() < deadline, f"the server did not start: {self.log.read_text()}"
+            time.sleep(0.05)
+        self.info = json.loads(self.file.read_text())
+
+    def connect(self) -> shoal.remote.Connection:
+        return shoal.connect(self.file)
+
+    def raw(self, token: str | None = None, hello: bool = True) -> socket.socket:
+        """A socket past the greeting (and HELLO, unless told not to)."""
+        s = socket.create_connection((self.info["host"], self.info["port"]), timeout=10)
+        s.sendall(MAGIC + (token or self.info["token"]).encode())
+        assert s.recv(1) == OK
+        if hello:
+            s.sendall(b"".join(bytes(p) for p in frame(Kind.HELLO, 0, [json.dumps(versions()).encode()])))
+            kind, _, payload = read_frame(s)
+            assert kind == Kind.HELLO
+        return s
+
+    def healthy(self) -> None:
+        with self.connect() as c:
+            assert c.run(pow, 3, 4) == 81
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            subprocess.run([*SHOAL, "serve", "--stop", "--connection-file", str(self.file)], timeout=60)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def read_frame(s: socket.socket) -> tuple[int, int, bytearray]:
+    header = _exactly(s, HEADER.size)
+    kind, rid, n = HEADER.unpack(header)
+    return kind, rid, _exactly(s, n)
+
+
+def _exactly(s: socket.socket, n: int) -> bytearray:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        assert chunk, f"closed after {len(buf)} of {n} bytes"
+        buf += chunk
+    return buf
+
+
+def closed_by_server(s: socket.socket, within: float) -> bool:
+    s.settimeout(within)
+    try:
+        while True:
+            if not s.recv(65536):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("serve"), "--max-message", "4M", "--auth-timeout", "2")
+    yield srv
+    assert srv.stop() == 0, srv.log.read_text()
+    assert not srv.file.exists(), "the connection file outlived the server"
+
+
+# -- what a user does ------------------------------------------------------------------------
+def test_connection_file_is_private_and_complete(server):
+    mode = stat.S_IMODE(server.file.stat().st_mode)
+    assert mode == 0o600, oct(mode)
+    info = server.info
+    assert info["host"] == "127.0.0.1" and info["pes"] == 2 and len(info["token"]) == 64
+    assert info["shoal"] == shoal.__version__
+    line = server.log.read_text().splitlines()[0]
+    assert f"127.0.0.1:{info['port']}" in line and info["token"] in line and str(server.file) in line
+
+
+def hello(x):
+    print("hello from PE", shoal.my_pe(), "of", shoal.num_pes())
+    return x * 2
+
+
+async def later(x):
+    fut = shoal.Future()
+    shoal.call_later(0.05, fut.send, x + 1)
+    return await fut
+
+
+def test_run_plain_and_async_functions_with_output(server, capsys):
+    with server.connect() as c:
+        assert c.pes == 2
+        assert c.run(hello, 21) == 42
+        assert "hello from PE 0 of 2" in capsys.readouterr().out
+        assert c.run(later, 9) == 10
+
+
+class Counter(shoal.Chare):
+    def __init__(self, start):
+        self.n = start
+
+    def add(self, k):
+        self.n += k
+        return (shoal.my_pe(), self.n)
+
+
+def make_counters(n):
+    arr = shoal.Array(Counter, n, args=(100,))
+    return [arr[i].add(i, ret=True).get() for i in range(n)]
+
+
+def test_a_chare_class_defined_by_the_client_travels_by_value(server):
+    with server.connect() as c:
+        got = c.run(make_counters, 4)
+    assert [v for _, v in got] == [100, 101, 102, 103]
+    assert {pe for pe, _ in got} == {0, 1}, "the elements should span both PEs"
+
+
+def test_cells_share_a_namespace_per_client_and_clients_are_isolated(server):
+    with server.connect() as a, server.connect() as b:
+        a.exec("x = 1")
+        b.exec("x = 2")
+        assert a.exec("x") == 1 and b.exec("x + 0") == 2
+        a.exec(textwrap.dedent("""
+            import shoal
+            class Cell(shoal.Chare):
+                def get(self):
+                    return shoal.my_pe()
+            arr = shoal.Array(Cell, 2)
+        """))
+        assert sorted(a.exec("await shoal.gather(*[arr[i].get(ret=True) for i in range(2)])")) == [0, 1]
+        with pytest.raises(NameError):
+            b.exec("arr")
+
+
+def test_an_error_comes_back_with_its_remote_traceback_and_the_server_carries_on(server):
+    def broken(d):
+        return d["missing"]
+
+    with server.connect() as c, server.connect() as other:
+        with pytest.raises(KeyError) as info:
+            c.run(broken, {})
+        assert "broken" in str(info.value.__cause__) and 'd["missing"]' in str(info.value.__cause__)
+        with pytest.raises(ZeroDivisionError) as cell:
+            c.exec("y = 1\n1 / 0")
+        assert "<shoal cell" in str(cell.value.__cause__)
+        assert c.run(pow, 2, 5) == 32 and other.run(pow, 2, 6) == 64
+
+
+def test_one_client_waiting_does_not_block_another(server):
+    async def slow():
+        fut = shoal.Future()
+        shoal.call_later(2.0, fut.send, "slow")
+        return await fut
+
+    with server.connect() as a, server.connect() as b:
+        pending = a.call(slow)
+        t0 = time.monotonic()
+        assert b.run(pow, 2, 3) == 8
+        assert time.monotonic() - t0 < 1.5
+        assert not pending.done()
+        assert pending.get(timeout=30) == "slow"
+
+
+def test_pipelined_calls_keep_their_order(server):
+    with server.connect() as c:
+        futures = [c.call(pow, i, 2) for i in range(3000)]  # more than the server queues per client
+        assert [f.get(timeout=60) for f in futures] == [i * i for i in range(3000)]
+
+
+from remote_support import Jacobi2D, jacobi_numpy  # noqa: E402
+
+
+def test_a_stencil_through_the_link_is_bit_identical_to_numpy(server):
+    n, steps = 48, 30
+    a = np.random.default_rng(3).random((n, n))
+    with server.connect() as c:
+        g = Jacobi2D(n, c)
+        assert "on the server at" in g.describe()
+        g.u.from_numpy(a)
+        g.solve(steps=steps)
+        out = g.u.to_numpy()
+        norm = g.norm(g.u).get()
+        g.close()
+        assert c.info()["grids"] == 0
+    want = jacobi_numpy(a, steps)
+    assert np.array_equal(out, want)
+    assert norm == pytest.approx(np.linalg.norm(want))
+
+
+# -- the security boundary ---------------------------------------------------------------------
+def test_a_wrong_token_is_refused_and_the_server_stays_healthy(server):
+    with pytest.raises(AuthenticationError, match="refused the token"):
+        shoal.connect(f"127.0.0.1:{server.info['port']}", token="0" * 64)
+    with pytest.raises(AuthenticationError, match="64 characters"):
+        shoal.connect(f"127.0.0.1:{server.info['port']}", token="short")
+    server.healthy()
+
+
+def test_garbage_bytes_are_refused(server):
+    s = socket.create_connection(("127.0.0.1", server.info["port"]), timeout=10)
+    s.sendall(os.urandom(200))
+    assert s.recv(1) == DENIED
+    assert closed_by_server(s, 5)
+    s = socket.create_connection(("127.0.0.1", server.info["port"]), timeout=10)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"x" * 80)
+    assert s.recv(1) == DENIED
+    server.healthy()
+
+
+def test_a_slow_loris_is_cut_off(server):
+    s = socket.create_connection(("127.0.0.1", server.info["port"]), timeout=10)
+    s.sendall(MAGIC + b"12")  # and then nothing
+    t0 = time.monotonic()
+    assert closed_by_server(s, 10), "a connection that never authenticates must be closed"
+    assert time.monotonic() - t0 < 6
+    server.healthy()
+
+
+def test_truncated_and_malformed_frames_are_refused(server):
+    s = server.raw()
+    s.sendall(HEADER.pack(Kind.CALL, 1, 1000) + b"x" * 10)
+    s.close()  # mid-frame
+    s = server.raw()
+    s.sendall(HEADER.pack(99, 5, 0))
+    kind, rid, payload = read_frame(s)
+    assert kind == Kind.ERROR and rid == 5 and "unknown frame kind 99" in decode(payload)[2]
+    assert closed_by_server(s, 5)
+    s = server.raw()
+    s.sendall(b"".join(bytes(p) for p in frame(Kind.CALL, 7, [b"not a payload at all"])))
+    kind, rid, payload = read_frame(s)
+    assert kind == Kind.ERROR and rid == 7  # a bad request: an error reply, the connection lives
+    s.sendall(b"".join(bytes(p) for p in frame(Kind.CALL, 8, encode(("run", (pow, (2, 2), {})), by_value=True))))
+    kind, rid, payload = read_frame(s)
+    assert (kind, rid, decode(payload)) == (Kind.RESULT, 8, 4)
+    s = server.raw(hello=False)
+    s.sendall(b"".join(bytes(p) for p in frame(Kind.CALL, 1, encode(("run", (pow, (2, 2), {}))))))
+    kind, _, payload = read_frame(s)
+    assert kind == Kind.ERROR and "HELLO" in decode(payload)[2]
+    server.healthy()
+
+
+def test_an_oversized_frame_is_refused_naming_the_limit(server):
+    s = server.raw()
+    s.sendall(HEADER.pack(Kind.CALL, 3, 1 << 40))
+    kind, rid, payload = read_frame(s)
+    assert kind == Kind.ERROR and "exceeds this server's limit of 4194304 bytes" in decode(payload)[2]
+    assert closed_by_server(s, 5)
+    with server.connect() as c:  # the same through the client: an error, not a hang
+        with pytest.raises(ServerError):
+            c.run(len, np.zeros(1 << 20))
+    server.healthy()
+
+
+def test_a_version_mismatch_fails_at_connect_naming_both(server, monkeypatch):
+    import shoal.remote.client as client
+
+    monkeypatch.setattr(client, "versions", lambda: {**versions(), "shoal": "9.9.9"})
+    with pytest.raises(VersionMismatchError) as info:
+        server.connect()
+    assert "9.9.9" in str(info.value) and shoal.__version__ in str(info.value)
+    monkeypatch.undo()
+    server.healthy()
+
+
+def test_a_client_killed_mid_batch_is_cleaned_up_and_the_next_is_served(server, tmp_path):
+    script = tmp_path / "doomed.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        import shoal
+        from remote_support import Jacobi2D
+        c = shoal.connect({str(server.file)!r})
+        g = Jacobi2D(256, c)
+        g.solve(steps=400)   # sent, not waited for
+        print("sent", flush=True)
+        os.kill(os.getpid(), 9)
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == -9 and "sent" in out.stdout, out.stderr
+    deadline = time.monotonic() + 30
+    with server.connect() as c:
+        while c.info()["sessions"] > 1:
+            assert time.monotonic() < deadline, "the dead client's session was never freed"
+            time.sleep(0.2)
+    test_a_stencil_through_the_link_is_bit_identical_to_numpy(server)
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+def test_idle_timeout_and_stop(tmp_path):
+    srv = Server(tmp_path, "--idle-timeout", "1", transport="inproc")
+    assert srv.proc.wait(60) == 0
+    assert "no client for 1 s" in srv.log.read_text()
+    assert not srv.file.exists()
+    (tmp_path / "b").mkdir()
+    srv = Server(tmp_path / "b")
+    srv.healthy()
+    assert srv.stop() == 0
+    assert "stopped by the client" in srv.log.read_text()
+
+
+def test_a_signal_stops_the_server_cleanly(tmp_path):
+    srv = Server(tmp_path)
+    srv.healthy()
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(60) == 128 + signal.SIGTERM, srv.log.read_text()  # as `shoal run` ends on SIGTERM
+    assert "stopped: signal SIGTERM" in srv.log.read_text()  # PE 0 heard it and ended the job in order
+    assert not srv.file.exists()
+
+
+def test_a_private_local_backend_ends_with_its_frontend(tmp_path):
+    script = tmp_path / "front.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        import numpy as np
+        import shoal.stencil
+        from remote_support import Jacobi2D, jacobi_numpy
+        conn = shoal.stencil.local(pes=2)
+        print("server pid", conn._process.pid, flush=True)
+        a = np.random.default_rng(0).random((32, 32))
+        g = Jacobi2D(32, conn)
+        g.u.from_numpy(a)
+        g.solve(steps=10)
+        print("identical", np.array_equal(g.u.to_numpy(), jacobi_numpy(a, 10)))
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "identical True" in out.stdout
+    pid = int(out.stdout.split("server pid")[1].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_tls(tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    srv = Server(tmp_path, "--tls-cert", str(cert), "--tls-key", str(key), transport="inproc")
+    try:
+        srv.healthy()
+        with srv.connect() as c:
+            data = np.arange(100000.0)
+            assert c.run(np.sum, data) == data.sum()
+        s = socket.create_connection(("127.0.0.1", srv.info["port"]), timeout=10)
+        s.sendall(MAGIC + srv.info["token"].encode())  # plain text to a TLS server: no answer but a close
+        assert closed_by_server(s, 15)
+    finally:
+        assert srv.stop() == 0
+
+
+def test_binding_beyond_loopback_warns(tmp_path):
+    srv = Server(tmp_path, "--host", "0.0.0.0", transport="inproc")
+    try:
+        assert "warning: listening on 0.0.0.0" in srv.log.read_text()
+    finally:
+        srv.stop()
