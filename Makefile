@@ -13,7 +13,7 @@ NATIVE := $(wildcard src/shoal/_native/*.c src/shoal/_native/*.h)
 $(STAMP): pyproject.toml setup.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[mpich,test,docs,bench,charm4py,dask,ray,numba]'
+	$(PY) -m pip install --quiet -e '.[mpich,test,docs,notebook,bench,charm4py,dask,ray,numba]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## a representative job: 4 PEs, arrays, broadcasts, reductions, channels

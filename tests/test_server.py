@@ -400,3 +400,59 @@ def test_binding_beyond_loopback_warns(tmp_path):
         assert "warning: listening on 0.0.0.0" in srv.log.read_text()
     finally:
         srv.stop()
+
+
+class Fragile(shoal.Chare):
+    def boom(self):
+        raise RuntimeError(f"element {self.index} broke")
+
+
+def break_an_element():
+    arr = shoal.Array(Fragile, 2)
+    arr[1].boom()  # nobody waits for it
+
+
+def test_an_entry_method_error_nobody_waits_for_is_reported_and_the_server_goes_on(server, capfd):
+    with server.connect() as c:
+        c.run(break_an_element)
+        deadline = time.monotonic() + 20
+        while "element (1,) broke" not in capfd.readouterr().err:
+            assert time.monotonic() < deadline, "the error never reached the client"
+            time.sleep(0.1)
+        assert c.run(pow, 5, 2) == 25
+    server.healthy()
+
+
+async def two_lines():
+    print("first line", flush=True)
+    fut = shoal.Future()
+    shoal.call_later(3.0, fut.send, None)
+    await fut
+    print("second line")
+    return "done"
+
+
+def test_printed_output_streams_back_as_it_is_printed(server, capsys):
+    with server.connect() as c:
+        fut = c.call(two_lines)
+        with pytest.raises(TimeoutError):
+            fut.get(timeout=1.5)
+        out = capsys.readouterr().out
+        assert "first line" in out and "second line" not in out
+        assert fut.get(timeout=30) == "done"
+        assert "second line" in capsys.readouterr().out
+
+
+def test_the_example_notebook_runs_headless_against_a_local_server():
+    nbformat = pytest.importorskip("nbformat", reason="needs the notebook extra: pip install -e '.[notebook]'")
+    nbclient = pytest.importorskip("nbclient", reason="needs the notebook extra: pip install -e '.[notebook]'")
+    nb = nbformat.read(ROOT / "examples" / "server.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "examples")}}).execute()
+    text = "\n".join(o.get("text", "") or str(o.get("data", {}).get("text/plain", ""))
+                     for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "identical to NumPy: True" in text
+    assert "8 walkers on 2 PEs" in text and "round 2 PEs used: [0, 1]" in text
+    assert "'run: PE 0 of 2'" in text
+    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                if o.get("output_type") == "error"]

@@ -68,6 +68,9 @@ class Receiving:
     request_exit: Callable[[int], None]
     send_raw: Callable[..., None]
     send_future: Callable[..., None]
+    #: who hears of an entry method's error that no caller waits for (default None: the
+    #: job ends); ``shoal serve`` sets it so that a client's broken chare ends no job
+    entry_error_sink: Callable[[BaseException, str], None] | None = None
     post: Callable[..., None]
     tree_from: Callable[[int], Any]
 
@@ -241,6 +244,10 @@ class Receiving:
             return
         where = _where(el, fn)
         if reply is None:
+            if self.entry_error_sink is not None:
+                annotate(exc, self.pe, where)
+                self.entry_error_sink(exc, where)
+                return
             self.fail(exc, where)
         else:
             annotate(exc, self.pe, where)

@@ -244,6 +244,7 @@ class Server:
         self.pes = pes
         self.token = new_token()
         self.inbox: collections.deque = collections.deque()
+        self.wakeup = threading.Event()  # set when an event arrives: PE 0's idle nap ends at once
         self.stopping = ""
         self.unauthenticated = self.refused = 0
         self.loop = asyncio.new_event_loop()
@@ -273,7 +274,6 @@ class Server:
                 if self.options.tls_cert else None}
 
     def start(self) -> None:
-        write_connection_file(self.connection_file, self.info())
         self.thread.start()
         tls = ", TLS" if self.options.tls_cert else ""
         print(f"shoal serve: {self.pes} PE{'s' if self.pes > 1 else ''} serving on {self.options.host}:{self.port}"
@@ -284,10 +284,17 @@ class Server:
                   "can reach it and has the token can run code as you"
                   + ("" if self.options.tls_cert else "; the token and data cross the network unencrypted "
                      "(use --tls-cert/--tls-key)"), file=sys.stderr, flush=True)
+        write_connection_file(self.connection_file, self.info())  # last: its existence says "ready"
 
     def post(self, event: tuple) -> None:
         """Hand an event to PE 0's thread (from the asyncio thread)."""
         self.inbox.append(event)
+        self.wakeup.set()
+
+    def _nap(self, seconds: float) -> None:
+        """PE 0's idle sleep while serving: ends early when a client's request arrives."""
+        if self.wakeup.wait(seconds):
+            self.wakeup.clear()
 
     def reply(self, peer: _Peer, kind: int, rid: int, parts: list) -> None:
         """Send a frame to ``peer`` (from PE 0's thread)."""
@@ -298,6 +305,13 @@ class Server:
 
     def log(self, text: str) -> None:
         print(f"shoal serve: {text}", file=sys.__stderr__, flush=True)
+
+    def entry_failed(self, pe: int, where: str, text: str) -> None:
+        """An entry method failed with nobody waiting: tell every client; serve on."""
+        message = f"shoal serve: an entry method failed on PE {pe} (the server goes on): {text}"
+        self.log(message.rstrip())
+        for session in self.sessions.values():
+            session.output(2, message)
 
     def stop(self, why: str) -> None:
         if not self.stopping:
@@ -313,6 +327,7 @@ class Server:
         router = OutputRouter(self)
         router.install()
         has_work = lambda: bool(self.inbox) or bool(self.stopping)  # noqa: E731
+        sleep, engine.sleep = engine.sleep, self._nap
         try:
             while not self.stopping:
                 engine.wait_main_until(has_work, engine.clock() + 0.5, lambda: None)
@@ -335,6 +350,7 @@ class Server:
                         self.last_client = time.monotonic()
                 self._check_idle()
         finally:
+            engine.sleep = sleep
             router.uninstall()
             self.shutdown()
 
@@ -381,7 +397,12 @@ def serve(options: ServerOptions) -> None:
     """The main program of a ``shoal serve`` job on PE 0: serve until stopped."""
     import shoal
 
+    from .sessions import EntryErrors
+
+    sys.setswitchinterval(2e-4)  # the socket thread gets the GIL soon after a request arrives
     server = Server(options, shoal.num_pes())
+    EntryErrors.server = server
+    shoal.Group(EntryErrors)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda s, f: server.stop(f"signal {signal.Signals(s).name}"))
     server.start()

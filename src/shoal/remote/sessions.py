@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import greenlet
 
+from .._runtime.chare import Chare
+from .._runtime.context import current
 from .._runtime.futures import Future
 from .._runtime.threads import Thread
 from .protocol import Kind, encode, decode
@@ -26,7 +28,7 @@ from .protocol import Kind, encode, decode
 if TYPE_CHECKING:
     from .server import Server, _Peer
 
-__all__ = ["Session", "OutputRouter"]
+__all__ = ["Session", "OutputRouter", "EntryErrors"]
 
 _HERE = __file__.rsplit("/", 1)[0]
 
@@ -230,6 +232,25 @@ class Session:
         import shoal
 
         return {"pes": shoal.num_pes(), "sessions": len(self.server.sessions), "grids": len(self.grids)}
+
+
+class EntryErrors(Chare):
+    """A Group of a server job: an entry method's error that no caller waits for goes to
+    PE 0, which tells the clients, and the job goes on (elsewhere such an error ends it)."""
+
+    server: "Server | None" = None  # PE 0's server
+
+    def __init__(self) -> None:
+        current("shoal serve").entry_error_sink = self._sink
+
+    def _sink(self, exc: BaseException, where: str) -> None:
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+        self.collection[0].report(self.index, where, text)
+
+    def report(self, pe: int, where: str, text: str) -> None:
+        server = EntryErrors.server
+        if server is not None:
+            server.entry_failed(pe, where, text)
 
 
 class _Later:

@@ -6,6 +6,10 @@ batch, for several ``backend_freq``, against the same program sent once as a bac
 loop (``solve(steps=N)``). A ratio near 1 means the recording overlapped the
 computation. ``--problem jacobi2d`` runs the 2-D check of the issue (2048², 1000 steps).
 
+``--frontend link`` runs the frontend as a plain process talking to a ``shoal serve``
+backend of ``--pes`` PEs over the client–server link (issue 16's experiment);
+``--frontend both`` runs each configuration both ways and prints link/job ratios.
+
 Defaults fit a 2-core machine (128³ points, 200 steps, 2 PEs); the paper's size is
 ``--n 256 --steps 1024``. Each configuration runs in its own process or job
 (:mod:`.pipeline_worker`), interleaved over the rounds.
@@ -38,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--freqs", default="1,2,5,10,20,50,100,200", help="backend_freq values to try")
     p.add_argument("--pes", type=int, default=2, help="PEs (1: in-process; more: mpiexec)")
     p.add_argument("--odf", type=int, default=1, help="tiles per PE")
+    p.add_argument("--frontend", choices=("job", "link", "both"), default="job",
+                   help="job: the frontend is PE 0 of the job; link: a separate process over shoal serve's link")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--json", default="", help="write the results to this JSON file")
     p.add_argument("--figure", default="", help="write a plot (PNG) here (needs matplotlib)")
@@ -51,36 +57,48 @@ def main(argv: Sequence[str]) -> int:
     steps = ns.steps or (200 if ns.problem == "laplace3d" else 1000)
     results: dict[str, Any] = {}
     configs = [("loop", 1)] + [("steps", int(f)) for f in ns.freqs.split(",")]
+    ways = ("job", "link") if ns.frontend == "both" else (ns.frontend,)
     print(f"{ns.problem}: {n}^{3 if ns.problem == 'laplace3d' else 2} points, {steps} steps, {ns.pes} PE(s), "
           f"odf {ns.odf}; {ns.trials} rounds, configurations interleaved in each")
     times: dict[str, list[float]] = {}
     errors: dict[str, str] = {}
-    names = {c: LOOP if c[0] == "loop" else f"backend_freq={c[1]}" for c in configs}
+    names = {(c, w): (LOOP if c[0] == "loop" else f"backend_freq={c[1]}") + (" (link)" if w == "link" else "")
+             for c in configs for w in ways}
     for _ in range(ns.trials):  # interleave: load that drifts hits every configuration alike
-        for mode, freq in configs:
-            name = names[(mode, freq)]
+        for (mode, freq), way in names:
+            name = names[((mode, freq), way)]
             if name in errors:
                 continue
             args = [ns.problem, str(n), str(steps), mode, str(freq), str(ns.odf), "1"]
-            out = run_worker(worker_command(WORKER, args, ns.pes), ns.timeout)
+            cmd = worker_command(WORKER, [*args, str(ns.pes)], 1) if way == "link" else \
+                worker_command(WORKER, args, ns.pes)
+            out = run_worker(cmd, ns.timeout)
             if isinstance(out, str):
                 errors[name] = out
             else:
                 times.setdefault(name, []).extend(out)
-    base = statistics.median(times[LOOP]) if LOOP in times else None
-    for mode, freq in configs:
-        name = names[(mode, freq)]
-        if name in errors:
-            print(f"  {name:18s} {errors[name]}")
-            results[name] = {"error": errors[name]}
-            continue
-        med = statistics.median(times[name])
-        results[name] = {"mode": mode, "backend_freq": freq, "median_s": med, "times_s": times[name]}
-        spread = f"[{min(times[name]):.3f}-{max(times[name]):.3f}]"
-        print(f"  {name:18s} {med:8.3f} s {spread:>15s}" + (f"  {med / base:.2f}x the loop" if base else ""))
+    for way in ways:
+        base_name = names[(("loop", 1), way)]
+        base = statistics.median(times[base_name]) if base_name in times else None
+        for mode, freq in configs:
+            name = names[((mode, freq), way)]
+            if name in errors:
+                print(f"  {name:25s} {errors[name]}")
+                results[name] = {"error": errors[name]}
+                continue
+            med = statistics.median(times[name])
+            results[name] = {"mode": mode, "backend_freq": freq, "frontend": way, "median_s": med,
+                             "times_s": times[name]}
+            spread = f"[{min(times[name]):.3f}-{max(times[name]):.3f}]"
+            job = names.get(((mode, freq), "job"))
+            vs_job = (f"  {med / statistics.median(times[job]):.2f}x the in-job frontend"
+                      if way == "link" and job in times else "")
+            print(f"  {name:25s} {med:8.3f} s {spread:>15s}" + (f"  {med / base:.2f}x the loop" if base else "")
+                  + vs_job)
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"problem": ns.problem, "n": n, "steps": steps, "pes": ns.pes, "results": results}, f, indent=2)
+            json.dump({"problem": ns.problem, "n": n, "steps": steps, "pes": ns.pes, "frontend": ns.frontend,
+                       "results": results}, f, indent=2)
     if ns.figure:
         _figure(results, ns.figure, ns.problem)
     return 0
@@ -95,13 +113,16 @@ def _figure(results: dict, path: str, problem: str) -> None:
     except ImportError:
         print("no figure: matplotlib is not installed", file=sys.stderr)
         return
-    pts = sorted((r["backend_freq"], r["median_s"]) for r in results.values() if r.get("mode") == "steps")
     fig, ax = plt.subplots(figsize=(5, 4))
-    if pts:
-        ax.plot([f for f, _ in pts], [t for _, t in pts], "o-", label="batches of backend_freq steps")
-    loop = results.get(LOOP, {}).get("median_s")
-    if loop:
-        ax.axhline(loop, color="k", linestyle="--", label=LOOP)
+    for way, style in (("job", "o-"), ("link", "s-")):
+        pts = sorted((r["backend_freq"], r["median_s"]) for r in results.values()
+                     if r.get("mode") == "steps" and r.get("frontend") == way)
+        if pts:
+            ax.plot([f for f, _ in pts], [t for _, t in pts], style,
+                    label=f"batches of backend_freq steps ({'in-job frontend' if way == 'job' else 'over the link'})")
+        loop = results.get(LOOP + (" (link)" if way == "link" else ""), {}).get("median_s")
+        if loop:
+            ax.axhline(loop, color="k" if way == "job" else "grey", linestyle="--", label=f"{LOOP} ({way})")
     ax.set_xscale("log")
     ax.set_xlabel("backend_freq")
     ax.set_ylabel("seconds")

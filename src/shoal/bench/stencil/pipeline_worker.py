@@ -1,13 +1,15 @@
 """The program one configuration of ``shoal bench stencil-pipeline`` runs.
 
-    python pipeline_worker.py PROBLEM N STEPS MODE FREQ ODF TRIALS
+    python pipeline_worker.py PROBLEM N STEPS MODE FREQ ODF TRIALS [LINK_PES]
     shoal run -n P pipeline_worker.py PROBLEM N STEPS MODE FREQ ODF TRIALS
 
 ``PROBLEM`` is ``laplace3d`` (N³ points) or ``jacobi2d`` (N²). ``MODE`` ``loop`` sends
 the time loop once (``solve(steps=STEPS)``, the shoal spelling); ``steps`` records every
 step on the frontend and sends batches of ``FREQ`` steps (``backend_freq``, the
 CharmStencil spelling). After a warm-up of up to 4 steps it times TRIALS runs of STEPS
-steps and prints their seconds on one ``RESULT`` line (:mod:`.jobs`).
+steps and prints their seconds on one ``RESULT`` line (:mod:`.jobs`). With ``LINK_PES``
+the frontend is this plain process and the backend a ``shoal serve`` job of that many
+PEs, over the client–server link (:func:`shoal.stencil.local`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ PROBLEMS = ("laplace3d", "jacobi2d")
 MODES = ("loop", "steps")
 
 
-def run(problem: str, n: int, steps: int, mode: str, freq: int, odf: int, trials: int) -> list[float]:
+def run(problem: str, n: int, steps: int, mode: str, freq: int, odf: int, trials: int,
+        interface: Any = None) -> list[float]:
     """Seconds of each of ``trials`` timed runs of ``steps`` steps."""
     from shoal.stencil import Stencil
 
@@ -34,7 +37,7 @@ def run(problem: str, n: int, steps: int, mode: str, freq: int, odf: int, trials
 
     class Solver(Stencil):
         def __init__(self) -> None:
-            self.a, self.b = self.initialize(shape, backend_freq=freq, odf=odf, num_fields=2)
+            self.a, self.b = self.initialize(shape, backend_freq=freq, odf=odf, num_fields=2, interface=interface)
             self.count = 0
 
         def step(self) -> None:  # the shoal spelling: solve(steps=N) sends one loop
@@ -69,12 +72,18 @@ def run(problem: str, n: int, steps: int, mode: str, freq: int, odf: int, trials
 
 def main(argv: Sequence[str]) -> int:
     """Run one configuration as the arguments say and print its ``RESULT`` line."""
-    if len(argv) != 7 or argv[0] not in PROBLEMS or argv[3] not in MODES:
-        print(f"usage: pipeline_worker.py {{{','.join(PROBLEMS)}}} N STEPS {{{','.join(MODES)}}} FREQ ODF TRIALS; "
-              f"got {list(argv)}", file=sys.stderr)
+    if len(argv) not in (7, 8) or argv[0] not in PROBLEMS or argv[3] not in MODES:
+        print(f"usage: pipeline_worker.py {{{','.join(PROBLEMS)}}} N STEPS {{{','.join(MODES)}}} FREQ ODF TRIALS "
+              f"[LINK_PES]; got {list(argv)}", file=sys.stderr)
         return 2
     problem, mode = argv[0], argv[3]
     n, steps, freq, odf, trials = int(argv[1]), int(argv[2]), int(argv[4]), int(argv[5]), int(argv[6])
+    if len(argv) == 8:
+        from shoal.stencil import local
+
+        with local(pes=int(argv[7])) as conn:  # type: ignore[attr-defined]
+            emit(run(problem, n, steps, mode, freq, odf, trials, conn))
+        return 0
     emit(run(problem, n, steps, mode, freq, odf, trials))
     return 0
 
