@@ -174,3 +174,87 @@ def test_the_reference_shows_the_options_users_asked_about(site: Path) -> None:
     for option, default in [("backend_freq", "10"), ("odf", "1"), ("ghost_depth", "1"), ("backend", '"auto"'),
                             ("max_inflight", "2"), ("time_blocking", "True"), ("check_every", "1")]:
         assert f"{option} {default} " in stencil, f"the stencil options table lacks {option} (default {default})"
+
+
+# -- every fenced Python block of the docs runs ---------------------------------------------
+#
+# Each ```python block of docs/*.md and docs/howto/*.md runs as a program of its own, after
+# PRELUDE. A block that starts a job (it calls shoal.start, or defines main(), which is then
+# started) runs under ``shoal run -n 2 --transport inproc``; any other block (definitions)
+# runs under plain python. A block that cannot run alone (a fragment that continues the one
+# before, or one that needs MPI or the user's data) says why in a comment on the line before
+# it, ``<!-- not-run: the reason -->``; those are skipped with that reason (listed at the end
+# of the pytest run) and counted below. The longer programs of the docs are in examples/
+# (tests/test_examples.py), which the pages include with ``literalinclude``.
+
+PRELUDE = "import numpy as np\nimport shoal\n"
+NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.*?)\s*-->")
+#: how many blocks the docs opt out of running; a new opt-out must be added here, in review
+OPTED_OUT = 15
+
+
+def _doc_blocks() -> list[tuple[str, str, str | None]]:
+    """``(page:line, code, reason it is not run or None)`` for every fenced Python block."""
+    blocks = []
+    for page in sorted([*DOCS.glob("*.md"), *DOCS.glob("howto/*.md")]):
+        lines = page.read_text().splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].strip() == "```python":
+                indent = len(lines[i]) - len(lines[i].lstrip())
+                end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+                code = "\n".join(line[indent:] for line in lines[i + 1 : end])
+                before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+                m = NOT_RUN.search(before)
+                blocks.append((f"{page.relative_to(DOCS)}:{i + 1}", code, m.group(1) if m else None))
+                i = end
+            i += 1
+    return blocks
+
+
+DOC_BLOCKS = _doc_blocks()
+
+
+def test_blocks_not_run_are_few_and_say_why():
+    skipped = [(where, why) for where, _, why in DOC_BLOCKS if why is not None]
+    listing = "\n  ".join(f"{where}: {why}" for where, why in skipped)
+    assert all(why for _, why in skipped), f"a not-run comment without a reason:\n  {listing}"
+    assert len(skipped) == OPTED_OUT, (
+        f"{len(skipped)} Python blocks of the docs are not run (OPTED_OUT says {OPTED_OUT}); "
+        f"make a new block runnable, or update OPTED_OUT knowingly:\n  {listing}"
+    )
+    assert len(DOC_BLOCKS) - len(skipped) >= 10  # the parser found the blocks
+
+
+@pytest.mark.parametrize("where, code, why", DOC_BLOCKS, ids=[b[0] for b in DOC_BLOCKS])
+def test_python_block_of_the_docs_runs(where, code, why, tmp_path):
+    if why is not None:
+        pytest.skip(f"docs block {where} not run: {why}")
+    source = PRELUDE + code + "\n"
+    starts = "shoal.start(" in code
+    if not starts and re.search(r"^def main\(", code, re.M):
+        source += "\nshoal.start(main)\n"
+        starts = True
+    prog = tmp_path / "block.py"
+    prog.write_text(source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    env["SHOAL_DEADLOCK_TIMEOUT"] = "5"
+    cmd = ([sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", str(prog)] if starts
+           else [sys.executable, str(prog)])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, (
+        f"the Python block at docs/{where} failed (exit code {proc.returncode}); fix it, or mark it "
+        f"<!-- not-run: reason --> if it cannot run alone:\n{code}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    )
+
+
+def test_stencil_page_keeps_method_and_table_not_history():
+    """docs/stencil.md's Performance section: the method, the current table and its
+    command; dated runs and commits belong in docs/changelog.md."""
+    text = (DOCS / "stencil.md").read_text()
+    perf = text[text.index("## Performance") : text.index("## CUDA")]
+    assert "**Method.**" in perf and "shoal bench stencil --n 8192" in perf and "| Jacobi 5-point |" in perf
+    history = re.findall(r"20\d\d-\d\d-\d\d|\d\d:\d\d UTC|\bcommit [0-9a-f]{7}", perf)
+    assert not history, f"development history in the Performance section (move it to changelog.md): {history}"
+    options = text[text.index("## Options") : text.index("## Performance")]
+    assert "| `check_every` | 1 |" in options

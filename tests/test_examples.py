@@ -32,6 +32,12 @@ CASES = [
     ("stencil_heat.py", (), "stencil_heat: OK"),
     ("stencil_laplace3d.py", (), "stencil_laplace3d: OK"),
     ("stencil_burgers.py", (), "stencil_burgers: OK"),
+    # the how-to guides' programs (docs/howto/)
+    ("blocks.py", (), "blocks: OK"),
+    ("blocks.py", ("--3d",), "blocks: OK"),
+    ("residual.py", (), "residual: OK"),
+    ("pool_reduce.py", (), "pool_reduce: OK"),
+    ("from_mpi4py.py", (), "from_mpi4py: OK"),
 ]
 IDS = [f"{name[:-3]}{'-' + '-'.join(a.lstrip('-') for a in args) if args else ''}" for name, args, _ in CASES]
 

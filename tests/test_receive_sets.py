@@ -126,7 +126,7 @@ class Misuse(shoal.Chare):
             lambda: shoal.ReceiveSet([self.ch], [buf], then=print),
             lambda: shoal.ReceiveSet([self.ch], [], then=self.run_),
             lambda: shoal.ReceiveSet([self.ch, self.ch], [buf, buf], then=self.run_),
-            lambda: shoal.ReceiveSet([self.ch], [np.zeros((2, 2))[:, 0]], then=self.run_),
+            lambda: shoal.ReceiveSet([self.ch], [np.broadcast_to(np.zeros(1), (2,))], then=self.run_),
             lambda: shoal.ReceiveSet([self.ch], [[0.0, 0.0]], then=self.run_),
         ):
             try:
@@ -158,12 +158,13 @@ def test_bad_sets_are_refused_with_the_reason():
 
     out: list = []
     assert run_inproc(main, pes=2) == 0
-    private, foreign, count, twice, strided, listed, posted_twice, recv_too = out[0]
+    private, foreign, count, twice, readonly, listed, posted_twice, recv_too = out[0]
     assert "not an entry method of Misuse" in private
     assert "entry method of the chare that owns every channel" in foreign
     assert "1 channels but 0 buffers" in count
     assert "a channel appears twice" in twice
-    assert "buffer 0 must be a writable, C-contiguous NumPy array" in strided and "buffer 0" in listed
+    assert "buffer 0 (into[0])" in readonly and "read-only" in readonly
+    assert "buffer 0 (into[0]) takes a NumPy array, not a list" in listed
     assert "post() while 1 receive(s) of the last round are pending" in posted_twice
     assert "already has a receive pending" in recv_too
 

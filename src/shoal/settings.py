@@ -68,6 +68,9 @@ class Settings:
     #: Restart from this checkpoint directory: its collections are rebuilt before main
     #: runs, and ``shoal.restarted()`` returns main's saved state; empty: a fresh start.
     restart: str = ""
+    #: 1: tracebacks of user errors keep shoal's internal frames, and the MPI library's
+    #: own abort message is printed; 0: the user's frames only (shoal/_runtime/tracebacks.py).
+    debug: int = 0
     #: ``shoal.checkpoint_point()`` writes a checkpoint to ``checkpoint_dir`` when this many
     #: seconds passed since the last one; 0: never (the call returns at once).
     checkpoint_every: float = 0.0
@@ -115,6 +118,7 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
                        "the directory checkpoint_point() writes its checkpoints to"),
     "restart": (_Matching(r"[^\x00]*", "a directory name without NUL characters"),
                 "a checkpoint directory written by shoal.checkpoint (empty: a fresh start)"),
+    "debug": (frozenset({0, 1}), "1: tracebacks keep shoal's internal frames, 0: the user's frames only"),
 }
 
 _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, not settings

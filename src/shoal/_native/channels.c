@@ -59,15 +59,16 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t 
     Py_INCREF(fut); /* the channel's reference to it goes below, and unpickling runs Python code */
     PyObject *value;
     if (into != Py_None) {
-        /* one array of exactly the posted layout: copy it from the frame into place */
+        /* one array of exactly the posted layout: copy it from the frame into place
+         * (a strided buffer, a column face, by NumPy's strided copy) */
         if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto release;
         PyArrayObject *a = (PyArrayObject *)into;
         char want[1 + 64], *p = want;
         *p++ = 1;
         if (!(p = describe(p, want + sizeof want, a)) || p - want != lens[0] || memcmp(want, segs[0], lens[0]) != 0 ||
-            PyArray_NBYTES(a) != lens[1] || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a))
+            PyArray_NBYTES(a) != lens[1] || !PyArray_ISWRITEABLE(a))
             goto release;
-        memcpy(PyArray_DATA(a), segs[1], lens[1]);
+        if (fill_array(a, segs[1]) < 0) { r = -1; goto release; }
         Py_INCREF(into);
         value = into;
     } else {

@@ -197,6 +197,7 @@ PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc f
 /* send.c */
 char *describe(char *p, char *end, PyArrayObject *a);
 int plain_array(PyObject *o);
+int fill_array(PyArrayObject *a, const char *data);
 PyObject *copy_plain(PyArrayObject *a);
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);

@@ -34,6 +34,30 @@ PyObject *copy_plain(PyArrayObject *a) {
     return out;
 }
 
+/* `a` (writable, of the dtype and shape the C-ordered `data` describes) holding `data`:
+ * one memcpy when `a` is C-contiguous, else NumPy's strided copy (a column face such as
+ * u[:, 0]), with no copy in between. 0 done; -1 error. */
+int fill_array(PyArrayObject *a, const char *data) {
+    if (PyArray_IS_C_CONTIGUOUS(a)) {
+        memcpy(PyArray_DATA(a), data, PyArray_NBYTES(a));
+        return 0;
+    }
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *src = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a), NULL, (void *)data, 0, NULL);
+    if (!src) return -1;
+    int r = PyArray_CopyInto(a, (PyArrayObject *)src);
+    Py_DECREF(src);
+    return r;
+}
+
+/* Whether `o` is an array of a plain dtype that is not C-contiguous (a strided view). */
+static int strided_plain(PyObject *o) {
+    if (!PyArray_CheckExact(o)) return 0;
+    char k = PyArray_DESCR((PyArrayObject *)o)->kind;
+    return (k == 'b' || k == 'i' || k == 'u' || k == 'f' || k == 'c') && !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o);
+}
+
 int plain_array(PyObject *o) {
     if (!PyArray_CheckExact(o)) return 0;
     PyArrayObject *a = (PyArrayObject *)o;
@@ -316,9 +340,17 @@ static int channel_send_fast(Core *c, PyObject *ch, PyObject *const *args, Py_ss
     if (seq == -1 && PyErr_Occurred()) return -1;
     unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
     if (tag == (unsigned long)-1 && PyErr_Occurred()) return -1;
+    int plain = nargs == 1 && plain_array(args[0]);
+    if (nargs == 1 && !plain && strided_plain(args[0])) { /* a strided view (a column face): packed, then sent */
+        PyObject *packed = PyArray_NewCopy((PyArrayObject *)args[0], NPY_CORDER);
+        if (!packed) return -1;
+        int r = channel_send_fast(c, ch, &packed, 1);
+        Py_DECREF(packed);
+        return r;
+    }
     if (sample_comm(c, SLOT(ch, c->off_remote), args, nargs) < 0) return -1;
     int r = 0;
-    if (nargs == 1 && plain_array(args[0])) { /* to an element of this PE: delivered now, if it can be */
+    if (plain) { /* to an element of this PE: delivered now, if it can be */
         PyObject *peer = local_peer(c, ch, (uint32_t)tag);
         if (!peer && PyErr_Occurred()) return -1;
         if (peer) {

@@ -33,11 +33,11 @@ static int set_count(Core *c, PyObject *ch, PyObject *set, long arrived, long le
     return 1;
 }
 
-/* The buffer `set` posted on `ch`, if it is a writable C-contiguous array (borrowed). */
+/* The buffer `set` posted on `ch`, if it is a writable array (borrowed): C-contiguous, or
+ * a strided view (a column face) that fill_array unpacks into. */
 static PyArrayObject *posted_buffer(Core *c, PyObject *ch, PyObject *set, long *arrived, long *left) {
     PyObject *into = SLOT(ch, c->off_into), *a = SLOT(ch, c->off_arrived), *r = SLOT(set, c->off_remaining);
-    if (!into || !a || !r || !PyArray_Check(into) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)into) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)into))
+    if (!into || !a || !r || !PyArray_Check(into) || !PyArray_ISWRITEABLE((PyArrayObject *)into))
         return NULL;
     *arrived = PyLong_AsLong(a);
     *left = PyLong_AsLong(r);
@@ -55,7 +55,7 @@ int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t 
     if (!(p = describe(p, want + sizeof want, a)) || p - want != dlen || memcmp(want, desc, dlen) != 0 ||
         PyArray_NBYTES(a) != nbytes)
         return 0;
-    memcpy(PyArray_DATA(a), data, nbytes);
+    if (fill_array(a, data) < 0) return -1;
     if (frames && frames_restart(frames)) return -1;
     return set_count(c, ch, set, arrived, left);
 }
@@ -114,10 +114,13 @@ int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counte
         PyArrayObject *a = posted_buffer(c, ch, waiting, &arrived_, &left);
         r = 0;
         if (a && same_layout(a, (PyArrayObject *)array)) {
-            memcpy(PyArray_DATA(a), PyArray_DATA((PyArrayObject *)array), PyArray_NBYTES(a));
-            Py_INCREF(waiting);
-            r = set_count(c, ch, waiting, arrived_, left);
-            Py_DECREF(waiting);
+            if (fill_array(a, PyArray_DATA((PyArrayObject *)array)) < 0) {
+                r = -1;
+            } else {
+                Py_INCREF(waiting);
+                r = set_count(c, ch, waiting, arrived_, left);
+                Py_DECREF(waiting);
+            }
         }
     } else {
         r = 0; /* a coroutine's receive: it resumes when the queue delivers the message */
@@ -162,8 +165,9 @@ static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t na
         if (queued > 0) { /* it came early: take it now */
             PyObject *head = PyObject_CallMethodNoArgs(inbox, str_popleft);
             if (!head) return -1;
-            memcpy(PyArray_DATA((PyArrayObject *)buf), PyArray_DATA((PyArrayObject *)head), PyArray_NBYTES((PyArrayObject *)buf));
+            int filled = fill_array((PyArrayObject *)buf, PyArray_DATA((PyArrayObject *)head)); /* inbox arrays are C-ordered */
             Py_DECREF(head);
+            if (filled < 0) return -1;
             continue;
         }
         Py_XSETREF(SLOT(ch, c->off_waiting), Py_NewRef(set));

@@ -159,10 +159,12 @@ class Channel:
 
         With ``into=array`` (default None) the next message, which must be one NumPy
         array of the same shape and dtype, is written into ``array`` and the future's
-        value is ``array`` itself. ``array`` must be a writable, C-contiguous NumPy array
-        (else :class:`~shoal.ChannelError`, raised here); a message that does not match
-        it fails the future with a :class:`~shoal.ChannelError`. A large message
-        (rendezvous) whose receive is already posted lands in ``array`` directly, with no
+        value is ``array`` itself. ``array`` must be a writable NumPy array (else
+        :class:`~shoal.ChannelError`, raised here); it may be a strided view, such as
+        the column face ``u[:, 0]`` of a 2-D array, which the message is unpacked into
+        (one copy, NumPy's strided copy). A message that does not match it fails the
+        future with a :class:`~shoal.ChannelError`. A large message (rendezvous) whose
+        receive is already posted lands in a C-contiguous ``array`` directly, with no
         copy in shoal; otherwise it is copied in. A second ``recv`` while one is pending
         raises :class:`~shoal.ChannelError`.
         """
@@ -170,7 +172,7 @@ class Channel:
             raise ChannelError(f"channel {self!r} already has a receive pending; await it first")
         if into is not None and into is not self.checked:
             if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
-                raise ChannelError("recv(into=...) needs a writable, C-contiguous NumPy array")
+                check_buffer(into, "recv(into=...)")  # raises unless a writable strided view
             self.checked = into  # the usual loop posts one buffer again and again: check it once
         fut = _new_future(ChannelFuture)  # Future.local, inlined: one per message
         fut._rt, fut.owner, fut.fid = self._rt, self._rt.pe, 0
@@ -187,6 +189,8 @@ class Channel:
         completes the pending receive (it is the next to arrive) and fits exactly."""
         into = self.into
         if into is not None and seq == self.arrived and not self.landed and into.nbytes == nbytes:
+            if not into.flags.c_contiguous:
+                return None  # a strided view: the message lands in fresh memory and is unpacked
             self.landed = True
             return into.reshape(-1).view(np.uint8)
         return None
@@ -245,14 +249,35 @@ def message_value(message: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def check_buffer(buf: Any, what: str) -> None:
+    """Raise :class:`ChannelError` unless ``buf`` can take a message: a writable NumPy
+    array, contiguous or a strided view (called once the C-contiguous check failed)."""
+    if not isinstance(buf, np.ndarray):
+        raise ChannelError(
+            f"{what} takes a NumPy array, not a {type(buf).__name__}; allocate one to receive into, "
+            "e.g. np.empty(shape, dtype)"
+        )
+    if not buf.flags.writeable:
+        raise ChannelError(
+            f"{what}: the array (shape {buf.shape}, dtype {buf.dtype}) is read-only; pass a writable one "
+            "(a view of your own array such as u[:, 0], or np.empty_like(buf)); views made by "
+            "np.broadcast_to or np.frombuffer on bytes are read-only"
+        )
+
+
 def _fill(into: np.ndarray, value: Any, ch: Channel, landed: bool) -> np.ndarray:
-    """``into`` holding ``value``; ``landed``: the transport already wrote it there."""
+    """``into`` holding ``value``; ``landed``: the transport already wrote it there.
+    A strided ``into`` (a column face) is filled by NumPy's strided copy."""
     if not isinstance(value, np.ndarray):
-        raise ChannelError(f"{ch!r}: recv(into=array) got a {type(value).__name__}, not a NumPy array")
+        raise ChannelError(
+            f"{ch!r}: recv(into=array) got a {type(value).__name__}, not a NumPy array; send one array "
+            "per message to a receive with into=, or receive without into="
+        )
     if value.shape != into.shape or value.dtype != into.dtype:
         raise ChannelError(
             f"{ch!r}: received an array of shape {value.shape} and dtype {value.dtype} "
-            f"into a buffer of shape {into.shape} and dtype {into.dtype}; post a buffer that matches"
+            f"into a buffer of shape {into.shape} and dtype {into.dtype}; post a buffer that matches, "
+            f"e.g. np.empty({value.shape}, dtype=np.{value.dtype}), or send what the buffer holds"
         )
     if not landed:
         into[...] = value

@@ -24,7 +24,8 @@ def current(what: str = "this call") -> "Runtime":
     if rt is None:
         raise NotRunningError(
             f"{what} was called outside a running shoal program; "
-            "call it from the main function passed to shoal.start() or from a chare"
+            "call it from the main function passed to shoal.start() or from a chare, "
+            "or, in a script or a notebook, call shoal.attach() first (the job starts there)"
         )
     return rt
 

@@ -12,7 +12,6 @@ import inspect
 import os
 import sys
 import time
-import traceback
 from typing import Any, Callable, NoReturn, Sequence
 
 from ..errors import DeadlockError, ShoalError, exit_code
@@ -359,8 +358,9 @@ class MPIEngine(Engine):
 
     def fatal(self, rt: Runtime, exc: BaseException, where: str) -> NoReturn:
         from ..jobwatch import describe, note_fatal
+        from .tracebacks import format_user
 
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        text = format_user(exc)  # without shoal's own frames (SHOAL_DEBUG=1 keeps them)
         note_fatal(f"unhandled exception in {where}: {describe(exc)}")  # for shoal run's summary
         sys.stdout.flush()
         os.write(2, f"shoal: PE {rt.pe}: unhandled exception in {where}; ending the job\n{text}".encode())

@@ -264,10 +264,11 @@ def _layout(desc: bytes) -> tuple:
 
 
 def _encode_arrays(args: tuple) -> list | None:
-    """Segments for arguments that are all plain C-contiguous arrays; None otherwise.
+    """Segments for arguments that are all plain arrays; None otherwise.
 
     This skips pickle entirely: a cached descriptor of dtypes and shapes, then each
-    array's own memory (sent out-of-band, so large arrays still go zero-copy).
+    array's own memory (sent out-of-band, so large arrays still go zero-copy). A
+    strided array (a column face ``u[:, 0]``) is packed into a C-ordered copy first.
     """
     if len(args) == 1:  # the common case, without loops
         a = args[0]
@@ -277,14 +278,18 @@ def _encode_arrays(args: tuple) -> list | None:
             if a.dtype.kind not in _PLAIN_KINDS:
                 return None
             desc = _describe(k)
-        return [desc, a] if a.flags.c_contiguous else None
+        return [desc, a] if a.flags.c_contiguous else [desc, np.ascontiguousarray(a)]
     key = []
+    strided = False
     for a in args:
-        if type(a) is not _ndarray or a.dtype.kind not in _PLAIN_KINDS or not a.flags.c_contiguous:
+        if type(a) is not _ndarray or a.dtype.kind not in _PLAIN_KINDS:
             return None
         key.append((a.dtype, a.shape))
+        strided = strided or not a.flags.c_contiguous
     k = tuple(key)
     desc = _descriptors.get(k) or _describe(k)
+    if strided:
+        return [desc, *(np.ascontiguousarray(a) for a in args)]
     return [desc, *args]
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ChannelError
-from .channels import Channel, _fill, message_value
+from .channels import Channel, _fill, check_buffer, message_value
 from .chare import entry_table
 from .context import current
 from .futures import Failure
@@ -34,10 +34,11 @@ class ReceiveSet:
 
     * ``channels``: a sequence of :class:`~shoal.Channel` objects of this element, each
       at most once.
-    * ``into``: one buffer per channel, in the same order: writable, C-contiguous NumPy
-      arrays (views such as ``u[0:1]`` or a row ``u[0, :]`` of a C-ordered array are
-      fine), else :class:`~shoal.ChannelError`. They stay the set's buffers for every
-      round.
+    * ``into``: one buffer per channel, in the same order: writable NumPy arrays, else
+      :class:`~shoal.ChannelError`. Views of the array a chare computes on are the
+      usual buffers: a row ``u[0, :]`` (contiguous: a message is copied in with one
+      ``memcpy``) or a column ``u[:, 0]`` (strided: NumPy's strided copy unpacks it).
+      They stay the set's buffers for every round.
     * ``then``: an entry method of the same element, given bound (``then=self.step``),
       called with no arguments once per round, when the last receive has landed. It
       may be a plain method or an ``async def`` one (which may ``await``, e.g. an
@@ -72,7 +73,7 @@ class ReceiveSet:
                              "given bound (then=self.method)")
         for k, buf in enumerate(into):
             if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
-                raise ChannelError(f"shoal.ReceiveSet: buffer {k} must be a writable, C-contiguous NumPy array")
+                check_buffer(buf, f"shoal.ReceiveSet: buffer {k} (into[{k}])")
         table = entry_table(type(chare))
         name = getattr(then, "__name__", "")
         if table.ids.get(name) is None or table.funcs[table.ids[name]] is not then.__func__:  # type: ignore[attr-defined]

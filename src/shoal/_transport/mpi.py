@@ -13,7 +13,9 @@ of ``COMM_WORLD``:
 
 from __future__ import annotations
 
+import os
 import struct
+import sys
 from collections import deque
 from typing import Any, Sequence
 
@@ -255,7 +257,20 @@ def job_finished() -> bool:
 
 def abort_world(code: int) -> None:
     """End every process of the MPI job with exit code ``code`` (``MPI_Abort``), starting MPI
-    first if needed: PEs still in ``MPI_Init`` wait there for this one otherwise."""
+    first if needed: PEs still in ``MPI_Init`` wait there for this one otherwise.
+
+    Every caller has written its report by now. The MPI library's own line about the
+    abort (MPICH: ``Abort(1) on node 0 (rank 0 in comm 0): application called
+    MPI_Abort(...)``) would follow it and be the last thing the user reads, naming an
+    MPI call the program never made, so this process's stderr goes to /dev/null first
+    (``SHOAL_DEBUG=1`` keeps it)."""
+    if os.environ.get("SHOAL_DEBUG", "") in ("", "0"):
+        try:
+            sys.stderr.flush()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+        except OSError:  # no /dev/null, a closed stderr: the line is printed, nothing else changes
+            pass
     MPI.COMM_WORLD.Abort(code)
 
 

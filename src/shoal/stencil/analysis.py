@@ -159,7 +159,8 @@ class StatementInfo(NamedTuple):
     value_dtype: str
 
 
-def analyze(stmt: Assign, field_dtypes: Sequence[str], field_names: Sequence[str], ghost_depth: int) -> StatementInfo:
+def analyze(stmt: Assign, field_dtypes: Sequence[str], field_names: Sequence[str], ghost_depth: int,
+            made_by: str = "initialize()") -> StatementInfo:
     """Check a statement's reads against its written box; errors name the field."""
     target = stmt.target
     empty = any(a.count == 0 for a in target.axes)
@@ -181,7 +182,8 @@ def analyze(stmt: Assign, field_dtypes: Sequence[str], field_names: Sequence[str
                 raise GhostDepthError(
                     f"reading {field_names[r.field]} at offset {d:+d} along axis {k} from the written point "
                     f"needs ghost depth {abs(d)}, but ghost_depth is {ghost_depth}; pass ghost_depth={abs(d)} "
-                    "to initialize() (reads far across the grid, such as periodic copies, are not stencils)"
+                    f"to {made_by}, which made this stencil (reads far across the grid, such as periodic "
+                    "copies, are not stencils)"
                 )
             off.append(d)
         offsets.append(tuple(off))

@@ -193,16 +193,43 @@ class _Ops:
         if ufunc in _UFUNCS and len(inputs) == 2:
             sym = {"pow": "**", "add": "+", "sub": "-", "mul": "*", "div": "/"}.get(_UFUNCS[ufunc], ufunc.__name__)
             return _binary(_UFUNCS[ufunc], inputs[0], inputs[1], sym)
+        hint = _SPELLINGS.get(ufunc.__name__)
         raise at_user(
             UnsupportedOperationError,
-            f"operation np.{ufunc.__name__} is not supported on stencil fields; supported: + - * / **, "
-            "unary -, abs, sqrt, exp, sin, cos, minimum, maximum, where and comparisons",
+            f"operation np.{ufunc.__name__} is not supported on stencil fields; "
+            + (f"write {hint}" if hint else "supported: + - * / **, unary -, abs, sqrt, exp, sin, cos, "
+               "minimum, maximum, where and comparisons"),
         )
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         if func is np.where and not kwargs and len(args) == 3:
             return where(*args)
-        raise at_user(UnsupportedOperationError, f"operation np.{func.__name__} is not supported on stencil fields")
+        hint = _SPELLINGS.get(getattr(func, "__name__", ""))
+        raise at_user(
+            UnsupportedOperationError,
+            f"operation np.{func.__name__} is not supported on stencil fields"
+            + (f"; write {hint}" if hint else "; element-wise: + - * / **, abs, sqrt, exp, sin, cos, "
+               "np.minimum, np.maximum, np.where; over the grid: norm, total, maximum_of, minimum_of"),
+        )
+
+
+#: NumPy functions a stencil cannot run, and the spelling that does what was meant
+_SPELLINGS = {
+    "max": "shoal.stencil.maximum_of(x) (or x.max()) for the largest value over the grid, "
+           "or np.maximum(a, b) for the element-wise maximum of two operands",
+    "amax": "shoal.stencil.maximum_of(x) (or x.max()) for the largest value over the grid, "
+            "or np.maximum(a, b) for the element-wise maximum of two operands",
+    "min": "shoal.stencil.minimum_of(x) (or x.min()) for the smallest value over the grid, "
+           "or np.minimum(a, b) for the element-wise minimum of two operands",
+    "amin": "shoal.stencil.minimum_of(x) (or x.min()) for the smallest value over the grid, "
+            "or np.minimum(a, b) for the element-wise minimum of two operands",
+    "sum": "shoal.stencil.total(x) (or x.sum()) for the sum over the grid",
+    "norm": "shoal.stencil.norm(x) (L2) or shoal.stencil.norm(x, np.inf) (max norm)",
+    "clip": "np.minimum(np.maximum(x, low), high)",
+    "square": "x * x",
+    "fmax": "np.maximum(a, b)",
+    "fmin": "np.minimum(a, b)",
+}
 
 
 class Expr(_Ops):

@@ -95,6 +95,7 @@ class Stencil(TimeLoop):
             )
         if shape is None:
             raise TypeError(f"{type(self).__name__}(shape, ...): the grid shape is required")
+        self._made_by = f"{type(self).__name__}(shape, ...)"  # named in errors about its options
         self.initialize(shape, fields=self.fields, **options)
 
     # -- set-up ---------------------------------------------------------------------
@@ -164,6 +165,7 @@ class Stencil(TimeLoop):
         self.backend_freq = backend_freq
         self._fields = [Field(self, i, nm, dt) for i, (nm, dt) in enumerate(zip(names, dtypes))]
         self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags, device)
+        self._rec.made_by = getattr(self, "_made_by", None) or "self.initialize(...)"
         self._iface = connect(interface)
         spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles,
                         self._rec.backend, device, bool(time_blocking))

@@ -117,6 +117,8 @@ class Recorder:
         self.dtypes = field_dtypes
         self.ndim = ndim
         self.ghost = ghost_depth
+        #: how the user made the stencil, for errors that name the option to change there
+        self.made_by = "initialize()"
         self.fast_math = fast_math
         self.cflags = tuple(cflags)
         self.device = device
@@ -141,7 +143,7 @@ class Recorder:
         text = dumps(stmt)
         entry = self.statements.get(text)
         if entry is None:
-            info = analyze(stmt, self.dtypes, self.names, self.ghost)
+            info = analyze(stmt, self.dtypes, self.names, self.ghost, self.made_by)
             entry = self._entry(stmt, info, where)
             self.statements[text] = entry
             self.unsent.append(entry)
@@ -290,7 +292,7 @@ class Recorder:
         base = rs[0]
         offsets = tuple(tuple(a.start - b.start for a, b in zip(r.axes, base.axes)) for r in rs)
         box_stmt = Assign(base, expr)
-        info = analyze(box_stmt, self.dtypes, self.names, self.ghost)
+        info = analyze(box_stmt, self.dtypes, self.names, self.ghost, self.made_by)
         key = f"{kind} {finish} {dumps(expr)}"
         entry = self.reductions.get(key)
         if entry is None:
