@@ -456,3 +456,60 @@ def test_the_example_notebook_runs_headless_against_a_local_server():
     assert "'run: PE 0 of 2'" in text
     assert not [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                 if o.get("output_type") == "error"]
+
+
+def test_code_the_server_cannot_import_gets_a_clear_error(server, tmp_path):
+    import cloudpickle
+
+    pkg = tmp_path / "only_here_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def f():\n    return 1\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import only_here_pkg
+
+        cloudpickle.unregister_pickle_by_value(only_here_pkg) if only_here_pkg.__name__ in \
+            cloudpickle.cloudpickle._PICKLE_BY_VALUE_MODULES else None
+        with server.connect() as c:
+            import shoal.remote.client as client
+
+            client._seen_modules = len(sys.modules)  # as if it were installed: sent by name
+            with pytest.raises(ModuleNotFoundError, match="install that package where the server runs"):
+                c.run(only_here_pkg.f)
+            assert c.run(pow, 2, 2) == 4
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_a_server_started_by_mpiexec_itself(tmp_path):
+    from shoal.lowlevel import find_mpiexec
+
+    conn_file = tmp_path / "s.json"
+    proc = subprocess.Popen([find_mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "serve",
+                             "--connection-file", str(conn_file)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not conn_file.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.05)
+        with shoal.connect(conn_file) as c:
+            assert c.pes == 2 and c.run(make_counters, 2)[1][1] == 101
+            c.stop_server()
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_client_hears_at_once_when_the_server_dies(tmp_path):
+    srv = Server(tmp_path, transport="inproc")
+    c = srv.connect()
+    pending = c.call(two_lines)  # waits 3 s on the server
+    srv.proc.kill()
+    srv.proc.wait()
+    with pytest.raises(ServerError, match="lost before the reply"):
+        pending.get(timeout=30)
+    with pytest.raises(ServerError, match="closed"):
+        c.run(pow, 2, 2)
+    c.close()

@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "checkpoint": ("shoal.bench.ckpt.cli", "checkpoint write and restart read bandwidth against np.save/np.load"),
     "balance": ("shoal.bench.balance.cli", "load balancing: gain on a synthetic imbalance, migration MB/s"),
     "stencil-pipeline": ("shoal.bench.stencil.pipeline_cli", "stencil frontend overhead hidden? backend_freq vs one backend loop"),
+    "link": ("shoal.bench.link", "client-server link: empty conn.run round trip, to_numpy/from_numpy GB/s"),
     "app": ("shoal.bench.apps.cli", "proxy applications: pic (particle-in-cell) on shoal, mpi4py, sequential"),
 }
 

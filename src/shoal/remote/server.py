@@ -33,8 +33,9 @@ __all__ = ["ServerOptions", "Server", "serve", "add_options", "options_from"]
 
 #: at most this many connections may be waiting to authenticate
 _MAX_UNAUTHENTICATED = 64
-#: replies go to the socket this many bytes at a time, as it drains
-_CHUNK = 1 << 20
+#: replies go to the socket this many bytes at a time, as it drains (asyncio moves its
+#: whole unsent buffer after each send on Python 3.11: keep that buffer small)
+_CHUNK = 256 << 10
 
 
 class ServerOptions(NamedTuple):
@@ -86,7 +87,7 @@ class _Peer(asyncio.BufferedProtocol):
             return
         server.unauthenticated += 1
         self._arm(server.options.auth_timeout, "sent no valid greeting")
-        transport.set_write_buffer_limits(high=4 * _CHUNK)
+        transport.set_write_buffer_limits(high=2 * _CHUNK)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.view[self.pos:]

@@ -79,7 +79,12 @@ class Session:
 
     def _handle(self, kind: int, rid: int, payload: bytearray) -> None:
         try:
-            op, args = decode(payload)
+            try:
+                op, args = decode(payload)
+            except ImportError as exc:
+                raise type(exc)(f"{exc}: the request names code the server cannot import; install that package "
+                                "where the server runs, or define the code in the notebook or a module beside "
+                                "it (those travel by value)") from None
             handler = _OPS.get(op)
             if handler is None:
                 raise ValueError(f"unknown request {op!r}")
