@@ -20,11 +20,7 @@ NOT_APPLICABLE = {
     "tests/when/test_when_syntax.py": "parses conditions with Charm4py's private charm4py.wait classes",
 }
 #: programs the layer does not run yet, with what is missing (issue 15 is open on them)
-NOT_YET = {
-    "tests/exceptions/test.py": "a ret=True broadcast that returns each element's error as a value",
-    "tests/sections/multirand-split-combine.py": "charm.combine: sections across collections",
-    "tests/sections/constrained_groups.py": "Group(C, onPEs=...): groups on a subset of PEs",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _entries() -> list:

@@ -37,15 +37,15 @@ def _run(tmp_path, source: str) -> subprocess.CompletedProcess:
 @pytest.mark.mpi
 def test_an_unsupported_feature_fails_at_the_call_naming_it(tmp_path) -> None:
     proc = _run(tmp_path, """
-        from charm4py import charm, Chare, Group
+        from charm4py import charm, Chare, Array
         class C(Chare):
             pass
         def main(args):
-            Group(C, onPEs=[0])
+            Array(C, ndims=1).ckInsert(0, onPE=1)
         charm.start(main)
     """)
     assert proc.returncode != 0
-    assert "Group(C, onPEs=...)" in proc.stderr and "ArrayMap" in proc.stderr
+    assert "ckInsert(onPE=...)" in proc.stderr and "map=" in proc.stderr
 
 
 @pytest.mark.mpi

@@ -39,9 +39,10 @@ def block_placement(index: tuple, shape: tuple, npes: int) -> int:
 class CollectionInfo:
     """What every PE needs to know to address a collection's elements."""
 
-    __slots__ = ("id", "cls", "kind", "shape", "ndims", "placement", "root", "size")
+    __slots__ = ("id", "cls", "kind", "shape", "ndims", "placement", "root", "size", "pes")
 
-    def __init__(self, id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Placement | None, root: int):
+    def __init__(self, id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Placement | None,
+                 root: int, pes: tuple | None = None):
         self.id = id
         self.cls = cls
         self.kind = kind  # "group", "dense" or "sparse"
@@ -49,10 +50,11 @@ class CollectionInfo:
         self.ndims = ndims
         self.placement = placement
         self.root = root
-        self.size = int(np.prod(shape)) if shape is not None else 0
+        self.size = int(np.prod(shape)) if shape is not None else len(pes) if pes is not None else 0
+        self.pes = pes  # a group's PEs when it spans only some (sorted), else None
 
     def __reduce__(self) -> tuple:
-        return (_intern_info, (self.id, self.cls, self.kind, self.shape, self.ndims, self.placement, self.root))
+        return (_intern_info, (self.id, self.cls, self.kind, self.shape, self.ndims, self.placement, self.root, self.pes))
 
     def normalize(self, index: Any) -> tuple:
         """``index`` as the internal tuple; an error at the call site if it is out of range."""
@@ -67,6 +69,9 @@ class CollectionInfo:
             pe, npes = int(idx[0]), current("indexing a Group").npes
             if not 0 <= pe < npes:
                 raise IndexError(f"PE {pe} is outside the Group of {self.cls.__qualname__} (PEs 0..{npes - 1})")
+            if self.pes is not None and pe not in self.pes:
+                raise IndexError(f"the Group of {self.cls.__qualname__} has no element on PE {pe}: it spans "
+                                 f"PEs {list(self.pes)}")
             return (pe,)
         if len(idx) != self.ndims or not all(isinstance(i, (int, np.integer)) for i in idx):
             raise IndexError(
@@ -112,7 +117,7 @@ class CollectionInfo:
     def hosts(self, npes: int) -> Sequence[int]:
         """The sorted PEs that are home to at least one element (dense arrays and groups)."""
         if self.kind == "group":
-            return range(npes)
+            return range(npes) if self.pes is None else self.pes
         assert self.shape is not None
         if self.placement is None:
             n = self.size
@@ -120,11 +125,12 @@ class CollectionInfo:
         return sorted({self.home(i, npes) for i in np.ndindex(*self.shape)})
 
 
-def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, root: int) -> CollectionInfo:
+def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, root: int,
+                 pes: tuple | None = None) -> CollectionInfo:
     rt = current("unpickling a proxy")
     info = rt.infos.get(id)
     if info is None:
-        info = rt.infos[id] = CollectionInfo(id, cls, kind, shape, ndims, placement, root)
+        info = rt.infos[id] = CollectionInfo(id, cls, kind, shape, ndims, placement, root, pes)
     return info
 
 
@@ -145,14 +151,24 @@ class CollectionState:
         self.size = info.size  # elements in the whole collection (a sparse array's: once complete)
 
 
-def Group(cls: type, args: Sequence[Any] = ()) -> "CollectionProxy":
-    """Create one element of ``cls`` (a :class:`~shoal.Chare` subclass) on every PE;
-    returns the collection proxy at once.
+def Group(cls: type, args: Sequence[Any] = (), pes: Sequence[int] | None = None) -> "CollectionProxy":
+    """Create one element of ``cls`` (a :class:`~shoal.Chare` subclass) on every PE, or
+    on each PE of ``pes``; returns the collection proxy at once.
 
     Each element is made with ``cls(*args)`` (default: no arguments); its ``index`` is
-    its PE number, so ``group[pe]`` is the element on PE ``pe``.
+    its PE number, so ``group[pe]`` is the element on PE ``pe``. A Group over ``pes``
+    has elements on those PEs only: its broadcasts run there, its reductions combine
+    those elements, and ``group[pe]`` of another PE is an IndexError.
     """
-    return current("shoal.Group()").lifecycle.create(cls, "group", None, 1, None, tuple(args))
+    rt = current("shoal.Group()")
+    members = None
+    if pes is not None:
+        members = tuple(sorted({int(p) for p in pes}))
+        if not members or not all(0 <= p < rt.npes for p in members):
+            raise ValueError(f"shoal.Group(pes={list(pes)!r}): give one or more PEs in 0..{rt.npes - 1}")
+        if len(members) == rt.npes:
+            members = None  # every PE: a plain Group
+    return rt.lifecycle.create(cls, "group", None, 1, None, tuple(args), pes=members)
 
 
 def Array(

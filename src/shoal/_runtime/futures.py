@@ -20,7 +20,7 @@ from .context import current
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["Future", "gather", "Task", "Failure", "future_handle", "annotate"]
+__all__ = ["Future", "gather", "Task", "Failure", "Outcomes", "each_outcome", "future_handle", "annotate"]
 
 _PENDING, _DONE, _FAILED = 0, 1, 2
 _PENDING_VALUE: Any = object()  # "no value travelled with this future"
@@ -36,6 +36,22 @@ class Failure:
 
     def __reduce__(self) -> tuple:
         return (Failure, (_portable(self.exc),))
+
+
+class Outcomes(Failure):
+    """How a ``ret=True`` broadcast or multicast in which elements raised ends: its
+    first error (``exc``: what a plain waiter gets, if no element's own error reached it
+    first) and every element's outcome in index order (a value, or a :class:`Failure`).
+    A future made by :func:`each_outcome` resolves to the outcomes instead."""
+
+    __slots__ = ("outcomes",)
+
+    def __init__(self, exc: BaseException, outcomes: list):
+        super().__init__(exc)
+        self.outcomes = outcomes
+
+    def __reduce__(self) -> tuple:
+        return (Outcomes, (_portable(self.exc), self.outcomes))
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -60,8 +76,9 @@ def annotate(exc: BaseException, pe: int, where: str, with_traceback: bool = Tru
         return exc
     note = f"[shoal] raised on PE {pe} in {where}"
     if with_traceback:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        note += ":\n" + tb.rstrip()
+        from .tracebacks import format_user
+
+        note += ":\n" + format_user(exc).rstrip()  # without shoal's frames (SHOAL_DEBUG=1 keeps them)
     exc.add_note(note)
     try:
         exc._shoal_annotated = True  # type: ignore[attr-defined]
@@ -256,6 +273,31 @@ class Future:
     def __repr__(self) -> str:
         state = ("pending", "done", "failed")[self._state]
         return f"<shoal.Future {state} owner=PE {self.owner} created at {self.origin}>"
+
+
+class _OutcomesFuture(Future):
+    """The future of a broadcast or multicast that resolves to every element's outcome."""
+
+    __slots__ = ()
+
+    def _resolve(self, value: Any) -> None:
+        if isinstance(value, Failure):
+            if type(value) is not Outcomes:
+                return  # one element's error: it comes again in its place among the outcomes
+            value = [o.exc if isinstance(o, Failure) else o for o in value.outcomes]
+        Future._resolve(self, value)
+
+
+def each_outcome(fut: Future) -> Future:
+    """Make ``fut`` — the future a ``ret=True`` broadcast or multicast has just returned,
+    before anything resolved it — resolve to every element's outcome, in index order:
+    the value it returned, or the exception it raised. A plain ``ret=True`` future fails
+    with the first error instead. (Only the futures of broadcasts and multicasts: the
+    error of one element's call comes alone.)"""
+    if type(fut) is not Future or fut._state != _PENDING or fut._rt is None:
+        raise ShoalError(f"each_outcome() takes the pending future of a ret=True broadcast on this PE, not {fut!r}")
+    fut.__class__ = _OutcomesFuture
+    return fut
 
 
 def _rebuild_future(owner: int, fid: int, origin: str, value: Any = _PENDING_VALUE) -> Future:

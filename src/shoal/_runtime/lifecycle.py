@@ -35,14 +35,15 @@ class Lifecycle:
         self.insert_counts: dict[int, list[int]] = {}  # collection -> [inserts sent, inserts done] here
         self.closed: set[int] = set()  # sparse arrays this PE called done_inserting() on
 
-    def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple) -> "CollectionProxy":
+    def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple,
+               pes: tuple | None = None) -> "CollectionProxy":
         rt = self.rt
         if not (isinstance(cls, type) and issubclass(cls, Chare)):
             raise TypeError(f"{cls!r} is not a subclass of shoal.Chare")
         if kind == "group" and rt.npes == 0:
             raise ShoalError("no PEs")
         entry_table(cls)
-        info = CollectionInfo(rt.new_id(), cls, kind, shape, ndims, placement, rt.pe)
+        info = CollectionInfo(rt.new_id(), cls, kind, shape, ndims, placement, rt.pe, pes)
         rt.infos[info.id] = info
         try:
             encode(placement)
@@ -137,7 +138,7 @@ class Lifecycle:
             rt.send_raw(child, header, segments, coll)
         cs = rt.colls[coll] = CollectionState(info)
         if info.kind == "group":
-            cs.size = rt.npes
+            cs.size = rt.npes if info.pes is None else len(info.pes)
         if info.kind == "sparse":
             pending = self.pending_finish.pop(coll, None)
             if pending is not None:
@@ -145,7 +146,7 @@ class Lifecycle:
         else:
             cs.hosts = info.hosts(rt.npes)
             cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)
-            local = [(rt.pe,)] if info.kind == "group" else list(info.local_indices(rt.pe, rt.npes)) if cs.span else []
+            local = ([(rt.pe,)] if info.kind == "group" else list(info.local_indices(rt.pe, rt.npes))) if cs.span else []
             cs.count = len(local)
             for idx in local:
                 self.construct(cs, idx, args)

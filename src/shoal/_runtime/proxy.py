@@ -18,6 +18,7 @@ from .context import current
 
 __all__ = [
     "Proxy", "ElementProxy", "CollectionProxy", "SectionProxy", "EntryRef", "proxy_classes", "use_native_entries",
+    "union",
 ]
 
 _element_descriptor: Any = None  # the compiled entry descriptor, once a compiled core runs here
@@ -90,6 +91,13 @@ class CollectionProxy(Proxy):
         rt = current("CollectionProxy.section()")
         return proxy_classes(info.cls)[2](info, members, rt.new_id())
 
+    def union(self, *others: "CollectionProxy | SectionProxy | ElementProxy") -> "SectionProxy":
+        """A section over every element of this collection and of ``others`` (collections,
+        sections and element proxies, of this collection or others), each element once.
+        Multicast to it, or reduce over it with ``contribute(..., section=...)``; a
+        multicast calls the method of the same name on the elements of each collection."""
+        return union(self, *others)
+
     def insert(self, index: Any, args: tuple = ()) -> None:
         """Create element ``index`` of a sparse array (then call :meth:`done_inserting`)."""
         current("Array.insert()").lifecycle.insert(self._info, self._info.normalize(index), tuple(args))
@@ -122,22 +130,41 @@ class CollectionProxy(Proxy):
 
 
 class SectionProxy(Proxy):
-    """A subset of a collection: call it to multicast, pass it to ``contribute(section=)``."""
+    """A subset of a collection (or of several, made by ``union``): call it to
+    multicast, pass it to ``contribute(section=)``.
 
-    __slots__ = ("members", "sid")
+    ``members`` are its sorted indices in the collection ``_info``; ``others`` holds
+    ``(info, members)`` for each further collection of a union (empty otherwise). Entry
+    methods are named by the first collection's class and called by name in the others.
+    """
 
-    def __init__(self, info: CollectionInfo, members: tuple, sid: int):
+    __slots__ = ("members", "sid", "others")
+
+    def __init__(self, info: CollectionInfo, members: tuple, sid: int, others: tuple = ()):
         self._info = info
         self.members = members
         self.sid = sid
+        self.others = others
+
+    @property
+    def parts(self) -> tuple:
+        """``(info, members)`` for each collection the section spans, the first one first."""
+        return ((self._info, self.members), *self.others)
+
+    def union(self, *others: "CollectionProxy | SectionProxy | ElementProxy") -> "SectionProxy":
+        """A section over every element of this section and of ``others`` (see
+        :meth:`CollectionProxy.union`)."""
+        return union(self, *others)
 
     def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
         return current("multicasting an entry method").sections.multicast(self, entry, name, args, kwargs, ret)
 
     def __len__(self) -> int:
-        return len(self.members)
+        return len(self.members) + sum(len(m) for _, m in self.others)
 
     def __reduce__(self) -> tuple:
+        if self.others:
+            return (_section, (self._info, self.members, self.sid, self.others))
         return (_section, (self._info, self.members, self.sid))
 
     def __eq__(self, other: object) -> bool:
@@ -198,6 +225,17 @@ class _BoundEntry:
     def bind(self, *args: Any) -> EntryRef:
         """A reduction target that calls this method with ``args`` before the result."""
         return EntryRef(self.proxy, self.name, args)
+
+    def outcomes(self, *args: Any, **kwargs: Any) -> Any:
+        """Broadcast (or multicast) this method and return a future of every element's
+        outcome, in index order: the value it returned, or the exception it raised. (A
+        ``ret=True`` call's future fails with the first error instead.)"""
+        if isinstance(self.proxy, ElementProxy):
+            raise TypeError(f"{self.name}.outcomes() is for a collection or a section; one element's call "
+                            f"has one outcome: use {self.name}(..., ret=True) and catch its error")
+        from .futures import each_outcome
+
+        return each_outcome(self.proxy._invoke(self.entry, self.name, args, kwargs, True))  # type: ignore[attr-defined]
 
     def __reduce__(self) -> tuple:
         return (EntryRef, (self.proxy, self.name))
@@ -286,5 +324,43 @@ def _collection(info: CollectionInfo) -> CollectionProxy:
     return proxy_classes(info.cls)[1](info)
 
 
-def _section(info: CollectionInfo, members: tuple, sid: int) -> SectionProxy:
-    return proxy_classes(info.cls)[2](info, members, sid)
+def _section(info: CollectionInfo, members: tuple, sid: int, others: tuple = ()) -> SectionProxy:
+    return proxy_classes(info.cls)[2](info, members, sid, others)
+
+
+def union(*proxies: Proxy) -> SectionProxy:
+    """One section over every element of ``proxies`` — collections (dense arrays and
+    groups), sections (unions too) and single elements, of one collection or several —
+    each element once. Multicast to it, or reduce over it (``contribute(section=...)``):
+    a reduction combines the contributions of every member, whichever collection it is
+    in. Its entry methods are those of the first proxy's class; a multicast calls the
+    method of the same name on the members of the other collections."""
+    if not proxies:
+        raise ValueError("union() needs at least one collection, section or element proxy")
+    rt = current("union()")
+    parts: dict[int, tuple[CollectionInfo, set]] = {}
+    for p in proxies:
+        for info, members in _parts_of(p, rt.npes):
+            parts.setdefault(info.id, (info, set()))[1].update(members)
+    (first, members), *rest = parts.values()
+    others = tuple((info, tuple(sorted(m))) for info, m in rest)
+    return proxy_classes(first.cls)[2](first, tuple(sorted(members)), rt.new_id(), others)
+
+
+def _parts_of(p: Proxy, npes: int) -> tuple:
+    """``(info, member indices)`` for each collection that proxy ``p`` covers."""
+    if isinstance(p, SectionProxy):
+        return p.parts
+    info = getattr(p, "_info", None)
+    if isinstance(p, ElementProxy) and info is not None:
+        return ((info, (p._index,)),)
+    if isinstance(p, CollectionProxy) and info is not None:
+        if info.kind == "group":
+            return ((info, tuple((pe,) for pe in info.hosts(npes))),)
+        if info.shape is not None:
+            import numpy as np
+
+            return ((info, tuple(np.ndindex(*info.shape))),)
+        raise TypeError(f"union(): the sparse array of {info.cls.__qualname__} has no fixed elements; "
+                        "take a section of the indices you inserted (proxy.section(indices))")
+    raise TypeError(f"union() takes collection, section and element proxies, not {p!r}")

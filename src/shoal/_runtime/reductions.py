@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 
 from ..errors import ReductionError
-from .futures import Failure, Future, future_handle
+from . import proxy as _proxy
+from .futures import Failure, Future, Outcomes, future_handle
 from .message import Kind
 from .reducers import BUILTIN_IDS, BUILTIN_NAMES, BUILTINS, Reducer, as_reducer, reducers
 
@@ -140,9 +141,9 @@ class ReductionManager:
         if section is None:
             domain: tuple = (info.id,)
         else:
-            if section._info.id != info.id or el.proxy._index not in self.rt.sections.members(section):
+            if (info.id, el.proxy._index) not in self.rt.sections.members(section):
                 raise ReductionError(f"{el!r} contributed to {section!r}, which does not contain it")
-            domain = (info.id, section.sid)
+            domain = (section._info.id, section.sid)  # a union's: the same for each collection in it
         seqs = el._shoal_seqs
         if seqs is None:
             seqs = el._shoal_seqs = {}
@@ -151,7 +152,7 @@ class ReductionManager:
         if waiter is None:
             self._check_once(el, domain, reducer, target, seq)
         if reducer.ordered:
-            value = [(el.index, value)]
+            value = [(_order_key(el, section), value)]
         if waiter is not None:
             self.waiters.setdefault((domain, seq), []).append(waiter)
             if section is None and reducer.name in _EXCHANGEABLE and not el._shoal_away:
@@ -194,8 +195,9 @@ class ReductionManager:
         marks[domain] = (mark, reducer.name, target)
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
-        """The return value of one element of a ``ret=True`` broadcast or multicast."""
-        self.add_from(el, domain, 0, [(el.index, value)], reducers.gather, target, section)
+        """The return value of one element of a ``ret=True`` broadcast or multicast (in a
+        union, ordered by the element's collection first, in the union's order)."""
+        self.add_from(el, domain, 0, [(_order_key(el, section), value)], reducers.gather, target, section)
 
     # -- combining ---------------------------------------------------------------
     def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any) -> None:
@@ -256,8 +258,11 @@ class ReductionManager:
         if p.reducer.ordered:
             pairs = sorted(value, key=operator.itemgetter(0))
             value = [v for _, v in pairs]
-            if any(isinstance(v, Failure) for v in value):
-                return  # the failing element already sent its error to the target
+            failed = next((v for v in value if isinstance(v, Failure)), None)
+            if failed is not None:  # a ret=True broadcast in which elements raised (each sent its
+                if isinstance(p.target, Future):  # error already): every outcome, for a future
+                    p.target.send(Outcomes(failed.exc, value))  # that wants them (each_outcome)
+                return
         if p.reducer.finish is not None:
             value = p.reducer.finish(value)
         self.deliver(key, value, p.target, section)
@@ -345,6 +350,15 @@ class ReductionManager:
         return f"{what}" + (" section" if len(domain) > 1 else "")
 
 
+def _order_key(el: "Chare", section: Any) -> Any:
+    """Where ``el``'s value goes in an ordered reduction: by index; in a union of several
+    collections, by the element's collection first (in the union's order), then by index."""
+    if section is None or not section.others:
+        return el.index
+    coll = el.collection._info.id
+    return (next(i for i, (info, _) in enumerate(section.parts) if info.id == coll), el.index)
+
+
 # Reducers and targets travel up the tree in every REDUCE message: pickling them by
 # global reference costs microseconds, so built-ins go by name and futures by number.
 def _pack_reducer(r: Reducer) -> Any:
@@ -372,12 +386,9 @@ def _unpack_target(t: Any) -> Any:
 
 
 def _check_target(target: Any) -> Any:
-    from . import proxy
-    from .proxy import EntryRef
-
-    if isinstance(target, proxy.BOUND_ENTRIES):
-        return EntryRef(target.proxy, target.name)  # type: ignore[attr-defined]
-    if isinstance(target, (Future, EntryRef)):
+    if isinstance(target, _proxy.BOUND_ENTRIES):  # (the module's: the compiled type joins it later)
+        return _proxy.EntryRef(target.proxy, target.name)  # type: ignore[attr-defined]
+    if isinstance(target, (Future, _proxy.EntryRef)):
         return target
     raise TypeError(
         f"reduction target {target!r} is not a shoal.Future or an entry method of a proxy "

@@ -1,8 +1,12 @@
-"""Sections: a subset of a collection, for multicast and section-local reductions.
+"""Sections: a subset of a collection (or a union over several), for multicast and
+section-local reductions.
 
-A section proxy carries its member indices. Multicast sends one message to each PE
-that holds members; reductions over a section run up a tree over those PEs only,
-which each PE derives from the member list (cached by section id).
+A section proxy carries its member indices, per collection. Multicast sends one
+message to each PE that holds members of a collection; reductions over a section run
+up a tree over those members' home PEs only, which each PE derives from the member
+lists (cached by section id). A reduction over a union is one reduction: its domain is
+the section, named by its first collection and its id, whichever collection a
+contributor is in.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import tree
+from .chare import entry_table
 from .futures import Future, future_handle
 from .message import FWD, Kind, decode, encode, pack_header, unpicklable
 
@@ -21,7 +26,8 @@ __all__ = ["Sections", "SectionState"]
 
 
 class SectionState:
-    """One PE's view of a section: its members, its tree links, its local member count."""
+    """One PE's view of a section: its members (``(collection id, index)`` pairs), its
+    tree links, its local member count."""
 
     __slots__ = ("members", "span", "local")
 
@@ -39,30 +45,33 @@ class Sections:
         self.states: dict[int, SectionState] = {}
 
     def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
-        """Send entry method ``entry`` to the elements of ``section``, one message per PE."""
-        info = section._info
-        by_pe: dict[int, list] = {}
-        for m in section.members:
-            by_pe.setdefault(self.rt.locate(info, m), []).append(m)
+        """Send entry method ``entry`` to the elements of ``section``, one message per PE
+        (per collection of a union: there the method of the same name)."""
         fut = Future(_depth=5) if ret else None
-        for pe, members in by_pe.items():
-            payload = (section if ret else None, members, args, kwargs)
-            try:
-                segments = encode(payload)
-            except Exception as exc:
-                raise unpicklable(info.cls, name, args, kwargs, exc) from None
-            header = pack_header(Kind.MULTICAST, entry, self.rt.pe, fut.fid if fut else 0, info.id)
-            self.rt.send_raw(pe, header, segments, info.id)
+        for info, section_members in section.parts:
+            e = entry if info.cls is section._info.cls else entry_table(info.cls).id_of(name)
+            by_pe: dict[int, list] = {}
+            for m in section_members:
+                by_pe.setdefault(self.rt.locate(info, m), []).append(m)
+            for pe, members in by_pe.items():
+                payload = (section if ret else None, members, args, kwargs)
+                try:
+                    segments = encode(payload)
+                except Exception as exc:
+                    raise unpicklable(info.cls, name, args, kwargs, exc) from None
+                header = pack_header(Kind.MULTICAST, e, self.rt.pe, fut.fid if fut else 0, info.id)
+                self.rt.send_raw(pe, header, segments, info.id)
         return fut
 
     def state(self, section: "SectionProxy") -> SectionState:
         st = self.states.get(section.sid)
         if st is None:
-            info = section._info  # home PEs: where elements contribute (reductions.py), wherever they are
-            where = [info.home(m, self.rt.npes) for m in section.members]
+            npes = self.rt.npes  # home PEs: where elements contribute (reductions.py), wherever they are
+            where = [info.home(m, npes) for info, members in section.parts for m in members]
             hosts = sorted(set(where))
             st = SectionState(
-                frozenset(section.members), tree.over(hosts, self.rt.pe, self.rt.fanout), where.count(self.rt.pe)
+                frozenset((info.id, m) for info, members in section.parts for m in members),
+                tree.over(hosts, self.rt.pe, self.rt.fanout), where.count(self.rt.pe)
             )
             self.states[section.sid] = st
         return st
@@ -76,7 +85,7 @@ class Sections:
             return
         section, members, args, kwargs = decode(segments)
         target = future_handle(src, aux) if aux else None
-        domain = (coll, section.sid, "ret", src, aux) if aux else ()
+        domain = (section._info.id, section.sid, "ret", src, aux) if aux else ()
         for m in members:
             el = cs.elements.get(m)
             if el is None:  # it moved: on to where it went, as a multicast to it alone

@@ -115,10 +115,16 @@ class Thread(greenlet.greenlet):
             counts.depth -= 1
             if not counts.depth:
                 rt.busy_time += t1 - t0
-        if el._shoal_pending:  # what it did may let held calls of its element run (conditions.py)
-            from .conditions import recheck
+        if el._shoal_pending:  # what it did may let held calls of its element run (conditions.py),
+            from .conditions import recheck  # as entry methods: inside the count, so that a plain one
 
-            recheck(el)
+            counts.depth += 1  # may not block the PE, nor a threaded one run the main program's loop
+            caller, rt.current_element = rt.current_element, el
+            try:
+                recheck(el)
+            finally:
+                rt.current_element = caller
+                counts.depth -= 1
 
     def _end(self, outcome: Any) -> None:
         if self.report_to is None:

@@ -198,12 +198,8 @@ def _single(cls: type, args: Any = (), onPE: int = -1) -> Any:
 
 
 def Group(cls: type, args: Any = (), onPEs: Any = None) -> Any:
-    """A Group: one element of ``cls`` per PE."""
-    if onPEs is not None:
-        raise NotImplementedError(
-            "Group(C, onPEs=...): shoal groups span every PE; use Array(C, len(pes), map=...) "
-            "with an ArrayMap that places element i on pes[i]")
-    return shoal.Group(cls, args=tuple(args))
+    """A Group: one element of ``cls`` per PE (per PE of ``onPEs``: shoal's ``Group(pes=...)``)."""
+    return shoal.Group(cls, args=tuple(args), pes=onPEs)
 
 
 def Array(cls: type, dims: Any = None, ndims: int = -1, args: Any = (), map: Any = None,

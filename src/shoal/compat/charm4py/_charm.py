@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator
 import shoal
 from ..._runtime.context import current
 from ..._runtime.futures import Failure, Future
+from ..._runtime.proxy import _element, _parts_of, union
 from ._chare import Chare, _single
 from ._futures import CompatFuture
 from ._topology import Topology
@@ -190,17 +191,16 @@ class _Charm:
         if elems is None:
             if section_func is None:
                 raise TypeError("charm.split() needs elems= or section_func=")
-            elems = _split_by(proxy, numsections, section_func)
-        elif numsections == 1 and not isinstance(elems[0], (list, set)):
+            return _split_by(proxy, numsections, section_func)
+        if numsections == 1 and not isinstance(elems[0], (list, set)):
             elems = [elems]
         if len(elems) != numsections:
             raise ValueError(f"charm.split(): {numsections} sections, but {len(elems)} lists of elements")
         return [proxy.section(list(e)) for e in elems]
 
     def combine(self, *proxies: Any) -> Any:
-        """One section over the elements of several sections or collections."""
-        raise NotImplementedError("charm.combine(): shoal sections span one collection; multicast to each "
-                                  "section instead")
+        """One section over the elements of several sections or collections (shoal's ``union``)."""
+        return union(*proxies)
 
     # -- statistics and topology --------------------------------------------------
     def printStats(self) -> None:
@@ -261,23 +261,17 @@ def _on_ready(o: Any, fut: Future) -> None:
 
 
 def _split_by(proxy: Any, numsections: int, section_func: Callable) -> list:
-    """Ask every element which section it is in (-1: none)."""
-    answers = proxy.c4p_section_of(section_func, ret=True).get()
-    info = proxy._info
-    indices = (range(shoal.num_pes()) if info.kind == "group" else
-               [i if len(i) > 1 else i[0] for i in _dense(info.shape)])
+    """Ask every element which section(s) it is in (-1 or []: none); the sections."""
+    answers = proxy.c4p_section_of(section_func, ret=True).get()  # in the order of the members
+    members = [(info, m) for info, ms in _parts_of(proxy, shoal.num_pes()) for m in ms]
     out: list = [[] for _ in range(numsections)]
-    for index, answer in zip(indices, answers):
+    for (info, index), answer in zip(members, answers):
+        if isinstance(answer, BaseException):
+            raise answer
         for s in (answer if isinstance(answer, (list, tuple, set)) else [answer]):
             if s is not None and 0 <= s < numsections:
-                out[s].append(index)
-    return out
-
-
-def _dense(shape: tuple) -> Iterator[tuple]:
-    import itertools
-
-    return itertools.product(*(range(n) for n in shape))
+                out[s].append(_element(info, index))
+    return [union(*elements) for elements in out]
 
 
 class _Pool:

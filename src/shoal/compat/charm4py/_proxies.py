@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._runtime import context
+from ..._runtime import proxy as _proxy
 from ..._runtime.context import current
 from ..._runtime.futures import Failure, Future
 from ..._runtime.proxy import (
@@ -27,9 +28,21 @@ def completion(fut: Future) -> Future:
 
 
 class _ElementEntry(_BoundElementEntry):
+    """A Charm4py element proxy's entry method: ``ret=`` and ``awaitable=``. A call
+    without keywords (ping-pong's) takes shoal's compiled element entry when this
+    process runs a compiled core: no Python frame between the call and MPI_Isend."""
+
     __slots__ = ()
 
-    def __call__(self, *args: Any, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs:  # the common call: shoal's own (compiled, where a core runs) element entry
+            native = _proxy._element_descriptor
+            if native is not None:
+                return native(self.entry, self.name).__get__(self.proxy, None)(*args)
+            return _BoundElementEntry.__call__(self, *args)
+        return self._call(args, **kwargs)
+
+    def _call(self, args: tuple, /, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
         rt = context._current
         if rt is None:
             rt = current("calling an entry method")
@@ -41,8 +54,10 @@ class _Entry(_BoundEntry):
     __slots__ = ()
 
     def __call__(self, *args: Any, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
-        fut = self.proxy._invoke(self.entry, self.name, args, kwargs, ret or awaitable)  # type: ignore[attr-defined]
-        return completion(fut) if awaitable and not ret else fut
+        if ret:  # Charm4py's list of results holds the exception of each element that raised
+            return self.outcomes(*args, **kwargs)
+        fut = self.proxy._invoke(self.entry, self.name, args, kwargs, awaitable)  # type: ignore[attr-defined]
+        return completion(fut) if awaitable else fut
 
 
 class Element(ElementProxy):
@@ -96,14 +111,15 @@ class Collection(CollectionProxy):
 
 
 class Section(SectionProxy):
-    """A Charm4py section proxy (``proxy[::2]``, ``charm.split``)."""
+    """A Charm4py section proxy (``proxy[::2]``, ``charm.split``, ``charm.combine``)."""
 
     __slots__ = ()
     issec = True
 
     @property
     def section(self) -> Any:
-        return self.sid
+        """Charm4py's section id: ``(root PE, sid)``."""
+        return (self._info.root, self.sid)
 
 
 KINDS = ((Element, _ElementEntry), (Collection, _Entry), (Section, _Entry))
@@ -131,4 +147,6 @@ def _sliced(info: Any, index: Any) -> list:
     if len(parts) != len(shape):
         raise IndexError(f"slice {index!r} has {len(parts)} dimensions; the collection has {len(shape)}")
     ranges = [range(*p.indices(n)) if isinstance(p, slice) else [p] for p, n in zip(parts, shape)]
+    if info.kind == "group" and info.pes is not None:  # a Group over some PEs: the ones it has
+        ranges = [[pe for pe in ranges[0] if pe in info.pes]]
     return [c if len(c) > 1 else c[0] for c in itertools.product(*ranges)]

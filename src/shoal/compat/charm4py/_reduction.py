@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 import shoal
+from ..._runtime.reducers import _CLOSED, _fold
 from ..._runtime.reducers import Reducer as _Reducer
 
 __all__ = ["Reducer", "as_reducer"]
@@ -18,11 +19,15 @@ __all__ = ["Reducer", "as_reducer"]
 
 def _elementwise(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
     """Combine scalars with ``op``; lists, tuples and ``array.array`` element by element;
-    NumPy arrays with ``ufunc`` (as Charm4py's reducers do)."""
+    NumPy arrays with ``ufunc`` (as Charm4py's reducers do; sums, products, maxima and
+    minima of arrays as shoal's own reducers fold them: into one accumulator, in place)."""
+    fold = _fold(ufunc, op) if ufunc in _CLOSED else None
 
     def combine(values: list) -> Any:
         first = values[0]
         if isinstance(first, (np.ndarray, np.generic)):
+            if fold is not None and all(type(v) is np.ndarray for v in values):
+                return fold(values)
             return ufunc.reduce(values)
         if isinstance(first, array.array):
             out = array.array(first.typecode, first)
