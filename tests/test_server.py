@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -513,3 +514,40 @@ def test_a_client_hears_at_once_when_the_server_dies(tmp_path):
     with pytest.raises(ServerError, match="closed"):
         c.run(pow, 2, 2)
     c.close()
+
+
+def test_what_a_client_created_is_destroyed_when_it_leaves(server):
+    with server.connect() as watcher:
+        before = watcher.info()["collections"]
+        with server.connect() as c:
+            c.run(make_counters, 4)
+            g = Jacobi2D(32, c)
+            g.solve(steps=2)
+            g.u.to_numpy()
+            g.close()
+            assert watcher.info()["collections"] == before + 1  # the grid's tiles went with close()
+        deadline = time.monotonic() + 20
+        while watcher.info()["collections"] != before:
+            assert time.monotonic() < deadline, "the client's collections outlived it"
+            time.sleep(0.1)
+
+
+async def wait_long():
+    fut = shoal.Future()
+    shoal.call_later(60.0, fut.send, "too late")
+    return await fut
+
+
+def test_ctrl_c_interrupts_the_request_on_the_server_too(server):
+    with server.connect() as c:
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            c.run(wait_long)
+        queued = [c.call(wait_long) for _ in range(2)]
+        queued[1]._cancel()  # not started yet: dropped from the queue
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            queued[0].get()
+        assert c.run(pow, 3, 3) == 27  # the session's thread no longer waits out the 60 s
+        assert time.monotonic() - t0 < 20

@@ -16,7 +16,7 @@ from .pool import BrokenPool, Executor
 from ._runtime.attach import attach, detach
 from ._runtime.channels import Channel
 from ._runtime.chare import Chare
-from ._runtime.collections import Array, Group
+from ._runtime.collections import Array, Group, destroy
 from ._runtime.context import my_pe, num_pes
 from ._runtime.engine import exit as exit  # qualified only (see below)
 from ._runtime.engine import call_later, mpi_comm, quiescence, run, start
@@ -61,6 +61,7 @@ __all__ = [
     "Chare",
     "Group",
     "Array",
+    "destroy",
     "Future",
     "gather",
     "Channel",

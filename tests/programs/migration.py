@@ -3,7 +3,6 @@
 Run as ``shoal run -n P --transport T migration.py CASE``; prints ``RESULT ...`` lines.
 """
 
-import sys
 import time
 
 import numpy as np

@@ -120,7 +120,9 @@ class Balancer:
             rt.ready.append(functools.partial(self._resume, el))  # no round this time
             return
         el._shoal_synced = True
-        cs = rt.colls[info.id]
+        cs = rt.colls.get(info.id)
+        if cs is None:  # shoal.destroy() removed it while this element ran
+            return
         st = self.state(info.id)
         st.synced += 1
         self._maybe_ready(cs, st)

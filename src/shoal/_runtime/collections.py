@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .proxy import CollectionProxy
 
-__all__ = ["Group", "Array", "CollectionInfo", "CollectionState", "block_placement"]
+__all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement"]
 
 Placement = Callable[[tuple, int], int]
 
@@ -204,3 +204,18 @@ def Array(
         raise ValueError(f"shoal.Array got dims {shape} and ndims={ndims}; give one or make them agree")
     shape = tuple(int(n) for n in shape)
     return rt.lifecycle.create(cls, "dense", shape, len(shape), placement, tuple(args))
+
+
+def destroy(collection: Any) -> None:
+    """Delete a Group or Array on every PE; returns at once.
+
+    Its elements are dropped on every PE (no entry method runs on them again) and so is
+    every record of it. Messages still on their way to it are dropped when they arrive,
+    except that a call waiting for a value (``ret=True``, a future) gets a
+    :class:`~shoal.ShoalError` instead. Destroying a collection twice does nothing more.
+    """
+    from .proxy import CollectionProxy
+
+    if not isinstance(collection, CollectionProxy):
+        raise TypeError(f"shoal.destroy() takes a Group or an Array (its collection proxy), not {collection!r}")
+    current("shoal.destroy()").lifecycle.destroy(collection._info)

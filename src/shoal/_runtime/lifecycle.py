@@ -57,7 +57,38 @@ class Lifecycle:
         except Exception as exc:
             raise unpicklable(cls, "__init__", args, {}, exc) from None
         rt.send_raw(rt.pe, pack_header(Kind.CREATE, 0, rt.pe, 0, info.id), segments, info.id)
-        return proxy_classes(cls)[1](info)
+        proxy = proxy_classes(cls)[1](info)
+        if rt.creation_observer is not None:
+            rt.creation_observer(info)
+        return proxy
+
+    def destroy(self, info: CollectionInfo) -> None:
+        """Remove collection ``info`` on every PE (a broadcast of the system group)."""
+        from .system import SYSTEM_ID
+
+        if info.id == SYSTEM_ID:
+            raise ShoalError("the runtime's own system group cannot be destroyed")
+        self.rt.system.destroy_collection(info.id, info.root)
+
+    def destroy_here(self, coll: int, root: int) -> None:
+        """This PE's part of :meth:`destroy`: drop the elements and every record of the
+        collection; later messages to it are dropped (those that wait for a value fail)."""
+        rt = self.rt
+        rt.destroyed[coll] = root
+        cs = rt.colls.pop(coll, None)
+        rt.infos.pop(coll, None)
+        for header, _ in rt.unknown.pop(coll, ()):
+            rt.to_destroyed(header)
+        if cs is not None:
+            for early in cs.early.values():
+                for header, _ in early:
+                    rt.to_destroyed(header)
+            cs.elements.clear()
+        self.pending_finish.pop(coll, None)
+        self.insert_counts.pop(coll, None)
+        self.closed.discard(coll)
+        rt.locations.forget(coll)
+        rt.reductions.forget_collection(coll)
 
     def insert(self, info: CollectionInfo, index: tuple, args: tuple) -> None:
         rt = self.rt
@@ -136,6 +167,8 @@ class Lifecycle:
         info, args = decode(segments)
         for child in rt.tree_from(info.root).children:
             rt.send_raw(child, header, segments, coll)
+        if coll in rt.destroyed:  # destroyed before it was made here
+            return
         cs = rt.colls[coll] = CollectionState(info)
         if info.kind == "group":
             cs.size = rt.npes if info.pes is None else len(info.pes)

@@ -50,6 +50,14 @@ class Locations:
         self.incoming: set[tuple] = set()  # elements on their way here
         self.epoch = next(_EPOCHS)  # changes whenever a location is learnt: proxies re-resolve
 
+    def forget(self, coll: int) -> None:
+        """Drop what this PE learnt about the elements of collection ``coll`` (destroyed)."""
+        for table in (self.cache, self.versions, self.pointers):
+            for key in [k for k in table if k[0] == coll]:
+                del table[key]
+        self.incoming = {k for k in self.incoming if k[0] != coll}
+        self.epoch = next(_EPOCHS)
+
     def route(self, proxy: "ElementProxy") -> int:
         """:meth:`locate` for a proxy, cached on it until a location changes here."""
         if proxy._epoch != self.epoch:

@@ -71,6 +71,7 @@ class Receiving:
     #: who hears of an entry method's error that no caller waits for (default None: the
     #: job ends); ``shoal serve`` sets it so that a client's broken chare ends no job
     entry_error_sink: Callable[[BaseException, str], None] | None = None
+    destroyed: dict[int, int]
     post: Callable[..., None]
     tree_from: Callable[[int], Any]
 
@@ -141,18 +142,33 @@ class Receiving:
     def collection_or_defer(self, coll: int, header: bytes, segments: list) -> CollectionState | None:
         cs = self.colls.get(coll)
         if cs is None:
-            self.unknown.setdefault(coll, []).append((header, segments))
+            if coll in self.destroyed:
+                self.to_destroyed(header)
+            else:
+                self.unknown.setdefault(coll, []).append((header, segments))
         return cs
 
     def element_or_defer(self, coll: int, index: tuple, header: bytes, segments: list) -> Chare | None:
         cs = self.colls.get(coll)
         if cs is None:
-            self.unknown.setdefault(coll, []).append((header, segments))
+            if coll in self.destroyed:
+                self.to_destroyed(header)
+            else:
+                self.unknown.setdefault(coll, []).append((header, segments))
             return None
         el = cs.elements.get(index)
         if el is None:
             self._missing(cs, index, header, segments)
         return el
+
+    def to_destroyed(self, header: bytes) -> None:
+        """A message to a collection shoal.destroy() removed: dropped, but a call that
+        waits for a value (one element's, or a broadcast's at its root) gets an error."""
+        kind, _, _, src, aux, coll = _unpack(header)[:6]
+        kind &= KIND_MASK
+        if aux and (kind == Kind.INVOKE or (kind == Kind.BROADCAST and self.destroyed.get(coll) == self.pe)):
+            self.send_future(src, aux, Failure(ShoalError(
+                f"the collection (id {coll}) was destroyed (shoal.destroy) before this call reached it")))
 
     def _missing(self, cs: CollectionState, index: tuple, header: bytes, segments: list) -> None:
         """A message for an element that is not here: forward (flagged ``FWD``), hold, or fail."""

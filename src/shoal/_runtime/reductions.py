@@ -111,6 +111,12 @@ class ReductionManager:
         #: all-reduces with contributions of elements away from home: the PEs they are on
         self.remote_waiters: dict[tuple, set[int]] = {}
 
+    def forget_collection(self, coll: int) -> None:
+        """Drop the reductions of collection ``coll`` under way here (it was destroyed)."""
+        for table in (self.partials, self.waiters, self.exchanges, self.remote_waiters):
+            for key in [k for k in table if isinstance(k[0], tuple) and k[0][:1] == (coll,)]:
+                del table[key]
+
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
         """``el`` adds ``value`` to its next reduction in its collection or ``section``."""

@@ -78,6 +78,9 @@ class Runtime(Receiving, Sending):
         self.infos: dict[int, CollectionInfo] = {}
         self.colls: dict[int, CollectionState] = {}
         self.unknown: dict[int, list] = {}  # messages for collections not created here yet
+        self.destroyed: dict[int, int] = {}  # collections shoal.destroy() removed: id -> their root PE
+        #: called with each collection created on this PE (shoal serve: what each client made)
+        self.creation_observer: Callable[[CollectionInfo], None] | None = None
         self.locations = Locations(self.pe, self.npes)
         self.locate = self.locations.locate
         self.futures: dict[int, Future] = {}

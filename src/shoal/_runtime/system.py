@@ -132,6 +132,10 @@ class System(Chare):
     def finish_inserting(self, coll: int, hosts: list, size: int) -> None:
         current().lifecycle.finish_inserting(coll, hosts, size)
 
+    # -- destroying collections ------------------------------------------------------
+    def destroy_collection(self, coll: int, root: int) -> None:
+        current().lifecycle.destroy_here(coll, root)
+
     # -- checkpoints ---------------------------------------------------------------
     def ckpt_write(self, folder: str, fut: "Future") -> None:
         """Write this PE's elements into ``folder`` (checkpoint.py); the facts go to ``fut``."""

@@ -86,14 +86,25 @@ class Thread(greenlet.greenlet):
         return fut.result()
 
     def _wake(self, fut: Future) -> None:
+        if self.waiting is not fut:
+            return  # a wait that interrupt() ended
+        self.waiting = None
         rt = self.rt
         if rt.counts.depth == 0 and greenlet.getcurrent().parent is None:
             self.resume()  # a message resolved it: resume before the next message runs
         else:
             rt.ready.append(self.resume)
 
-    def resume(self) -> None:
-        """Go on from the last block, as an entry method runs: counted, timed, current."""
+    def interrupt(self, exc: BaseException) -> None:
+        """End this thread's wait, if it waits, by raising ``exc`` where it blocked
+        (shoal serve: a client interrupted its request)."""
+        if self.waiting is not None:
+            self.waiting = None
+            self.resume(exc)
+
+    def resume(self, throw: BaseException | None = None) -> None:
+        """Go on from the last block, as an entry method runs: counted, timed, current
+        (``throw``: raise it there instead)."""
         rt, el = self.rt, self.element
         self.waiting = None
         rt.suspended.discard(self)  # type: ignore[arg-type]
@@ -102,7 +113,7 @@ class Thread(greenlet.greenlet):
         caller, rt.current_element = rt.current_element, el
         t0 = _clock()
         try:
-            value = self.switch()
+            value = self.switch() if throw is None else self.throw(throw)
         except BaseException as exc:  # noqa: BLE001 - the entry method's error: its waiter hears
             self._end(Failure(exc))
         else:

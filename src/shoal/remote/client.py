@@ -52,8 +52,9 @@ class RemoteFuture:
     """A reply the server will send: :meth:`get` waits for it (printing, meanwhile, what
     the request's code prints on the server)."""
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, cancel: Callable[[], None] | None = None):
         self.what = what
+        self._cancel = cancel
         self._cond = threading.Condition()
         self._state = 0  # 0 pending, 1 value, 2 error
         self._value: Any = None
@@ -76,6 +77,14 @@ class RemoteFuture:
     def get(self, timeout: float | None = None) -> Any:
         """Wait for the reply (at most ``timeout`` seconds) and return its value, or raise
         the server's error, its remote traceback as the cause."""
+        try:
+            return self._get(timeout)
+        except KeyboardInterrupt:  # Ctrl-C (a notebook's interrupt): the server stops waiting too
+            if self._cancel is not None and not self._state:
+                self._cancel()
+            raise
+
+    def _get(self, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self._cond:
@@ -120,6 +129,7 @@ class Connection(Interface):
         self._lock = threading.Lock()
         self._closed: str = ""
         self._deferred: BaseException | None = None  # an error of a request nobody waits on
+        self._cancelled: set[int] = set()  # requests interrupted here: their replies are dropped
         self._grids = itertools.count(1)
         self._process: subprocess.Popen | None = None
         self._reader = threading.Thread(target=self._read, name=f"shoal-client-{address}", daemon=True)
@@ -188,7 +198,7 @@ class Connection(Interface):
         _by_value_user_modules()
         parts = encode((op, args), by_value=True)
         rid = next(self._ids)
-        fut = RemoteFuture(what or op)
+        fut = RemoteFuture(what or op, lambda: self._cancel(rid))
         if reply:
             self._waiting[rid] = fut
         try:
@@ -200,6 +210,16 @@ class Connection(Interface):
             self._lost(f"sending failed: {exc}")
             raise ServerError(f"the connection to {self.address} is closed ({self._closed})") from None
         return fut
+
+    def _cancel(self, rid: int) -> None:
+        """Interrupt request ``rid`` on the server (its reply will be dropped here)."""
+        self._cancelled.add(rid)
+        self._waiting.pop(rid, None)
+        try:
+            with self._lock:
+                self._sock.sendall(HEADER.pack(Kind.CANCEL, rid, 0))
+        except OSError:
+            pass
 
     def _read(self) -> None:
         sock = self._sock
@@ -219,6 +239,9 @@ class Connection(Interface):
                         (sys.stdout if stream == 1 else sys.stderr).write(text)
                     continue
                 fut = self._waiting.pop(rid, None)
+                if rid in self._cancelled:
+                    self._cancelled.discard(rid)
+                    continue
                 if kind == Kind.RESULT:
                     try:
                         value = decode(payload)

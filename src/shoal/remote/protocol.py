@@ -47,11 +47,12 @@ class Kind:
     HELLO = 1
     CALL = 2  # a request with a reply
     CAST = 3  # a request whose only reply is an error, if it fails
+    CANCEL = 4  # interrupt request ``rid`` (not started: dropped; waiting on a future: raised in)
     RESULT = 10
     ERROR = 11
     OUTPUT = 12  # text the request's code printed: payload = stream (1 byte) + UTF-8 text
 
-    CLIENT = frozenset({HELLO, CALL, CAST})
+    CLIENT = frozenset({HELLO, CALL, CAST, CANCEL})
 
 
 class ServerError(ShoalError):

@@ -50,6 +50,7 @@ class Session:
         self.closed = False
         self.inflight = 0  # replies still to come from the backend (stencil batches, gathers)
         self.grids: dict[int, Any] = {}
+        self.collections: list = []  # what its code created on PE 0 (CollectionInfo), destroyed at the end
         self.namespace: dict[str, Any] = {"__name__": f"__shoal_client_{id(self):x}__", "__builtins__": __builtins__}
         self.cells = 0
         self._local: Any = None
@@ -114,6 +115,19 @@ class Session:
         if self.closed and self.thread is None and not self.inflight:
             self._free()
 
+    def cancel(self, rid: int) -> None:
+        """The client interrupted request ``rid``: drop it if it has not started; if it
+        waits on a future, raise KeyboardInterrupt there. Code that computes runs on."""
+        for item in self.queue:
+            if item[1] == rid:
+                self.queue.remove(item)
+                self.server.request_done(self.peer)
+                self.error(rid, KeyboardInterrupt("cancelled by the client before it started"))
+                return
+        th = self.thread
+        if self.rid == rid and th is not None and th.waiting is not None:
+            th.interrupt(KeyboardInterrupt("interrupted by the client"))
+
     # -- replies ------------------------------------------------------------------------
     def result(self, rid: int, value: Any) -> None:
         if self.closed:
@@ -166,6 +180,9 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - keep serving the others
                 self.server.log(f"freeing a grid of {self.index} failed: {exc}")
         self.grids.clear()
+        for info in self.collections:
+            self.rt.lifecycle.destroy(info)
+        self.collections.clear()
         self.namespace.clear()
 
     # -- requests -------------------------------------------------------------------------
@@ -236,7 +253,8 @@ class Session:
     def info(self) -> dict:
         import shoal
 
-        return {"pes": shoal.num_pes(), "sessions": len(self.server.sessions), "grids": len(self.grids)}
+        return {"pes": shoal.num_pes(), "sessions": len(self.server.sessions), "grids": len(self.grids),
+                "collections": len(self.rt.colls)}
 
 
 class EntryErrors(Chare):
@@ -308,6 +326,13 @@ def _trimmed(tb: Any) -> Any:
         frames[-1].tb_next = None
         return frames[0]
     return None
+
+
+def note_creation(info: Any) -> None:
+    """A collection was created on PE 0: the client whose code made it owns it."""
+    session = getattr(greenlet.getcurrent(), "shoal_session", None)
+    if session is not None:
+        session.collections.append(info)
 
 
 class OutputRouter:

@@ -194,7 +194,10 @@ class LocalInterface(Interface):
         return Pending(fut, math.sqrt if finish == "sqrt" else float)
 
     def destroy(self, handle: _Handle) -> None:
+        import shoal
+
         handle.tiles.free()
+        shoal.destroy(handle.tiles)
 
     def describe(self, handle: _Handle) -> str:
         n = int(np.prod(handle.dims))

@@ -4,7 +4,9 @@ The CharmStencil paper's Fig. 6 experiment: a 3-D Laplace solver (7-point Jacobi
 run with the frontend recording every step and sending ``backend_freq`` steps per
 batch, for several ``backend_freq``, against the same program sent once as a backend
 loop (``solve(steps=N)``). A ratio near 1 means the recording overlapped the
-computation. ``--problem jacobi2d`` runs the 2-D check of the issue (2048², 1000 steps).
+computation. The frontend's own overhead (recording and pickling the steps, with no
+backend) is timed too, and the share of it hidden is ``1 - max(0, T - T_loop) /
+T_frontend``. ``--problem jacobi2d`` runs the 2-D check of the issue (2048², 1000 steps).
 
 ``--frontend link`` runs the frontend as a plain process talking to a ``shoal serve``
 backend of ``--pes`` PEs over the client–server link (issue 16's experiment);
@@ -61,6 +63,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"{ns.problem}: {n}^{3 if ns.problem == 'laplace3d' else 2} points, {steps} steps, {ns.pes} PE(s), "
           f"odf {ns.odf}; {ns.trials} rounds, configurations interleaved in each")
     times: dict[str, list[float]] = {}
+    overhead: dict[int, list[float]] = {}  # backend_freq -> seconds the frontend alone takes
     errors: dict[str, str] = {}
     names = {(c, w): (LOOP if c[0] == "loop" else f"backend_freq={c[1]}") + (" (link)" if w == "link" else "")
              for c in configs for w in ways}
@@ -77,6 +80,11 @@ def main(argv: Sequence[str]) -> int:
                 errors[name] = out
             else:
                 times.setdefault(name, []).extend(out)
+        for _, freq in configs[1:]:  # the frontend alone: recording and pickling, no backend
+            out = run_worker(worker_command(WORKER, [ns.problem, str(n), str(steps), "record", str(freq),
+                                                     str(ns.odf), "1"], 1), ns.timeout)
+            if not isinstance(out, str):
+                overhead.setdefault(freq, []).extend(out)
     for way in ways:
         base_name = names[(("loop", 1), way)]
         base = statistics.median(times[base_name]) if base_name in times else None
@@ -93,8 +101,14 @@ def main(argv: Sequence[str]) -> int:
             job = names.get(((mode, freq), "job"))
             vs_job = (f"  {med / statistics.median(times[job]):.2f}x the in-job frontend"
                       if way == "link" and job in times else "")
+            hidden = ""
+            if mode == "steps" and base and freq in overhead:
+                front = statistics.median(overhead[freq])
+                share = min(1.0, max(0.0, 1 - max(0.0, med - base) / front))
+                results[name].update(frontend_s=front, hidden_share=share)
+                hidden = f"  frontend {front:.3f} s, {100 * share:.0f}% hidden"
             print(f"  {name:25s} {med:8.3f} s {spread:>15s}" + (f"  {med / base:.2f}x the loop" if base else "")
-                  + vs_job)
+                  + vs_job + hidden)
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump({"problem": ns.problem, "n": n, "steps": steps, "pes": ns.pes, "frontend": ns.frontend,

@@ -6,7 +6,8 @@
 ``PROBLEM`` is ``laplace3d`` (N³ points) or ``jacobi2d`` (N²). ``MODE`` ``loop`` sends
 the time loop once (``solve(steps=STEPS)``, the shoal spelling); ``steps`` records every
 step on the frontend and sends batches of ``FREQ`` steps (``backend_freq``, the
-CharmStencil spelling). After a warm-up of up to 4 steps it times TRIALS runs of STEPS
+CharmStencil spelling); ``record`` records and pickles the batches with no backend (the
+frontend's own overhead). After a warm-up of up to 4 steps it times TRIALS runs of STEPS
 steps and prints their seconds on one ``RESULT`` line (:mod:`.jobs`). With ``LINK_PES``
 the frontend is this plain process and the backend a ``shoal serve`` job of that many
 PEs, over the client–server link (:func:`shoal.stencil.local`).
@@ -14,23 +15,67 @@ PEs, over the client–server link (:func:`shoal.stencil.local`).
 
 from __future__ import annotations
 
+import pickle
 import sys
 import time
 from typing import Any, Sequence
 
+import numpy as np
+
+from shoal.stencil import Interface, Pending
+from shoal.stencil.interface import BatchResult
+
 from shoal.bench.stencil.jobs import emit
 from shoal.bench.stencil.problems import jacobi_numpy, laplace3d_numpy
 
-__all__ = ["PROBLEMS", "MODES", "main"]
+__all__ = ["PROBLEMS", "MODES", "NoBackend", "main"]
 
 PROBLEMS = ("laplace3d", "jacobi2d")
-MODES = ("loop", "steps")
+MODES = ("loop", "steps", "record")
+
+
+class _Done:
+    """A value that is there already (what :class:`NoBackend` answers)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def get(self) -> Any:
+        return self.value
+
+    def done(self) -> bool:
+        return True
+
+
+class NoBackend(Interface):
+    """A backend that only pickles what it is sent: ``record`` mode times the frontend's
+    own Python overhead (recording the steps, pickling the batches)."""
+
+    def create(self, spec: Any) -> Any:
+        return spec
+
+    def submit(self, handle: Any, batch: Any) -> Pending:
+        pickle.dumps(batch, 5)  # what sending it costs the frontend
+        return Pending(_Done(BatchResult(-1)))
+
+    def gather(self, handle: Any, field: int, seq: int) -> Pending:
+        return Pending(_Done(np.zeros(handle.shape)))
+
+    def scatter(self, handle: Any, field: int, array: Any, seq: int) -> None:
+        pass
+
+    def reduce(self, handle: Any, rid: int, finish: str, seq: int) -> Pending:
+        return Pending(_Done(0.0))
 
 
 def run(problem: str, n: int, steps: int, mode: str, freq: int, odf: int, trials: int,
         interface: Any = None) -> list[float]:
-    """Seconds of each of ``trials`` timed runs of ``steps`` steps."""
+    """Seconds of each of ``trials`` timed runs of ``steps`` steps (``record``: recording
+    and pickling them, with no backend: the frontend's Python overhead)."""
     from shoal.stencil import Stencil
+
+    if mode == "record":
+        interface, mode = NoBackend(), "steps"
 
     shape = (n, n, n) if problem == "laplace3d" else (n, n)
     update = laplace3d_numpy if problem == "laplace3d" else jacobi_numpy
