@@ -525,11 +525,16 @@ def test_what_a_client_created_is_destroyed_when_it_leaves(server):
             g.solve(steps=2)
             g.u.to_numpy()
             g.close()
-            assert watcher.info()["collections"] == before + 1  # the grid's tiles went with close()
-        deadline = time.monotonic() + 20
-        while watcher.info()["collections"] != before:
-            assert time.monotonic() < deadline, "the client's collections outlived it"
-            time.sleep(0.1)
+            until(lambda: watcher.info()["collections"] == before + 1, "the grid's tiles outlived close()")
+        until(lambda: watcher.info()["collections"] == before, "the client's collections outlived it")
+
+
+def until(condition, why, seconds=20.0):
+    """Wait for ``condition()`` (destroying is a broadcast: it takes effect soon, not at once)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, why
+        time.sleep(0.05)
 
 
 async def wait_long():

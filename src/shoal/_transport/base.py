@@ -63,6 +63,11 @@ class Transport(ABC):
         (an idle PE that has its core to itself); the default does not wait."""
         return self.poll(deliver)
 
+    def in_flight(self) -> bool:
+        """Whether a transfer under way needs this PE to keep polling (a large message
+        coming in or going out by rendezvous); the default: never."""
+        return False
+
     def compiled(self) -> tuple[Any, Any] | None:
         """``(module, frames)``: shoal's compiled module and this transport's compiled
         frames, to which a runtime may attach its compiled per-message paths (their hook

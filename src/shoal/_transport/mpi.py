@@ -175,6 +175,10 @@ class MPITransport(Transport):
         for src in done:
             del self._stalled[src]
 
+    def in_flight(self) -> bool:
+        native = self._native
+        return bool(self._stalled or self._sends or (native is not None and native.pending()))
+
     def compiled(self) -> tuple[Any, Any] | None:
         return (self._module, self._native) if self._native is not None else None
 

@@ -255,6 +255,7 @@ class Server:
         self.sessions: dict[_Peer, Any] = {}
         self.connections: set[_Peer] = set()  # every open connection (the asyncio thread's)
         self.router: Any = None  # the OutputRouter while serving
+        self.transport: Any = None  # PE 0's, while serving
         self.last_client = time.monotonic()
         context = None
         if options.tls_cert:
@@ -296,8 +297,12 @@ class Server:
         self.wakeup.set()
 
     def _nap(self, seconds: float) -> None:
-        """PE 0's idle sleep while serving: ends early when a client's request arrives."""
-        if self.wakeup.wait(seconds):
+        """PE 0's idle sleep while serving: ends early when a client's request arrives,
+        and is skipped (the GIL only let go) while a large message moves: MPI moves it
+        only while this PE polls."""
+        if self.transport.in_flight():
+            time.sleep(0)
+        elif self.wakeup.wait(seconds):
             self.wakeup.clear()
 
     def reply(self, peer: _Peer, kind: int, rid: int, parts: list) -> None:
@@ -328,6 +333,7 @@ class Server:
 
         rt = current("shoal serve")
         engine = rt.engine
+        self.transport = rt.transport
         router = OutputRouter(self)
         router.install()
         has_work = lambda: bool(self.inbox) or bool(self.stopping)  # noqa: E731
