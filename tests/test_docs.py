@@ -29,10 +29,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PUBLIC_MODULES = ["shoal", "shoal.pool", "shoal.stencil", "shoal.lowlevel"]
+PUBLIC_MODULES = ["shoal", "shoal.pool", "shoal.stencil", "shoal.remote", "shoal.lowlevel"]
 #: which reference page documents each module's names
 PAGES = {"shoal": "api/shoal.rst", "shoal.pool": "api/pool.rst", "shoal.stencil": "api/stencil.rst",
-         "shoal.lowlevel": "api/lowlevel.rst"}
+         "shoal.remote": "api/remote.rst", "shoal.lowlevel": "api/lowlevel.rst"}
 
 
 def _public_names() -> list[tuple[str, str, object]]:
