@@ -1,7 +1,7 @@
 """Charm4py's own test programs (../shared/charm4py-suite), run unchanged through
-``shoal run --compat charm4py`` under mpiexec, at the PE counts their entries give
-(Charm4py's CI: ``force_min_processes``, else 2). A program passes when it exits 0
-within 120 s, as Charm4py's own runner judges it."""
+``shoal run --compat charm4py`` under mpiexec and on the in-process transport, at the PE
+counts their entries give (Charm4py's CI: ``force_min_processes``, else 2). A program
+passes when it exits 0 within 120 s, as Charm4py's own runner judges it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ SUITE = Path(__file__).resolve().parents[1].parent / "shared" / "charm4py-suite"
 NOT_APPLICABLE = {
     "tests/when/test_when_syntax.py": "parses conditions with Charm4py's private charm4py.wait classes",
 }
+#: programs whose checks need PEs that run at the same time, which the in-process
+#: transport's PEs (one process, taking turns) do not
+NOT_IN_ONE_PROCESS = {
+    "tests/futures/iwait.py": "asserts results arrive in the order of time.sleep() calls on parallel PEs",
+    "tests/channels/iwait.py": "asserts messages arrive in the order of time.sleep() calls on parallel PEs",
+}
+
 #: programs the layer does not run yet, with what is missing (issue 15 is open on them)
 NOT_YET: dict[str, str] = {}
 
@@ -30,9 +37,9 @@ def _entries() -> list:
     return [pytest.param(e, id=e["path"].removeprefix("tests/")) for e in config if not e.get("interactive")]
 
 
-@pytest.mark.mpi
+@pytest.mark.parametrize("transport", [pytest.param("mpi", marks=pytest.mark.mpi), "inproc"])
 @pytest.mark.parametrize("entry", _entries())
-def test_charm4py_program(entry: dict | None) -> None:
+def test_charm4py_program(entry: dict | None, transport: str) -> None:
     if entry is None:
         message = f"the Charm4py suite is not at {SUITE}"
         if os.environ.get("CI"):
@@ -41,10 +48,12 @@ def test_charm4py_program(entry: dict | None) -> None:
     path = entry["path"]
     if path in NOT_APPLICABLE:
         pytest.skip(f"not applicable: {NOT_APPLICABLE[path]}")
+    if transport == "inproc" and path in NOT_IN_ONE_PROCESS:
+        pytest.skip(f"not applicable in one process: {NOT_IN_ONE_PROCESS[path]}")
     if path in NOT_YET:
         pytest.xfail(f"not supported yet: {NOT_YET[path]}")
     pes = max(entry.get("force_min_processes", 2), 2)
-    cmd = [sys.executable, "-m", "shoal", "run", "-n", str(pes), "--compat", "charm4py", path,
+    cmd = [sys.executable, "-m", "shoal", "run", "-n", str(pes), "--transport", transport, "--compat", "charm4py", path,
            *entry.get("args", "").split()]
     proc = subprocess.run(cmd, cwd=SUITE, capture_output=True, text=True, timeout=150)
-    assert proc.returncode == 0, f"{path} on {pes} PEs: exit code {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{path} on {pes} PEs ({transport}): exit code {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"

@@ -100,7 +100,8 @@ class _Charm:
         if entry is None or not callable(entry):
             raise TypeError(f"charm.start(entry): {entry!r} is not a function or a Chare class")
 
-        self._topology = Topology.of_job()  # collective under MPI: every PE is here
+        if Topology.collective():  # under MPI every PE is here now; else it is made on first use
+            self._topology = Topology.of_job()
 
         def main(args: list) -> None:
             self.thisProxy = shoal.Group(CharmRemote)

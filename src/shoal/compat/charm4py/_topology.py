@@ -35,6 +35,11 @@ class Topology:
         order = {f: h for h, f in enumerate(sorted(set(firsts)))}
         return cls([order[f] for f in firsts])
 
+    @staticmethod
+    def collective() -> bool:
+        """Whether :meth:`of_job` is a collective (MPI), to be called on every PE at start."""
+        return _world() is not None
+
     def pes_of(self, host: int) -> list[int]:
         return list(self._pes[host])
 
