@@ -118,7 +118,7 @@ class Connection(Interface):
     """A link to a ``shoal serve`` job: run programs there, or pass it as a stencil's
     ``interface=``. Close it (or leave a ``with`` block) to free what it created."""
 
-    def __init__(self, sock: socket.socket, address: str, hello: dict):
+    def __init__(self, sock: Any, address: str, hello: dict):
         self._sock = sock
         self.address = address
         #: the server's PE count and versions
@@ -283,6 +283,10 @@ class Connection(Interface):
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            # the reader sees the end before the socket closes: a thread blocked on a closed
+            # socket's number would read the next connection that reuses it
+            if self._reader is not threading.current_thread():
+                self._reader.join(10)
             self._sock.close()
         if self._process is not None:
             try:
@@ -326,7 +330,81 @@ def _by_value_user_modules() -> None:
             pass
 
 
-def _read_exactly(sock: socket.socket, buf: bytearray) -> None:
+class _TLSLink:
+    """A TLS connection that one thread may read while others write: the TLS state (an
+    ``ssl.SSLObject`` over memory buffers) is touched under a lock, never while a thread
+    waits on the socket (an ``SSLSocket`` read and written by two threads at once is not
+    safe)."""
+
+    def __init__(self, raw: socket.socket, context: ssl.SSLContext, host: str):
+        self.raw = raw
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_hostname=host)
+        self.lock = threading.Lock()  # the TLS state
+        self.send_lock = threading.Lock()  # records leave in the order they were made
+        while True:
+            try:
+                with self.lock:
+                    self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                if not self._fill():
+                    raise EOFError
+        self._flush()
+
+    def _flush(self) -> None:
+        with self.send_lock:
+            with self.lock:
+                data = self.outgoing.read()
+            if data:
+                self.raw.sendall(data)
+
+    def _fill(self) -> bool:
+        data = self.raw.recv(1 << 16)
+        if data:
+            with self.lock:
+                self.incoming.write(data)
+        return bool(data)
+
+    def sendall(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
+        with self.send_lock:
+            for i in range(0, max(view.nbytes, 1), 1 << 20):
+                with self.lock:
+                    self.tls.write(view[i:i + (1 << 20)])
+                    out = self.outgoing.read()
+                self.raw.sendall(out)
+
+    def recv_into(self, view: memoryview) -> int:
+        while True:
+            try:
+                with self.lock:
+                    return int(self.tls.read(len(view), view))  # with a buffer: the count
+            except ssl.SSLWantReadError:
+                pass
+            except ssl.SSLZeroReturnError:
+                return 0
+            self._flush()  # a key update may want an answer
+            if not self._fill():
+                return 0
+
+    def recv(self, n: int) -> bytes:
+        buf = bytearray(n)
+        got = self.recv_into(memoryview(buf))
+        return bytes(buf[:got])
+
+    def settimeout(self, seconds: float | None) -> None:
+        self.raw.settimeout(seconds)
+
+    def shutdown(self, how: int) -> None:
+        self.raw.shutdown(how)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _read_exactly(sock: Any, buf: bytearray) -> None:
     view, got = memoryview(buf), 0
     while got < len(buf):
         n = sock.recv_into(view[got:])
@@ -443,7 +521,7 @@ def connect(target: str | os.PathLike | None = None, token: str | None = None, *
         if tls_cert:
             context = ssl.create_default_context(cafile=tls_cert)
             context.check_hostname = False  # the certificate itself is pinned: only it verifies
-            sock = context.wrap_socket(sock, server_hostname=host)
+            sock = _TLSLink(sock, context, host)  # type: ignore[assignment]
         hello = json.dumps(versions()).encode()
         sock.sendall(MAGIC + token.encode("ascii"))
         sock.sendall(b"".join(bytes(p) for p in frame(Kind.HELLO, 0, [hello])))
@@ -465,7 +543,7 @@ def connect(target: str | os.PathLike | None = None, token: str | None = None, *
             raise VersionMismatchError(why)
     except (OSError, EOFError) as exc:
         sock.close()
-        raise ServerError(f"the greeting with {address} failed: {exc}") from None
+        raise ServerError(f"the greeting with {address} failed: {exc or type(exc).__name__}") from None
     except BaseException:
         sock.close()
         raise

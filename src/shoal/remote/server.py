@@ -54,8 +54,9 @@ class ServerOptions(NamedTuple):
     parent_pid: int = 0  # stop when this process ends (shoal.stencil.local's frontend)
 
 
-class _Peer(asyncio.BufferedProtocol):
-    """One client connection, in the asyncio thread."""
+class _Peer(asyncio.Protocol):
+    """One client connection, in the asyncio thread: each frame part is read into a
+    buffer of its exact size."""
 
     def __init__(self, server: "Server"):
         self.server = server
@@ -89,10 +90,8 @@ class _Peer(asyncio.BufferedProtocol):
         self._arm(server.options.auth_timeout, "sent no valid greeting")
         transport.set_write_buffer_limits(high=2 * _CHUNK)
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.view[self.pos:]
-
-    def buffer_updated(self, nbytes: int) -> None:
+    def landed(self, nbytes: int) -> None:
+        """``nbytes`` more of the current buffer arrived."""
         self.pos += nbytes
         if self.pos < len(self.buf):
             if self.authed and self.timer is None:  # a frame has started: it must go on arriving
@@ -104,6 +103,15 @@ class _Peer(asyncio.BufferedProtocol):
             self._refuse(self.rid, str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug here must not take the server down
             self._refuse(self.rid, f"internal error: {type(exc).__name__}: {exc}")
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes from a transport that hands them over (TLS): copied into the buffers."""
+        view = memoryview(data)
+        while view.nbytes and not self.closed:
+            n = min(view.nbytes, len(self.buf) - self.pos)
+            self.view[self.pos:self.pos + n] = view[:n]
+            view = view[n:]
+            self.landed(n)
 
     def _complete(self) -> None:
         if not self.authed:
@@ -240,6 +248,18 @@ class _Peer(asyncio.BufferedProtocol):
         self._pump()
 
 
+class _BufferedPeer(_Peer, asyncio.BufferedProtocol):
+    """A plain TCP connection: the kernel writes straight into the buffer each frame part
+    needs. (TLS connections take :meth:`_Peer.data_received`, one copy: asyncio's buffered
+    reads over TLS on Python 3.11 can take a read of 0 bytes for the peer's close.)"""
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.view[self.pos:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.landed(nbytes)
+
+
 class Server:
     """The server on PE 0: sockets in an asyncio thread, requests run here."""
 
@@ -263,7 +283,8 @@ class Server:
             context.load_cert_chain(options.tls_cert, options.tls_key)
         try:
             self.listener = self.loop.run_until_complete(
-                self.loop.create_server(lambda: _Peer(self), options.host, options.port, ssl=context,
+                self.loop.create_server(lambda: (_Peer if context else _BufferedPeer)(self), options.host,
+                                        options.port, ssl=context,
                                         reuse_address=True, family=socket.AF_INET6 if ":" in options.host
                                         else socket.AF_INET))
         except OSError as exc:
