@@ -32,6 +32,7 @@ _PROG = "shoal bench app"
 APPS: dict[str, tuple[str, str]] = {
     "pic": ("shoal.bench.apps.pic", "particle-in-cell (the Parallel Research Kernels' PIC)"),
     "jacobi2d": ("shoal.bench.apps.jacobi2d", "2-D Jacobi 5-point stencil with halo exchange"),
+    "jacobi3d": ("shoal.bench.apps.jacobi3d", "3-D Jacobi 7-point stencil with halo exchange"),
 }
 
 

@@ -1,0 +1,216 @@
+"""``shoal bench app jacobi3d``: its options, its targets, how each cuts the grid, its report.
+
+The problem (:mod:`.kernels`): ``--size N`` or ``NxMxK`` interior points with a fixed
+boundary held at zero, a deterministic initial state (a sine mode plus a hot spot), and
+``--steps S`` 7-point Jacobi sweeps (each point becomes the mean of its six neighbours).
+The checksum is the exact sum of the final interior rounded once to a float, so it is
+the same number (``==``) for every target and PE count.
+
+Sizes need not divide by the block counts (blocks differ by at most one point along an
+axis); a grid with fewer points along an axis than blocks is refused.
+
+Verification, as jacobi2d's: when the problem is small (at most :data:`CHECK_LIMIT` point
+updates), PE 0 reruns it sequentially and the checksums must be equal; otherwise it
+checks the maximum principle (the checksum is finite and no larger than the initial sum).
+
+``--device cuda`` (blocks on the GPU with CuPy, halos ``--staging host|direct``) is
+refused before any job starts: with the reason when CuPy or a CUDA device is missing,
+and as not implemented when both are there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import re
+import struct
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from ..blocks import BlockGrid, split
+from ..report import AppReport
+
+__all__ = ["TARGETS", "DEFAULT_STEPS", "HELP", "Config", "add_options", "configure", "parse_size", "layout",
+           "cuda_missing", "make_report"]
+
+HELP = "3-D Jacobi 7-point stencil with halo exchange (six neighbours)"
+
+#: target -> (module with run(cfg) -> int, "mpi": runs under mpiexec / "local": in this process)
+TARGETS: dict[str, tuple[str, str]] = {
+    "shoal": ("shoal.bench.apps.jacobi3d.shoal_target", "mpi"),
+    "mpi4py": ("shoal.bench.apps.jacobi3d.mpi4py_target", "mpi"),
+    "sequential": ("shoal.bench.apps.jacobi3d.sequential", "local"),
+}
+DEFAULT_STEPS = 100
+DEFAULT_SIZE = "128"
+#: above this many point updates (N * M * K * S) the report checks bounds instead of rerunning sequentially
+CHECK_LIMIT = 250_000_000
+AXES = "xyz"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One run of jacobi3d: the problem and how the chosen target runs it."""
+
+    shape: tuple[int, int, int] = (128, 128, 128)
+    steps: int = DEFAULT_STEPS
+    target: str = "shoal"
+    pes: int = 2
+    json: bool = False
+    mpiexec: str | None = None
+    transport: str = "mpi"  # shoal: "inproc" runs every PE in this process
+    odf: int = 1  # shoal: blocks per PE
+    device: str = "cpu"
+    staging: str = "host"  # --device cuda: how halos travel
+
+    def with_pes(self, pes: int) -> "Config":
+        return replace(self, pes=pes)
+
+    @property
+    def points(self) -> int:
+        return math.prod(self.shape)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("jacobi3d")
+    g.add_argument("--size", default=DEFAULT_SIZE, metavar="N|NxMxK",
+                   help=f"interior points: N for N x N x N, or NxMxK ({DEFAULT_SIZE})")
+    g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal: blocks per PE ({Config.odf})")
+    g.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the blocks live: cpu, or cuda (CuPy; needs a CUDA GPU) (cpu)")
+    g.add_argument("--staging", choices=("host", "direct"), default=None,
+                   help="--device cuda: halos staged through host memory, or device-direct (host)")
+
+
+def parse_size(text: str) -> tuple[int, int, int]:
+    """``"N"`` -> (N, N, N), ``"NxMxK"`` -> (N, M, K); ValueError naming the option otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*)?", text)
+    if m is None:
+        raise ValueError(f"--size {text!r}: give N or NxMxK, positive integers (e.g. 128 or 64x128x256)")
+    n = int(m.group(1))
+    shape = (n, int(m.group(2)), int(m.group(3))) if m.group(2) is not None else (n, n, n)
+    if min(shape) < 1:
+        raise ValueError(f"--size {text!r}: the grid needs at least 1 x 1 x 1 interior points")
+    return shape
+
+
+def cuda_missing() -> str | None:
+    """Why ``--device cuda`` cannot run here (CuPy or a CUDA device missing), or None."""
+    try:
+        cupy: Any = importlib.import_module("cupy")
+    except ImportError:
+        return "--device cuda needs CuPy and a CUDA GPU; CuPy is not installed (pip install cupy-cuda12x)"
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # noqa: BLE001 - any driver error means "no usable GPU"
+        return f"--device cuda needs a CUDA GPU; CuPy found none ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return "--device cuda needs a CUDA GPU; CuPy found none"
+    return None
+
+
+def configure(ns: argparse.Namespace) -> Config:
+    """The validated configuration; ValueError naming a bad option otherwise."""
+    shape = parse_size(str(ns.size))
+    if ns.steps < 1:
+        raise ValueError(f"--steps {ns.steps}: need at least 1 step")
+    if ns.pes < 1:
+        raise ValueError(f"-n {ns.pes}: need at least 1 PE")
+    if ns.odf < 1:
+        raise ValueError(f"--odf {ns.odf}: need at least 1 block per PE")
+    if ns.device == "cpu" and ns.staging is not None:
+        raise ValueError(f"--staging {ns.staging}: only with --device cuda (halos on the CPU need no staging)")
+    if ns.device == "cuda":
+        why = cuda_missing()
+        if why is not None:
+            raise ValueError(f"{why}; run without --device (the CPU) instead")
+        raise ValueError(f"--device cuda (--staging {ns.staging or 'host'}) is not implemented in jacobi3d yet; "
+                         f"run without --device (the CPU) instead")
+    cfg = Config(shape, ns.steps, ns.target, ns.pes, ns.json, ns.mpiexec, ns.transport, ns.odf)
+    try:
+        layout(cfg)
+    except ValueError as exc:
+        raise ValueError(f"--size {ns.size} with -n {cfg.pes}"
+                         f"{f' --odf {cfg.odf}' if cfg.target == 'shoal' else ''}: {exc}") from None
+    return cfg
+
+
+def layout(cfg: Config) -> tuple[BlockGrid, tuple[int, ...], tuple[int, ...]]:
+    """``(blocks, per_pe, pe_grid)``: how the target cuts the grid; block ``b`` is on the
+    PE of PE-grid cell ``b[d] // per_pe[d]`` (PEs in C order, as a Cartesian communicator
+    without reordering numbers its ranks).
+
+    sequential: one block. mpi4py: a ``q1 x q2 x q3`` grid of ranks (:func:`..blocks.split`).
+    shoal: the same PE grid, each PE's share cut again into ``odf = a1 x a2 x a3`` blocks."""
+    if cfg.target == "sequential":
+        return BlockGrid(cfg.shape, (1, 1, 1)), (1, 1, 1), (1, 1, 1)
+    q = split(cfg.pes, cfg.shape)
+    if cfg.target == "mpi4py":
+        return BlockGrid(cfg.shape, q), (1, 1, 1), q
+    a = split(cfg.odf, tuple(max(1, n // qd) for n, qd in zip(cfg.shape, q)))
+    grid = tuple(qd * ad for qd, ad in zip(q, a))
+    if any(g > n for g, n in zip(grid, cfg.shape)):
+        raise ValueError(f"a {'x'.join(map(str, cfg.shape))} grid cannot be cut into "
+                         f"{' x '.join(map(str, grid))} non-empty blocks")
+    return BlockGrid(cfg.shape, grid), a, q
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    return " x ".join(map(str, shape))
+
+
+def reference(cfg: Config) -> float:
+    """The sequential checksum of ``cfg``'s problem."""
+    from .sequential import simulate
+
+    return simulate(cfg.shape, cfg.steps)[0]
+
+
+def _initial_sum(cfg: Config) -> float:
+    from .kernels import exact_sum, initial_block, to_float
+
+    return to_float(exact_sum(initial_block(cfg.shape, tuple((0, n) for n in cfg.shape))))
+
+
+def make_report(cfg: Config, pes: int, elapsed: float, compute: Sequence[float], checksum: float,
+                decomposition: str, extra: dict[str, Any] | None = None,
+                lines: list[tuple[str, str]] | None = None) -> AppReport:
+    """The report of a run: ``elapsed`` seconds over the timed steps, ``compute`` the
+    seconds each PE spent in the kernel, ``checksum`` the exact-sum checksum."""
+    from .kernels import NUMBA
+
+    steps = cfg.steps
+    per_step = elapsed / steps
+    busiest = max(compute) / steps if compute else None
+    comm = None if busiest is None else max(0.0, per_step - busiest)
+    mean = sum(compute) / len(compute) if compute else 0.0
+    imbalance = max(compute) / mean if compute and mean > 0 else 1.0
+    if cfg.points * steps <= CHECK_LIMIT:
+        ref = reference(cfg) if cfg.target != "sequential" else checksum
+        verified = checksum == ref
+        how = "equals the sequential run's" if verified else f"differs from the sequential run's {ref!r}"
+        verdict = f"(checksum {checksum!r} {how})"
+        check = "sequential"
+    else:
+        start = _initial_sum(cfg)
+        verified = math.isfinite(checksum) and 0.0 <= checksum <= start
+        verdict = (f"(checksum {checksum!r}: finite and within [0, initial sum {start!r}]"
+                   f"{'' if verified else ' -- NOT'}; too large to rerun sequentially)")
+        check = "bounds"
+    headline = f"{shape_text(cfg.shape)} grid (zero boundary), {steps} steps"
+    rate = cfg.points * steps / elapsed / 1e6 if elapsed > 0 else float("inf")
+    all_lines = [("decomposition", decomposition), ("rate", f"{rate:.1f} Mpoint-updates/s"),
+                 ("compute balance", f"busiest PE / mean = {imbalance:.3f}"),
+                 ("kernels", "Numba" if NUMBA else "NumPy (Numba is not installed)"), *(lines or [])]
+    fields: dict[str, Any] = {
+        "shape": list(cfg.shape), "checksum": checksum, "checksum_hex": checksum.hex(), "check": check,
+        "odf": cfg.odf if cfg.target == "shoal" else None, "device": cfg.device,
+        "rate_mupdates_per_s": rate, "compute_imbalance": imbalance,
+        "compute_per_pe": [c / steps for c in compute], "kernels": "numba" if NUMBA else "numpy",
+        "elapsed": elapsed,
+    }
+    fields.update(extra or {})
+    bits = struct.unpack("<Q", struct.pack("<d", checksum))[0]  # AppReport's int checksum: the float's bits
+    return AppReport("jacobi3d", cfg.target, pes, steps, per_step, busiest, comm, verified, bits,
+                     headline, all_lines, verdict, fields)
