@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["AppReport"]
+__all__ = ["AppReport", "jacobi_report"]
 
 
 def _ms(seconds: float | None) -> str:
@@ -66,3 +66,49 @@ class AppReport:
         if as_json:
             w(json.dumps(self.as_json()) + "\n")
         (out or sys.stdout).flush()
+
+
+def jacobi_report(app: str, cfg: Any, shape: tuple, pes: int, elapsed: float, compute: list[float],
+                  checksum: float, decomposition: str, reference: Any, initial_sum: Any, numba: bool,
+                  check_limit: int, extra: dict[str, Any] | None = None,
+                  lines: list[tuple[str, str]] | None = None) -> AppReport:
+    """The report of a Jacobi run (jacobi2d, jacobi3d): ``elapsed`` seconds over the timed
+    steps, ``compute`` the seconds each PE spent in the kernel, ``checksum`` the exact-sum
+    checksum, checked against ``reference()`` (the sequential run's) while the grid times
+    the steps stays within ``check_limit``, else against ``[0, initial_sum()]``."""
+    import struct
+
+    steps = cfg.steps
+    points = math.prod(shape)
+    per_step = elapsed / steps
+    busiest = max(compute) / steps if compute else None
+    comm = None if busiest is None else max(0.0, per_step - busiest)
+    mean = sum(compute) / len(compute) if compute else 0.0
+    imbalance = max(compute) / mean if compute and mean > 0 else 1.0
+    if points * steps <= check_limit:
+        ref = reference() if cfg.target != "sequential" else checksum
+        verified = checksum == ref
+        how = "equals the sequential run's" if verified else f"differs from the sequential run's {ref!r}"
+        verdict = f"(checksum {checksum!r} {how})"
+        check = "sequential"
+    else:
+        start = initial_sum()
+        verified = math.isfinite(checksum) and 0.0 <= checksum <= start
+        verdict = (f"(checksum {checksum!r}: finite and within [0, initial sum {start!r}]"
+                   f"{'' if verified else ' -- NOT'}; too large to rerun sequentially)")
+        check = "bounds"
+    headline = f"{'x'.join(map(str, shape))} grid (zero boundary), {steps} steps"
+    rate = points * steps / elapsed / 1e6 if elapsed > 0 else float("inf")
+    all_lines = [("decomposition", decomposition), ("rate", f"{rate:.1f} Mpoint-updates/s"),
+                 ("compute balance", f"busiest PE / mean = {imbalance:.3f}"),
+                 ("kernels", "Numba" if numba else "NumPy (Numba is not installed)"), *(lines or [])]
+    fields: dict[str, Any] = {
+        "shape": list(shape), "checksum": checksum, "checksum_hex": checksum.hex(), "check": check,
+        "odf": cfg.odf if cfg.target == "shoal" else None, "rate_mupdates_per_s": rate,
+        "compute_imbalance": imbalance, "compute_per_pe": [c / steps for c in compute],
+        "kernels": "numba" if numba else "numpy", "elapsed": elapsed,
+    }
+    fields.update(extra or {})
+    bits = struct.unpack("<Q", struct.pack("<d", checksum))[0]  # AppReport's int checksum: the float's bits
+    return AppReport(app, cfg.target, pes, steps, per_step, busiest, comm, verified, bits,
+                     headline, all_lines, verdict, fields)

@@ -15,13 +15,11 @@ zero boundary only drains a non-negative state).
 from __future__ import annotations
 
 import argparse
-import math
 import re
-import struct
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from ..report import AppReport
+from ..report import AppReport, jacobi_report
 from .layout import Layout, split
 
 __all__ = ["TARGETS", "DEFAULT_STEPS", "HELP", "Config", "add_options", "configure", "parse_size", "layout",
@@ -133,36 +131,5 @@ def make_report(cfg: Config, pes: int, elapsed: float, compute: Sequence[float],
     seconds each PE spent in the kernel, ``checksum`` the exact-sum checksum."""
     from .kernels import NUMBA
 
-    steps = cfg.steps
-    per_step = elapsed / steps
-    busiest = max(compute) / steps if compute else None
-    comm = None if busiest is None else max(0.0, per_step - busiest)
-    mean = sum(compute) / len(compute) if compute else 0.0
-    imbalance = max(compute) / mean if compute and mean > 0 else 1.0
-    if cfg.N * cfg.M * steps <= CHECK_LIMIT:
-        ref = reference(cfg) if cfg.target != "sequential" else checksum
-        verified = checksum == ref
-        how = "equals the sequential run's" if verified else f"differs from the sequential run's {ref!r}"
-        verdict = f"(checksum {checksum!r} {how})"
-        check = "sequential"
-    else:
-        start = _initial_sum(cfg)
-        verified = math.isfinite(checksum) and 0.0 <= checksum <= start
-        verdict = (f"(checksum {checksum!r}: finite and within [0, initial sum {start!r}]"
-                   f"{'' if verified else ' -- NOT'}; too large to rerun sequentially)")
-        check = "bounds"
-    headline = f"{cfg.N}x{cfg.M} grid (zero boundary), {steps} steps"
-    rate = cfg.N * cfg.M * steps / elapsed / 1e6 if elapsed > 0 else float("inf")
-    all_lines = [("decomposition", decomposition), ("rate", f"{rate:.1f} Mpoint-updates/s"),
-                 ("compute balance", f"busiest PE / mean = {imbalance:.3f}"),
-                 ("kernels", "Numba" if NUMBA else "NumPy (Numba is not installed)"), *(lines or [])]
-    fields: dict[str, Any] = {
-        "shape": [cfg.N, cfg.M], "checksum": checksum, "checksum_hex": checksum.hex(), "check": check,
-        "odf": cfg.odf if cfg.target == "shoal" else None, "rate_mupdates_per_s": rate,
-        "compute_imbalance": imbalance, "compute_per_pe": [c / steps for c in compute],
-        "kernels": "numba" if NUMBA else "numpy", "elapsed": elapsed,
-    }
-    fields.update(extra or {})
-    bits = struct.unpack("<Q", struct.pack("<d", checksum))[0]  # AppReport's int checksum: the float's bits
-    return AppReport("jacobi2d", cfg.target, pes, steps, per_step, busiest, comm, verified, bits,
-                     headline, all_lines, verdict, fields)
+    return jacobi_report("jacobi2d", cfg, (cfg.N, cfg.M), pes, elapsed, list(compute), checksum, decomposition,
+                         lambda: reference(cfg), lambda: _initial_sum(cfg), NUMBA, CHECK_LIMIT, extra, lines)
