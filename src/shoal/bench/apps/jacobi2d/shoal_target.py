@@ -26,8 +26,10 @@ import numpy as np
 
 import shoal
 
+from ..block_run import run_job, time_blocks
+
 from .app import Config, layout, make_report
-from .kernels import exact_sum, initial_block, jacobi_step, to_float, warm
+from .kernels import exact_sum, initial_block, jacobi_step, warm
 from .layout import Layout
 
 __all__ = ["Block", "BlockPlacement", "program", "run"]
@@ -130,21 +132,7 @@ def program(cfg: Config) -> Callable[[list], None]:
         grid, a1, a2 = layout(c)
         q1, q2 = grid.p1 // a1, grid.p2 // a2
         blocks = shoal.Array(Block, (grid.p1, grid.p2), args=(c, grid), placement=BlockPlacement(a1, a2, q2))
-        ready = shoal.Future()
-        blocks.ready(ready)
-        ready.get()
-        done = shoal.Future()
-        started = time.perf_counter()
-        blocks.start(c.steps, done)
-        done.get()
-        elapsed = time.perf_counter() - started
-        rows = blocks.report(ret=True).get()
-        compute = [0.0] * npes
-        per_pe = [0] * npes
-        for _, seconds, pe in rows:
-            compute[pe] += seconds
-            per_pe[pe] += 1
-        checksum = to_float(sum(r[0] for r in rows))
+        elapsed, compute, per_pe, checksum = time_blocks(blocks, c.steps, npes)
         report = make_report(
             c, npes, elapsed, compute, checksum,
             f"{grid.p1} x {grid.p2} blocks, {a1} x {a2} per PE on a {q1} x {q2} PE grid (odf {c.odf}; "
@@ -160,7 +148,4 @@ def program(cfg: Config) -> Callable[[list], None]:
 
 def run(cfg: Config) -> int:
     """Every PE: start shoal; PE 0 runs the app and prints the report. Returns the exit code."""
-    options: dict[str, Any] = {}
-    if cfg.transport == "inproc":
-        options.update(transport="inproc", pes=cfg.pes)
-    return shoal.run(program(cfg), [], **options)
+    return run_job(program(cfg), cfg.transport, cfg.pes)

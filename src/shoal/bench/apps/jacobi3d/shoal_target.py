@@ -28,9 +28,11 @@ from typing import Any, Callable
 
 import shoal
 
+from ..block_run import run_job, time_blocks
+
 from ..blocks import BlockGrid, Placement
 from .app import AXES, Config, layout, make_report, shape_text
-from .kernels import exact_sum, face, initial_block, jacobi_step, to_float, warm
+from .kernels import exact_sum, face, initial_block, jacobi_step, warm
 
 __all__ = ["Block", "program", "run"]
 
@@ -113,21 +115,7 @@ def program(cfg: Config) -> Callable[[list], None]:
         c = cfg.with_pes(npes)
         grid, per_pe, q = layout(c)
         blocks = shoal.Array(Block, grid.grid, args=(c, grid), placement=Placement(per_pe, q))
-        ready = shoal.Future()
-        blocks.ready(ready)
-        ready.get()
-        done = shoal.Future()
-        started = time.perf_counter()
-        blocks.start(c.steps, done)
-        done.get()
-        elapsed = time.perf_counter() - started
-        rows = blocks.report(ret=True).get()
-        compute = [0.0] * npes
-        per_pe_count = [0] * npes
-        for _, seconds, pe in rows:
-            compute[pe] += seconds
-            per_pe_count[pe] += 1
-        checksum = to_float(sum(r[0] for r in rows))
+        elapsed, compute, per_pe_count, checksum = time_blocks(blocks, c.steps, npes)
         report = make_report(
             c, npes, elapsed, compute, checksum,
             f"{shape_text(grid.grid)} blocks, {shape_text(per_pe)} per PE on a {shape_text(q)} PE grid "
@@ -143,7 +131,4 @@ def program(cfg: Config) -> Callable[[list], None]:
 
 def run(cfg: Config) -> int:
     """Every PE: start shoal; PE 0 runs the app and prints the report. Returns the exit code."""
-    options: dict[str, Any] = {}
-    if cfg.transport == "inproc":
-        options.update(transport="inproc", pes=cfg.pes)
-    return shoal.run(program(cfg), [], **options)
+    return run_job(program(cfg), cfg.transport, cfg.pes)
