@@ -1,5 +1,10 @@
 """``shoal bench experiment``: variants of a benchmark run interleaved, compared with statistics.
 
+Two forms. ``shoal bench experiment FILE.toml [--out results.csv]`` runs an experiment
+file's grid of configurations × targets × trials into a resumable CSV file, which
+``shoal bench report`` analyses (:mod:`.evaluation`; docs/benchmarks.md). The form
+below compares a few command lines given with ``--variant``.
+
 Each variant is a ``shoal bench`` command line that ends its output with one JSON
 object (``--json``; every ``shoal bench app`` does). The runner runs each variant
 ``--warmup`` times untimed, then ``--trials`` rounds, each round every variant once in
@@ -55,7 +60,14 @@ def _variant(text: str) -> tuple[str, list[str]]:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="shoal bench experiment", description=__doc__.splitlines()[0])
+    argv = list(argv)
+    if argv and not argv[0].startswith("-"):  # an experiment file
+        from .evaluation.runner import main as run_file
+
+        return run_file(argv)
+    p = argparse.ArgumentParser(prog="shoal bench experiment", description=__doc__.splitlines()[0],
+                                epilog="shoal bench experiment FILE.toml [--out results.csv] runs an experiment "
+                                       "file instead (docs/benchmarks.md)")
     p.add_argument("--variant", type=_variant, action="append", required=True, metavar="NAME=ARGS",
                    help="a variant: a name and a shoal bench command line (repeat for each)")
     p.add_argument("--metric", default="time_per_step", help="the JSON field compared (time_per_step)")

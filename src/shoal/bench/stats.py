@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from scipy import stats as _scipy_stats
 
 __all__ = [
+    "mean_ci",
     "DEFAULT_RESAMPLES",
     "MIN_SAMPLES",
     "InsufficientSamplesError",
@@ -135,9 +136,27 @@ def median_ci(
 ) -> Interval:
     """Percentile-bootstrap confidence interval of the median of ``samples``."""
     arr = _as_samples(samples, "bootstrap CI of the median", MIN_SAMPLES)
+    return _bootstrap(arr, np.median, confidence, n_resamples, seed)
+
+
+def mean_ci(
+    samples: Samples,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """Percentile-bootstrap confidence interval of the mean of ``samples``."""
+    arr = _as_samples(samples, "bootstrap CI of the mean", MIN_SAMPLES)
+    return _bootstrap(arr, np.mean, confidence, n_resamples, seed)
+
+
+def _bootstrap(arr: np.ndarray, statistic: Any, confidence: float, n_resamples: int, seed: int) -> Interval:
+    if np.all(arr == arr[0]):  # every resample is the same: the interval is that value
+        return Interval(float(arr[0]), float(arr[0]))
     result = _scipy_stats.bootstrap(
         (arr,),
-        np.median,
+        statistic,
         n_resamples=n_resamples,
         confidence_level=confidence,
         method="percentile",
