@@ -115,6 +115,8 @@ def run_program(path: str, args: Sequence[str]) -> int:
     from ._runtime.engine import under_mpi_launcher
 
     mpi = under_mpi_launcher()
+    if mpi:
+        _whole_lines()
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
@@ -137,6 +139,17 @@ def run_program(path: str, args: Sequence[str]) -> int:
         jobwatch.end_job(jobwatch.launcher_rank(), f"{what} in {path}, outside the main program", text,
                          code=130 if interrupted else 1)
     return 0
+
+
+def _whole_lines() -> None:
+    """Each PE writes its output a line at a time, even under PYTHONUNBUFFERED=1 (which
+    writes every piece of a print() at once), so that the launcher never interleaves
+    two PEs' lines in the middle."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True, write_through=False)  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
 
 
 def _job_finished() -> bool:

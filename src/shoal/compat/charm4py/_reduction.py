@@ -73,17 +73,20 @@ def _named(name: str) -> _Named:
 
 
 class _Reducers:
-    """``Reducer.sum`` and the rest; ``Reducer.addReducer(f)`` adds ``Reducer.f``."""
+    """``Reducer.sum`` and the rest; ``Reducer.addReducer(f)`` adds ``Reducer.f``. They are
+    attributes of the instance, as Charm4py's are (programs look them up in
+    ``Reducer.__dict__``)."""
 
-    sum = _Named("c4p_sum", _elementwise(np.add, operator.add))
-    product = _Named("c4p_product", _elementwise(np.multiply, operator.mul))
-    max = _Named("c4p_max", _elementwise(np.maximum, max))
-    min = _Named("c4p_min", _elementwise(np.minimum, min))
-    logical_and = _Named("c4p_and", _elementwise(np.logical_and, lambda a, b: bool(a) and bool(b)))
-    logical_or = _Named("c4p_or", _elementwise(np.logical_or, lambda a, b: bool(a) or bool(b)))
-    logical_xor = _Named("c4p_xor", _elementwise(np.logical_xor, lambda a, b: bool(a) ^ bool(b)))
-    gather = shoal.reducers.gather
-    nop = shoal.reducers.nop
+    def __init__(self) -> None:
+        self.sum = _Named("c4p_sum", _elementwise(np.add, operator.add))
+        self.product = _Named("c4p_product", _elementwise(np.multiply, operator.mul))
+        self.max = _Named("c4p_max", _elementwise(np.maximum, max))
+        self.min = _Named("c4p_min", _elementwise(np.minimum, min))
+        self.logical_and = _Named("c4p_and", _elementwise(np.logical_and, lambda a, b: bool(a) and bool(b)))
+        self.logical_or = _Named("c4p_or", _elementwise(np.logical_or, lambda a, b: bool(a) or bool(b)))
+        self.logical_xor = _Named("c4p_xor", _elementwise(np.logical_xor, lambda a, b: bool(a) ^ bool(b)))
+        self.gather = shoal.reducers.gather
+        self.nop = shoal.reducers.nop
 
     def addReducer(self, func: Callable[[list], Any], pre: Callable | None = None,
                    post: Callable | None = None) -> None:
