@@ -38,18 +38,10 @@ __all__ = ["main", "run_variant"]
 
 def run_variant(args: Sequence[str], metric: str, timeout: float) -> tuple[float, dict]:
     """Run ``shoal bench *args --json`` once; ``metric`` of its JSON, and the JSON."""
-    cmd = [sys.executable, "-m", "shoal", "bench", *args, "--json"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout)[-2000:]
-        raise RuntimeError(f"`{shlex.join(cmd)}` failed (exit code {proc.returncode}):\n{tail}")
-    try:
-        record = json.loads(lines[-1])
-        value = float(record[metric])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not JSON with a number {metric!r} ({exc})") from None
-    return value, record
+    from .evaluation.runner import run_once
+
+    record = run_once([sys.executable, "-m", "shoal", "bench", *args, "--json"], metric, timeout)
+    return float(record[metric]), record
 
 
 def _variant(text: str) -> tuple[str, list[str]]:
