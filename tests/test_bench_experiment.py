@@ -7,6 +7,7 @@ rest is pure or works on hand-written files.
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -272,3 +273,16 @@ def test_variant_form_still_parses(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exc:
         experiment_main(["--variant", "a=app pic", "--variant", "a=app pic"])
     assert exc.value.code == 2 and "variant names must differ" in capsys.readouterr().err
+
+
+def test_variant_form_runs_and_writes_its_samples(tmp_path: Path) -> None:
+    out = tmp_path / "variants.json"
+    cmd = [sys.executable, "-m", "shoal", "bench", "experiment", "--trials", "3", "--warmup", "0",
+           "--metric", "time_per_step", "--baseline", "a",
+           "--variant", "a=app jacobi2d --target sequential --size 32 --steps 3",
+           "--variant", "b=app jacobi2d --target sequential --size 32 --steps 4", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["baseline"] == "a" and set(data["variants"]) == {"a", "b"}
+    assert "ratio" in proc.stdout
