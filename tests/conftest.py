@@ -27,6 +27,16 @@ def run_inproc(main: Callable[[list], Any], pes: int = 2, **settings: Any) -> in
     return shoal.run(main, [], transport="inproc", pes=pes, **settings)
 
 
+def tree_levels(n: int, k: int) -> int:
+    """Hops from the root to the deepest node of the shallowest tree of ``n`` nodes with fan-out ``k``."""
+    depth, capacity, width = 0, 1, 1
+    while capacity < n:
+        width *= k
+        capacity += width
+        depth += 1
+    return depth
+
+
 class Job:
     def __init__(self, proc: subprocess.CompletedProcess):
         self.returncode = proc.returncode

@@ -376,3 +376,29 @@ def test_replies_of_ret_true_calls(mpi_job, native):
     )
     assert "replies ok" in job.stdout, job
     assert job.returncode != 0 and "cannot send lock to a future" in job.stderr, job
+
+
+def test_load_counters_index_set_reset_and_pickle_fresh():
+    """Chare._shoal_load on the compiled path: two doubles, 32 bytes, numpy-like indexing."""
+    import pickle
+    import sys
+
+    from shoal.native import load_native
+
+    module = load_native()
+    if module is None:
+        pytest.skip("the compiled path is not available here")
+    load = module.Load()
+    assert (load[0], load[1], len(load)) == (0.0, 0.0, 2)
+    load[0] += 1.5
+    load[1] = 7
+    assert (load[0], load[-1]) == (1.5, 7.0)
+    assert sys.getsizeof(load) <= 32
+    fresh = pickle.loads(pickle.dumps(load))
+    assert type(fresh) is module.Load and (fresh[0], fresh[1]) == (0.0, 0.0)
+    load[:] = 0.0
+    assert (load[0], load[1]) == (0.0, 0.0)
+    with pytest.raises(IndexError, match="two counters"):
+        load[2]
+    with pytest.raises(TypeError):
+        load[0] = "x"

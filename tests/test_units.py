@@ -10,6 +10,7 @@ from collections import deque
 
 import numpy as np
 import pytest
+from conftest import tree_levels
 
 from shoal.errors import ReductionError
 from shoal._runtime import message, tree
@@ -28,14 +29,6 @@ from shoal.settings import Settings, load_settings
 
 
 # -- spanning trees --------------------------------------------------------------
-def levels_needed(n: int, k: int) -> int:
-    """Depth of the shallowest tree of ``n`` nodes with fan-out ``k``."""
-    depth, capacity, width = 0, 1, 1
-    while capacity < n:
-        width *= k
-        capacity += width
-        depth += 1
-    return depth
 
 
 def check_tree(views: dict[int, tree.Tree], members: list[int], root: int, fanout: int) -> None:
@@ -69,7 +62,7 @@ def check_tree(views: dict[int, tree.Tree], members: list[int], root: int, fanou
             todo.append(c)
     assert len(depth) == n, f"unreachable from the root: {sorted(set(members) - set(depth))}"
     if fanout >= 2:
-        assert max(depth.values()) == levels_needed(n, fanout), (n, fanout, max(depth.values()))
+        assert max(depth.values()) == tree_levels(n, fanout), (n, fanout, max(depth.values()))
         assert max(depth.values()) <= math.ceil(math.log(n, fanout)) + 1
 
 
@@ -89,7 +82,7 @@ def test_all_pes_depth_is_logarithmic_at_scale():
     while pe != -1:  # walk up from the last PE
         pe = tree.all_pes(n, 0, pe, k).parent
         depth += 1
-    assert depth - 1 == levels_needed(n, k) <= 7
+    assert depth - 1 == tree_levels(n, k) <= 7
 
 
 @pytest.mark.parametrize(

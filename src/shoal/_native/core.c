@@ -261,6 +261,88 @@ PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc f
     return (PyObject *)self;
 }
 
+/* Load: load[i] and load[i] = x for i in 0, 1; load[:] = x sets both. */
+static Py_ssize_t load_slot(PyObject *key) {
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (i < 0) i += 2;
+    if (i < 0 || i > 1) {
+        PyErr_SetString(PyExc_IndexError, "a load has two counters, 0 and 1");
+        return -1;
+    }
+    return i;
+}
+
+static Py_ssize_t Load_length(PyObject *self) { return 2; }
+
+static PyObject *Load_item(Load *self, PyObject *key) {
+    Py_ssize_t i = load_slot(key);
+    return i < 0 ? NULL : PyFloat_FromDouble(self->v[i]);
+}
+
+static int Load_set(Load *self, PyObject *key, PyObject *value) {
+    double x = value ? PyFloat_AsDouble(value) : -1.0;
+    if (!value) {
+        PyErr_SetString(PyExc_TypeError, "a load's counters cannot be deleted");
+        return -1;
+    }
+    if (x == -1.0 && PyErr_Occurred()) return -1;
+    if (PySlice_Check(key)) {
+        self->v[0] = self->v[1] = x;
+        return 0;
+    }
+    Py_ssize_t i = load_slot(key);
+    if (i < 0) return -1;
+    self->v[i] = x;
+    return 0;
+}
+
+static PyObject *Load_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "Load() takes no arguments");
+        return NULL;
+    }
+    Load *self = (Load *)type->tp_alloc(type, 0);
+    if (self) self->v[0] = self->v[1] = 0.0;
+    return (PyObject *)self;
+}
+
+static PyObject *Load_repr(Load *self) {
+    PyObject *a = PyFloat_FromDouble(self->v[0]), *b = PyFloat_FromDouble(self->v[1]);
+    PyObject *r = a && b ? PyUnicode_FromFormat("Load(%R, %R)", a, b) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+/* pickle: loads are measurements of this run, so a copy starts from zero */
+static PyObject *Load_reduce(PyObject *self, PyObject *unused) {
+    return Py_BuildValue("(O())", (PyObject *)Py_TYPE(self));
+}
+
+static PyMethodDef Load_methods[] = {
+    {"__reduce__", Load_reduce, METH_NOARGS, "a pickled load is a fresh one"},
+    {NULL}
+};
+
+static PyMappingMethods Load_mapping = {
+    .mp_length = Load_length,
+    .mp_subscript = (binaryfunc)Load_item,
+    .mp_ass_subscript = (objobjargproc)Load_set,
+};
+
+PyTypeObject LoadType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.Load",
+    .tp_basicsize = sizeof(Load),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An element's load counters: [0] seconds (Python paths), [1] clock ticks (compiled paths).",
+    .tp_new = Load_new,
+    .tp_repr = (reprfunc)Load_repr,
+    .tp_as_mapping = &Load_mapping,
+    .tp_methods = Load_methods,
+};
+
 static PyMethodDef core_functions[] = {
     {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
     {NULL}
@@ -271,9 +353,11 @@ int core_init(PyObject *m) {
     if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")) ||
         !(str_append = PyUnicode_InternFromString("append")) || !(str_popleft = PyUnicode_InternFromString("popleft")))
         return -1;
-    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CompiledType) < 0) return -1;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CompiledType) < 0 || PyType_Ready(&LoadType) < 0) return -1;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) { Py_DECREF(&CoreType); return -1; }
+    Py_INCREF(&LoadType);
+    if (PyModule_AddObject(m, "Load", (PyObject *)&LoadType) < 0) { Py_DECREF(&LoadType); return -1; }
     return PyModule_AddFunctions(m, core_functions);
 }
 

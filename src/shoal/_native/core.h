@@ -162,9 +162,17 @@ static inline int sample_comm(Core *c, PyObject *proxy, PyObject *const *args, P
 
 /* Add `ticks` to element `el`'s load (slot 1 of its float64[2] counters; slot 0 holds
  * the seconds the Python paths measured). */
+/* An element's load counters (Chare._shoal_load): two doubles, seconds timed by the
+ * Python paths and clock ticks timed by the compiled ones; 32 bytes, not an ndarray's 128. */
+typedef struct {
+    PyObject_HEAD
+    double v[2];
+} Load;
+extern PyTypeObject LoadType;
+
 static inline void add_load(Core *c, PyObject *el, uint64_t ticks) {
     PyObject *load = SLOT(el, c->off_load);
-    if (load && PyArray_CheckExact(load)) ((double *)PyArray_DATA((PyArrayObject *)load))[1] += (double)ticks;
+    if (load && Py_IS_TYPE(load, &LoadType)) ((Load *)load)->v[1] += (double)ticks;
 }
 
 /* Whether future `fut` is still pending: 1 yes, 0 no (or its state is unset), -1 error. */

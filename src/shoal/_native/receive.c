@@ -73,7 +73,23 @@ static int reply_failed(Core *c, PyObject *el, PyObject *fn, PyObject *value, ui
 
 /* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does;
  * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. */
+/* A call's value goes to future `fid` of PE `src` (fid 0: nowhere), or, with `collect`,
+ * is appended to that list; a call that raised or returned a coroutine then appends
+ * `pending` and is handed to the runtime with the replier `make_reply(el)`. */
+typedef struct {
+    PyObject *collect, *make_reply, *pending;
+    Py_ssize_t npending;
+} Collect;
+
+static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
+                        Collect *into);
+
 int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid) {
+    return run_entry_to(c, el, fn, args, kwargs, src, fid, NULL);
+}
+
+static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
+                        Collect *into) {
     PyObject *vec[MAX_ARGS + 2];
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     PyObject *r;
@@ -104,6 +120,11 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
         PyErr_Restore(type, value, tb);
     }
     if (r != NULL && !PyCoro_CheckExact(r)) {
+        if (into) {
+            int err = PyList_Append(into->collect, r);
+            Py_DECREF(r);
+            return err;
+        }
         int err = fid ? reply(c, src, fid, r) : 0;
         if (err < 0 && PyErr_ExceptionMatches(PyExc_Exception)) err = reply_failed(c, el, fn, r, src, fid);
         Py_DECREF(r);
@@ -116,7 +137,9 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb) PyException_SetTraceback(value, tb);
     }
-    PyObject *replier = fid ? PyObject_CallFunction(c->replier, "II", src, fid) : Py_NewRef(Py_None);
+    if (into) into->npending++;
+    PyObject *replier = into ? (PyList_Append(into->collect, into->pending) < 0 ? NULL : PyObject_CallOneArg(into->make_reply, el))
+                        : fid ? PyObject_CallFunction(c->replier, "II", src, fid) : Py_NewRef(Py_None);
     PyObject *follow = NULL;
     if (r == NULL) {
         if (replier) follow = PyObject_CallFunctionObjArgs(c->failed, el, fn, value, replier, NULL);
@@ -337,30 +360,51 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     return PyLong_FromSsize_t(k);
 }
 
-/* run_each(elements, entry, args, kwargs) -> None: entry method `entry` on every element
- * of the list, no replies (a broadcast's local part; Runtime._broadcast_here). An
- * exception goes to the runtime's error handler, as each call's would. */
+/* run_each(elements, entry, args, kwargs[, results, make_reply, pending]) -> None | int: entry
+ * method `entry` on every element of the list (a broadcast's local part;
+ * Runtime._broadcast_here). Without `results` the values are dropped and an exception
+ * goes to the runtime's error handler, as each call's would. With it (a ret=True
+ * broadcast), each element's value is appended to `results`, in order; an element whose
+ * call raised or returned a coroutine gets `pending` there instead, and its outcome goes
+ * to the replier `make_reply(el)`; the count of those is returned. */
 PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "run_each(elements: list, entry, args: tuple, kwargs: dict | None)");
+    if ((nargs != 4 && nargs != 7) || !PyList_Check(args[0]) || !PyTuple_Check(args[2]) || (nargs == 7 && !PyList_Check(args[4]))) {
+        PyErr_SetString(PyExc_TypeError, "run_each(elements: list, entry, args: tuple, kwargs: dict | None"
+                                         "[, results: list, make_reply, pending])");
         return NULL;
     }
     long entry = PyLong_AsLong(args[1]);
     if (entry == -1 && PyErr_Occurred()) return NULL;
     PyObject *kwargs = args[3] == Py_None ? NULL : args[3];
     PyObject *elements = args[0];
+    Collect into = {0};
+    if (nargs == 7) into = (Collect){args[4], args[5], args[6]};
+    /* the class's entry table `fn` was taken from: elements are mostly of one class, and a
+     * call may swap the table (conditions.py), so it is compared by identity, per element */
+    PyObject *funcs = NULL, *fn = NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements); i++) {
         PyObject *el = Py_NewRef(PyList_GET_ITEM(elements, i)); /* owned: entry_of may run Python code */
-        PyObject *fn = entry_of(el, entry);
-        if (!fn) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
-            Py_DECREF(el);
+        PyObject *table = _PyType_Lookup(Py_TYPE(el), str_funcs);
+        if (!table || table != funcs) {
+            Py_CLEAR(fn);
+            Py_XSETREF(funcs, Py_XNewRef(table)); /* held: no other tuple can take its address */
+            if (!(fn = entry_of(el, entry))) {
+                if (!PyErr_Occurred()) PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
+                Py_DECREF(el);
+                Py_XDECREF(funcs);
+                return NULL;
+            }
+        }
+        int err = run_entry_to(c, el, fn, args[2], kwargs, 0, 0, nargs == 7 ? &into : NULL);
+        Py_DECREF(el);
+        if (err) {
+            Py_DECREF(fn);
+            Py_XDECREF(funcs);
             return NULL;
         }
-        int err = run_entry(c, el, fn, args[2], kwargs, 0, 0);
-        Py_DECREF(el);
-        Py_DECREF(fn);
-        if (err) return NULL;
     }
+    Py_XDECREF(fn);
+    Py_XDECREF(funcs);
+    if (nargs == 7) return PyLong_FromSsize_t(into.npending);
     Py_RETURN_NONE;
 }

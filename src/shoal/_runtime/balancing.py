@@ -138,8 +138,11 @@ class Balancer:
         coll = cs.info.id
         for i, (index, el) in enumerate(elements):
             counters = el._shoal_load
-            loads[i] = counters[0] + counters[1] * scale
-            counters[:] = 0.0
+            if counters is None:  # made before loads were kept (no --lb then)
+                loads[i] = 0.0
+            else:
+                loads[i] = counters[0] + counters[1] * scale
+                counters[:] = 0.0
             sent, el._shoal_comm = el._shoal_comm, None
             if sent:
                 edges.extend((index, dst[1], m, b) for dst, (m, b) in sent.items() if dst[0] == coll)

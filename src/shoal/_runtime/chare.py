@@ -93,21 +93,23 @@ class Chare:
     whole collection. They are set before ``__init__`` runs.
     """
 
-    #: the element's load counters, float64[2]: seconds in entry methods timed by the
-    #: Python paths, and clock ticks timed by the compiled ones (a slot, so that C
-    #: reaches it at a fixed offset); reset at every balancing step
-    __slots__ = ("_shoal_load", "_shoal_held", "__dict__", "__weakref__")
+    # What every element has lives in slots, not in a __dict__: a million elements of a
+    # class that sets no attributes of its own then cost no dict each (issue: cost at scale).
+    __slots__ = ("_shoal_load", "_shoal_held", "index", "collection", "_shoal_proxy", "__dict__", "__weakref__")
+    #: the element's load counters, [seconds timed by the Python paths, clock ticks timed
+    #: by the compiled ones] (a slot, so that C reaches it at a fixed offset); reset at
+    #: every balancing step
     _shoal_load: Any
     #: sender PE -> messages held back until that sender's fence arrives (after a move;
     #: see migration.py), or None: a slot, since every delivery in C checks it
     _shoal_held: dict | None
-
     index: Any
-    proxy: "ElementProxy"
+    #: the collection's proxy, one object shared by the PE's elements of the collection
     collection: "CollectionProxy"
+    _shoal_proxy: "ElementProxy | None"  # made on first use of .proxy
     _shoal_funcs: tuple
-    _shoal_seqs: dict | None = None
-    _shoal_marks: dict | None = None  # domain -> (call mark, reducer, target) of the last contribute()
+    _shoal_seq = 0  # contributions made to the collection's reductions (reductions.py)
+    _shoal_seqs: dict | None = None  # section -> contributions made to its reductions
     _shoal_channels: dict | None = None
     # Runtime state kept on an element, read with getattr (class defaults here): reading an
     # instance's __dict__ makes CPython (3.11+) drop its fast attribute layout, which made
@@ -121,6 +123,18 @@ class Chare:
     _shoal_syncs = 0  # at_sync() calls
     _shoal_synced = False  # waiting in at_sync() for the round
     _shoal_pending: list | None = None  # calls and waits held until a condition holds (conditions.py)
+
+    @property
+    def proxy(self) -> "ElementProxy":
+        """This element's own proxy (made on first use, then kept)."""
+        p = self._shoal_proxy
+        if p is None:
+            from .proxy import proxy_classes
+
+            info = self.collection._info
+            index = self.index
+            p = self._shoal_proxy = proxy_classes(info.cls)[0](info, index if type(index) is tuple else (index,))
+        return p
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -108,11 +108,18 @@ class CollectionInfo:
         """The indices of a dense array whose home is ``pe``, in row-major order."""
         assert self.shape is not None
         if self.placement is None:
-            n = self.size
-            lo, hi = -(-pe * n // npes), -(-(pe + 1) * n // npes)
+            lo, hi = self.block(pe, npes)
+            if len(self.shape) == 1:
+                return zip(range(lo, hi))
             cols = np.unravel_index(np.arange(lo, hi), self.shape)
             return zip(*(c.tolist() for c in cols))
         return (i for i in np.ndindex(*self.shape) if self.home(i, npes) == pe)
+
+    def block(self, pe: int, npes: int) -> tuple[int, int]:
+        """The row-major numbers ``[lo, hi)`` of the elements of a dense array with the
+        default placement whose home is ``pe``."""
+        n = self.size
+        return -(-pe * n // npes), -(-(pe + 1) * n // npes)
 
     def hosts(self, npes: int) -> Sequence[int]:
         """The sorted PEs that are home to at least one element (dense arrays and groups)."""
@@ -137,7 +144,7 @@ def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int,
 class CollectionState:
     """One PE's part of a collection."""
 
-    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred", "size")
+    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred", "size", "first", "_proxy")
 
     def __init__(self, info: CollectionInfo):
         self.info = info
@@ -149,6 +156,19 @@ class CollectionState:
         self.early: dict[tuple, list] = {}  # messages to elements not inserted yet
         self.deferred: list = []  # broadcasts and contributions waiting for `done`
         self.size = info.size  # elements in the whole collection (a sparse array's: once complete)
+        #: the row-major number of the first element of ``elements`` while they are this
+        #: PE's block of a dense array in order (as created, none moved in or out), else -1
+        self.first = -1
+        self._proxy: "CollectionProxy | None" = None
+
+    @property
+    def proxy(self) -> "CollectionProxy":
+        """The collection's proxy, shared as ``collection`` by the elements on this PE."""
+        if self._proxy is None:
+            from .proxy import proxy_classes
+
+            self._proxy = proxy_classes(self.info.cls)[1](self.info)
+        return self._proxy
 
 
 def Group(cls: type, args: Sequence[Any] = (), pes: Sequence[int] | None = None) -> "CollectionProxy":

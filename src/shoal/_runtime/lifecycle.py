@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..errors import ShoalError
 from . import tree
 from .chare import Chare, entry_table
@@ -138,29 +136,39 @@ class Lifecycle:
             )
 
     def construct(self, cs: CollectionState, index: tuple, args: tuple) -> None:
+        """Make element ``index`` here: its runtime slots, then ``__init__(*args)``, then the
+        messages that came for it before it existed."""
+        self.construct_all(cs, (index,), args)
+
+    def construct_all(self, cs: CollectionState, indices: Any, args: tuple) -> None:
+        """:meth:`construct` for each of ``indices`` (the loop of a collection's creation:
+        a million elements take a second or less)."""
         rt = self.rt
         info = cs.info
         cls: Any = info.cls
-        el = cls.__new__(cls)
-        el._shoal_load = np.zeros(2)
-        el._shoal_held = None
-        el.index = index[0] if info.kind == "group" else index
-        elem_cls, coll_cls, _ = proxy_classes(cls)
-        el.proxy = elem_cls(info, index)
-        el.collection = coll_cls(info)
-        cs.elements[index] = el
-        rt.counts.depth += 1
-        try:
-            el.__init__(*args)
-        except BaseException as exc:  # noqa: BLE001
-            rt.counts.depth -= 1
-            rt.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
-            return
-        rt.counts.depth -= 1
-        early = cs.early.pop(index, None)
-        if early:
-            for header, segments in early:
-                rt.dispatch(header, segments)
+        new, init, load = cls.__new__, cls.__init__, rt.new_load
+        elements, early, counts = cs.elements, cs.early, rt.counts
+        collection = cs.proxy
+        group = info.kind == "group"
+        for index in indices:
+            el = new(cls)
+            el._shoal_load = load() if load is not None else None
+            el._shoal_held = None
+            el._shoal_proxy = None
+            el.index = index[0] if group else index
+            el.collection = collection
+            elements[index] = el
+            counts.depth += 1
+            try:
+                init(el, *args)
+            except BaseException as exc:  # noqa: BLE001
+                counts.depth -= 1
+                rt.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
+                return
+            counts.depth -= 1
+            if early:
+                for header, segments in early.pop(index, ()):
+                    rt.dispatch(header, segments)
 
     def on_create(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         rt = self.rt
@@ -181,8 +189,9 @@ class Lifecycle:
             cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)
             local = ([(rt.pe,)] if info.kind == "group" else list(info.local_indices(rt.pe, rt.npes))) if cs.span else []
             cs.count = len(local)
-            for idx in local:
-                self.construct(cs, idx, args)
+            if info.kind == "dense" and info.placement is None:
+                cs.first = info.block(rt.pe, rt.npes)[0]
+            self.construct_all(cs, local, args)
         for h, s in rt.unknown.pop(coll, ()):
             rt.dispatch(h, s)
         rt.reductions.resume_collection(coll)

@@ -27,7 +27,6 @@ from ..errors import MigrationError
 from . import channels, receive_sets
 from .chare import Chare
 from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header
-from .proxy import proxy_classes
 
 if TYPE_CHECKING:
     from .collections import CollectionState
@@ -38,7 +37,7 @@ __all__ = ["Migration", "RUNTIME_ATTRS"]
 #: what the runtime keeps in an element's ``__dict__`` and moves with it, whatever the
 #: class's ``__getstate__`` returns
 RUNTIME_ATTRS = (
-    "_shoal_seqs", "_shoal_marks", "_shoal_channels", "_shoal_channel_early", "_shoal_channel_counts",
+    "_shoal_seq", "_shoal_seqs", "_shoal_channels", "_shoal_channel_early", "_shoal_channel_counts",
     "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced",
 )
 _SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away", "_shoal_comm"))
@@ -80,6 +79,7 @@ class Migration:
         finally:
             channels._moving = False
         del cs.elements[index]
+        cs.first = -1  # no longer the PE's block in order
         rt.send_raw(dest, pack_header(Kind.MIGRATE, 0, rt.pe, moves, info.id, index), segments, info.id)
         rt.locations.depart(info, index, dest, moves)
         self._send_queued(info.id, index, dest)
@@ -91,7 +91,7 @@ class Migration:
         """Refuse to pack an element that a coroutine or a pending receive holds on to."""
         where = f"{type(el).__qualname__} element {_show(el.proxy._index)} on PE {self.rt.pe}"
         for task in self.rt.suspended:
-            if task.load is el._shoal_load:
+            if task.element is el:
                 raise MigrationError(
                     f"{where} cannot {what}: its async entry method {task.where} is suspended (awaiting "
                     f"{task.waiting!r}); a coroutine cannot travel. Call at_sync() at a point where its "
@@ -144,6 +144,7 @@ class Migration:
         el._shoal_away = info.home(index, rt.npes) != rt.pe
         old = rt.locations.locate(info, index)
         cs.elements[index] = el
+        cs.first = -1
         rt.locations.arrive(info, index, moves)
         if old != rt.pe:  # this PE's own messages to it went that way: fence them
             el._shoal_held = {rt.pe: []}
@@ -245,16 +246,17 @@ def pack(el: Chare) -> tuple:
 def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) -> Chare:
     """The element ``pack`` described, made on this PE."""
     cls, runtime, state = packed
-    info = cs.info
     el = cls.__new__(cls)
-    el._shoal_load = np.zeros(2)
+    el._shoal_load = rt.new_load() if rt.new_load is not None else None
     el._shoal_held = None
+    el._shoal_proxy = None
     el.index = index
-    elem_cls, coll_cls, _ = proxy_classes(cls)
-    el.proxy = elem_cls(info, index)
-    el.collection = coll_cls(info)
+    el.collection = cs.proxy
     # attribute by attribute, not __dict__.update: a touched __dict__ makes CPython drop
     # the fast attribute layout, and every entry method of the element would pay for it
+    seqs = runtime.get("_shoal_seqs")
+    if seqs and (cs.info.id,) in seqs:  # a checkpoint written before _shoal_seq existed
+        runtime = {**runtime, "_shoal_seq": seqs[(cs.info.id,)]}
     for k, v in runtime.items():
         object.__setattr__(el, k, v)
     setstate = getattr(el, "__setstate__", None)
@@ -263,7 +265,8 @@ def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) ->
     else:
         fields, slots = state if isinstance(state, tuple) else (state, None)  # (dict, slots) with slots
         for k, v in {**(fields or {}), **(slots or {})}.items():
-            object.__setattr__(el, k, v)
+            if k not in _SKIP:
+                object.__setattr__(el, k, v)
     for ch in (el._shoal_channels or {}).values():
         ch.chare = el
     return el

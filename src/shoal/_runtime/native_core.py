@@ -85,6 +85,8 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future, ReceiveSet, Chare,
         _PENDING, _DONE,
     )
+    if rt.new_load is not None:
+        rt.new_load = module.Load
     module.configure_proxies(vars(context), slow_call, EntryRef)
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
     return core

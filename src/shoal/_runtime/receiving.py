@@ -23,6 +23,7 @@ from .collections import CollectionInfo, CollectionState
 from .futures import Failure, Future, Task, annotate, future_handle
 from .location import Locations, Route
 from .message import FWD, HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
+from .reductions import PENDING, Block
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:
@@ -218,13 +219,15 @@ class Receiving:
         try:
             r = fn(el, *args, **kwargs) if kwargs else fn(el, *args)
         except BaseException as exc:  # noqa: BLE001
-            el._shoal_load[0] += _clock() - t0
+            if el._shoal_load is not None:
+                el._shoal_load[0] += _clock() - t0
             self.current_element = caller
             self.counts.depth -= 1
             self._entry_failed(el, fn, exc, reply)
             return
         t1 = _clock()
-        el._shoal_load[0] += t1 - t0
+        if el._shoal_load is not None:
+            el._shoal_load[0] += t1 - t0
         self.current_element = caller
         counts.depth -= 1
         if not counts.depth:
@@ -311,6 +314,14 @@ class Receiving:
             return
         target = future_handle(src, aux)
         domain = (cs.info.id, "ret", src, aux)
+        if cs.first >= 0 and self._run_each is not None:  # compiled: the values as one Block
+            values: list = []
+            pending = self._run_each(list(cs.elements.values()), entry, args, kwargs, values,
+                                     lambda el: self.contributor(domain, el, target, None), PENDING)
+            shape = cs.info.shape
+            assert shape is not None  # first >= 0: a dense array
+            self.reductions.contribute_block(domain, Block(cs.first, values, shape), pending, target)
+            return
         for el in list(cs.elements.values()):
             self.run_entry(el, entry, args, kwargs, self.contributor(domain, el, target, None))
 

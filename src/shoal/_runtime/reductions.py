@@ -20,6 +20,7 @@ import functools
 import operator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 
 from ..errors import ReductionError
 from . import proxy as _proxy
@@ -110,6 +111,10 @@ class ReductionManager:
         self.exchanges: dict[tuple, _Exchange] = {}  # butterfly all-reduces under way here
         #: all-reduces with contributions of elements away from home: the PEs they are on
         self.remote_waiters: dict[tuple, set[int]] = {}
+        #: (element id, domain) -> (reducer name, target) of the contributions made in the
+        #: running call, the call told by its mark (see _check_once)
+        self.this_call: dict[tuple, tuple] = {}
+        self.call_mark: tuple = ()
 
     def forget_collection(self, coll: int) -> None:
         """Drop the reductions of collection ``coll`` under way here (it was destroyed)."""
@@ -150,11 +155,15 @@ class ReductionManager:
             if (info.id, el.proxy._index) not in self.rt.sections.members(section):
                 raise ReductionError(f"{el!r} contributed to {section!r}, which does not contain it")
             domain = (section._info.id, section.sid)  # a union's: the same for each collection in it
-        seqs = el._shoal_seqs
-        if seqs is None:
-            seqs = el._shoal_seqs = {}
-        seq = seqs.get(domain, 0)
-        seqs[domain] = seq + 1
+        if section is None:  # the common case: a number, not a dict, on each element
+            seq = el._shoal_seq
+            el._shoal_seq = seq + 1
+        else:
+            seqs = el._shoal_seqs
+            if seqs is None:
+                seqs = el._shoal_seqs = {}
+            seq = seqs.get(domain, 0)
+            seqs[domain] = seq + 1
         if waiter is None:
             self._check_once(el, domain, reducer, target, seq)
         if reducer.ordered:
@@ -184,21 +193,31 @@ class ReductionManager:
         """Refuse a second contribute() to the same reducer and target in one call of an
         element: it would silently join the next reduction, which the other elements
         have not reached, and corrupt both totals."""
-        marks = el._shoal_marks
-        if marks is None:
-            marks = el._shoal_marks = {}
         # a call is told from the next by the entry methods begun and the messages received
-        # here since: a coroutine resumes only after one of them resolved what it awaited
+        # here since: a coroutine resumes only after one of them resolved what it awaited.
+        # So only this call's contributions are kept (per PE, not per element)
         counts = self.rt.counts
         mark = (counts.calls, counts.received)
-        last = marks.get(domain)
-        if last is not None and last[0] == mark and last[1] == reducer.name and (last[2] is target or last[2] == target):
+        marks = self.this_call
+        if mark != self.call_mark:
+            self.call_mark = mark
+            marks.clear()
+        key = (id(el), domain)
+        last = marks.get(key)
+        if last is not None and last[0] == reducer.name and (last[1] is target or last[1] == target):
             raise ReductionError(
                 f"{el!r} contributed twice in one call to reductions of {self._name(domain)} with reducer "
                 f"{reducer.name} and target {target!r} (#{seq - 1} and #{seq}); every element contributes once "
                 "per reduction. Contribute once per call, or give a second, separate reduction its own target"
             )
-        marks[domain] = (mark, reducer.name, target)
+        marks[key] = (reducer.name, target)
+
+    def contribute_block(self, domain: tuple, block: Block, pending: int, target: Future) -> None:
+        """This PE's values of a ``ret=True`` broadcast, all at once: each but the
+        ``pending`` ones (``PENDING``: they come as pairs) counts as one contribution."""
+        count = len(block.values) - pending
+        if count:
+            self.add(domain, 0, [block], reducers.gather, target, count, None)
 
     def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
         """The return value of one element of a ``ret=True`` broadcast or multicast (in a
@@ -262,9 +281,8 @@ class ReductionManager:
             self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
             return
         if p.reducer.ordered:
-            pairs = sorted(value, key=operator.itemgetter(0))
-            value = [v for _, v in pairs]
-            failed = next((v for v in value if isinstance(v, Failure)), None)
+            value, plain = in_order(value)
+            failed = None if plain else next((v for v in value if isinstance(v, Failure)), None)
             if failed is not None:  # a ret=True broadcast in which elements raised (each sent its
                 if isinstance(p.target, Future):  # error already): every outcome, for a future
                     p.target.send(Outcomes(failed.exc, value))  # that wants them (each_outcome)
@@ -354,6 +372,60 @@ class ReductionManager:
         info = self.rt.infos.get(domain[0])
         what = info.cls.__qualname__ if info else f"collection {domain[0]:#x}"
         return f"{what}" + (" section" if len(domain) > 1 else "")
+
+
+class Block:
+    """The values of a run of consecutive elements of a dense array, in row-major order
+    from element number ``first`` (a ``ret=True`` broadcast's part from one PE whose
+    elements are its block as created: no index travels with each value). A value that
+    is ``PENDING`` came separately, as an ``(index, value)`` pair."""
+
+    __slots__ = ("first", "values", "shape")
+
+    def __init__(self, first: int, values: list, shape: tuple):
+        self.first, self.values, self.shape = first, values, shape
+
+    def __reduce__(self) -> tuple:
+        return Block, (self.first, self.values, self.shape)
+
+    def pairs(self) -> list:
+        """``(index, value)`` for each value that is not ``PENDING``."""
+        keep = [i for i, v in enumerate(self.values) if v is not PENDING]
+        if len(self.shape) == 1:
+            keys: Any = ((self.first + i,) for i in keep)
+        else:
+            keys = zip(*(c.tolist() for c in np.unravel_index(np.asarray(keep, dtype=np.int64) + self.first, self.shape)))
+        return list(zip(keys, (self.values[i] for i in keep)))
+
+
+class _Pending:
+    def __reduce__(self) -> str:
+        return "PENDING"
+
+    def __repr__(self) -> str:
+        return "<pending>"
+
+
+#: a Block's placeholder for a value that comes as a pair of its own
+PENDING = _Pending()
+
+
+def in_order(items: list) -> tuple[list, bool]:
+    """The values of an ordered reduction (``(key, value)`` pairs and :class:`Block` objects)
+    by key; and whether it came as Blocks only (plain values: no element raised)."""
+    if all(type(x) is Block for x in items):
+        out: list = []
+        for block in sorted(items, key=operator.attrgetter("first")):
+            out.extend(block.values)
+        return out, True
+    pairs: list = []
+    for x in items:
+        if type(x) is Block:
+            pairs.extend(x.pairs())
+        else:
+            pairs.append(x)
+    pairs.sort(key=operator.itemgetter(0))
+    return [v for _, v in pairs], False
 
 
 def _order_key(el: "Chare", section: Any) -> Any:

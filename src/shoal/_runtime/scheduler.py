@@ -14,6 +14,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 
 from ..settings import Settings
 from . import tree
@@ -129,6 +130,10 @@ class Runtime(Receiving, Sending):
         self._poll = transport.poll  # bound once: step() runs millions of times
         self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver
+        #: makes a new element's load counters (Chare._shoal_load; the core's compact type
+        #: where there is one), or None: no balancer reads loads (``--lb`` unset), so
+        #: elements carry none and their calls are not timed
+        self.new_load: Callable[[], Any] | None = _zero_pair if settings.lb else None
         core = self._core = attach_core(transport, self)
         self.counts: Counts = core or Counts()
         #: the compiled paths' clock in seconds (element loads and traces), None without a core
@@ -293,3 +298,7 @@ def _pending_sets(el: Chare, pe: int) -> list[str]:
     return [f"PE {pe}: {w!r} waits for {len(chs)} message(s), on " + ", ".join(map(repr, chs))
             for w, chs in sets.values()]
 
+
+def _zero_pair() -> Any:
+    """Load counters for the Python paths: [seconds, ticks]."""
+    return np.zeros(2)

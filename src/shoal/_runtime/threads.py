@@ -121,7 +121,8 @@ class Thread(greenlet.greenlet):
                 self._end(value)
         finally:
             t1 = _clock()
-            el._shoal_load[0] += t1 - t0
+            if el._shoal_load is not None:
+                el._shoal_load[0] += t1 - t0
             rt.current_element = caller
             counts.depth -= 1
             if not counts.depth:

@@ -1,0 +1,102 @@
+"""``shoal bench scale``: issue 19's cost-at-scale figures, measured side by side.
+
+* ``elements``: an Array of ``--elements`` trivial elements on ``-n`` PEs (a real MPI
+  job, :mod:`.worker`): the time to create it and answer its first ``ret=True``
+  broadcast, resident memory per element, and the time per element of further
+  broadcasts (``ret=True``, and completed by a ``nop`` reduction), medians of ``--trials``.
+* ``startup``: ``shoal run -n P hello.py`` against ``mpiexec -n P python -c "from mpi4py
+  import MPI"``, interleaved, ``--trials`` each: medians with bootstrap 95% CIs, and the
+  ratio of medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main"]
+
+WORKER = Path(__file__).with_name("worker.py")
+HELLO = 'import shoal\n\ndef main(args):\n    print("hello from PE", shoal.my_pe(), "of", shoal.num_pes())\n\nshoal.start(main)\n'
+
+
+def _elements(ns: argparse.Namespace) -> int:
+    from ...bench.stats import median
+    env = dict(os.environ)
+    if ns.lb:
+        env["SHOAL_LB"] = ns.lb
+    cmd = [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes), str(WORKER), str(ns.elements), str(ns.trials)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        return proc.returncode
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    n = r["elements"]
+    print(f"elements: {n:,} on {r['pes']} PEs" + (f" (--lb {ns.lb}: elements keep load counters)" if ns.lb else ""))
+    print(f"  create + first ret=True broadcast  {r['create_and_first_broadcast_s']:.3f} s")
+    print(f"  resident memory per element        {r['bytes_per_element']:.0f} B")
+    print(f"  ret=True broadcast, per element    {median(r['ret_broadcast_s']) / n * 1e9:.1f} ns  (median of {ns.trials})")
+    print(f"  broadcast + nop reduction, per el. {median(r['nop_broadcast_s']) / n * 1e9:.1f} ns  (median of {ns.trials})")
+    if ns.json:
+        print(json.dumps(r))
+    return 0
+
+
+def _startup(ns: argparse.Namespace) -> int:
+    from ...bench.stats import median, median_ci, ratio_ci, ratio_of_medians
+    from ...launcher import find_mpiexec
+
+    mpiexec = find_mpiexec(None)
+    with tempfile.TemporaryDirectory() as tmp:
+        hello = Path(tmp) / "hello.py"
+        hello.write_text(HELLO)
+        commands = {
+            "shoal run": [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes), str(hello)],
+            "mpiexec + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c", "from mpi4py import MPI"],
+        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for trial in range(ns.trials + 1):  # the first round warms the file cache and is dropped
+            for name, cmd in commands.items():
+                t = time.perf_counter()
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
+                elapsed = time.perf_counter() - t
+                if proc.returncode:
+                    sys.stderr.write(f"{' '.join(cmd)} failed:\n{proc.stdout}{proc.stderr}")
+                    return proc.returncode
+                if trial:
+                    times[name].append(elapsed)
+    print(f"start-up on {ns.pes} PEs, {ns.trials} interleaved trials (the command's wall time, from this process):")
+    for name, samples in times.items():
+        ci = median_ci(samples, confidence=0.95)
+        print(f"  {name:<18} median {median(samples):.3f} s  95% CI [{ci.low:.3f}, {ci.high:.3f}]")
+    ratio = ratio_of_medians(times["shoal run"], times["mpiexec + mpi4py"])
+    ci = ratio_ci(times["shoal run"], times["mpiexec + mpi4py"], confidence=0.95)
+    print(f"  shoal run / mpiexec + mpi4py: {ratio:.2f}x  95% CI [{ci.low:.2f}, {ci.high:.2f}]")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="shoal bench scale", description=__doc__.splitlines()[0])
+    p.add_argument("what", nargs="?", choices=("elements", "startup", "all"), default="all")
+    p.add_argument("-n", "--pes", type=int, default=2, help="PEs (2)")
+    p.add_argument("--elements", type=int, default=1_000_000, help="elements: Array size (1000000)")
+    p.add_argument("--trials", type=int, default=5, help="trials (5)")
+    p.add_argument("--lb", default="", help="elements: run with this load balancer set (elements then keep load counters)")
+    p.add_argument("--json", action="store_true", help="elements: also print the job's JSON line")
+    ns = p.parse_args(argv)
+    if ns.pes < 1 or ns.elements < 1 or ns.trials < 3:
+        p.error("give -n >= 1, --elements >= 1 and --trials >= 3")
+    code = 0
+    if ns.what in ("elements", "all"):
+        code = _elements(ns)
+    if ns.what in ("startup", "all") and not code:
+        code = _startup(ns)
+    return code
