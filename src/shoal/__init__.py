@@ -1,6 +1,7 @@
 """shoal: message-driven, migratable Python objects (chares) over MPI."""
 
-from . import pool
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
 from .errors import (
     BlockingCallError,
     ChannelError,
@@ -12,22 +13,84 @@ from .errors import (
     RemoteError,
     ShoalError,
 )
-from .pool import BrokenPool, Executor
-from ._runtime.attach import attach, detach
-from ._runtime.channels import Channel
-from ._runtime.chare import Chare
-from ._runtime.collections import Array, Group, destroy
-from ._runtime.context import my_pe, num_pes
-from ._runtime.engine import exit as exit  # qualified only (see below)
-from ._runtime.engine import call_later, mpi_comm, quiescence, run, start
-from ._runtime.futures import Future, gather
-from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
-from ._runtime.receive_sets import ReceiveSet
-from ._runtime.reducers import Reducer, reducers
-from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
-from ._runtime.strategies import register_strategy
-from ._runtime.threads import threaded
-from ._runtime.conditions import when, wait_until
+
+if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal run` starts fast
+    from . import pool
+    from .pool import BrokenPool, Executor
+    from ._runtime.attach import attach, detach
+    from ._runtime.channels import Channel
+    from ._runtime.chare import Chare
+    from ._runtime.collections import Array, Group, destroy
+    from ._runtime.context import my_pe, num_pes
+    from ._runtime.engine import exit as exit  # qualified only (see below)
+    from ._runtime.engine import call_later, mpi_comm, quiescence, run, start
+    from ._runtime.futures import Future, gather
+    from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
+    from ._runtime.receive_sets import ReceiveSet
+    from ._runtime.reducers import Reducer, reducers
+    from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
+    from ._runtime.strategies import register_strategy
+    from ._runtime.threads import threaded
+    from ._runtime.conditions import when, wait_until
+
+#: public name -> the module that defines it. The runtime (and NumPy with it) is imported
+#: when a program first touches one of these, not by ``import shoal``: the launcher of
+#: ``shoal run`` and the command line need none of it.
+_LAZY = {
+    "pool": ".pool",
+    "BrokenPool": ".pool",
+    "Executor": ".pool",
+    "attach": "._runtime.attach",
+    "detach": "._runtime.attach",
+    "Channel": "._runtime.channels",
+    "Chare": "._runtime.chare",
+    "Array": "._runtime.collections",
+    "Group": "._runtime.collections",
+    "destroy": "._runtime.collections",
+    "my_pe": "._runtime.context",
+    "num_pes": "._runtime.context",
+    "exit": "._runtime.engine",
+    "call_later": "._runtime.engine",
+    "mpi_comm": "._runtime.engine",
+    "quiescence": "._runtime.engine",
+    "run": "._runtime.engine",
+    "start": "._runtime.engine",
+    "Future": "._runtime.futures",
+    "gather": "._runtime.futures",
+    "CollectionProxy": "._runtime.proxy",
+    "ElementProxy": "._runtime.proxy",
+    "SectionProxy": "._runtime.proxy",
+    "ReceiveSet": "._runtime.receive_sets",
+    "Reducer": "._runtime.reducers",
+    "reducers": "._runtime.reducers",
+    "checkpoint": "._runtime.checkpoint",
+    "checkpoint_point": "._runtime.checkpoint",
+    "checkpoint_point_sync": "._runtime.checkpoint",
+    "checkpoint_sync": "._runtime.checkpoint",
+    "restarted": "._runtime.checkpoint",
+    "register_strategy": "._runtime.strategies",
+    "threaded": "._runtime.threads",
+    "when": "._runtime.conditions",
+    "wait_until": "._runtime.conditions",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    """Load a public name of the runtime on first use (PEP 562), then keep it here."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'shoal' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(where, __name__)
+    value = module if where == "." + name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

@@ -128,10 +128,18 @@ class _Job:
             except OSError as exc:
                 _say(f"cannot start {self.cmd[0]}: {exc}")
                 return 127
-            while proc.poll() is None:
-                if self.signum:
-                    return self._stop(proc, self.signum)
-                self._watch(wake_r, proc)
+            exited = _exit_fd(proc.pid)  # readable when mpiexec ends: the wait below wakes at once
+            if exited is not None:
+                self.poller.register(exited, select.POLLIN)
+            try:
+                while proc.poll() is None:
+                    if self.signum:
+                        return self._stop(proc, self.signum)
+                    self._watch(wake_r, proc)
+            finally:
+                if exited is not None:
+                    self.poller.unregister(exited)
+                    os.close(exited)
             if self.signum:
                 return self._stop(proc, self.signum)
             rc = proc.returncode
@@ -289,6 +297,14 @@ def _uses_mpi(pid: int) -> bool:
             return any("libmpi" in line for line in f)
     except OSError:
         return False
+
+
+def _exit_fd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process ``pid`` ends (Linux pidfd), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _raise_file_limit(pes: int) -> None:
