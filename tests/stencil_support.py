@@ -1,5 +1,5 @@
 """Helpers of the stencil tests: a job to run a program in, a grid of three fields,
-equality, and two programs written once for stencil fields and NumPy arrays."""
+equality, the blocking report, and two programs written once for stencil fields and NumPy arrays."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import shoal
 from shoal.stencil import Stencil, maximum, minimum, sqrt, where
 
-__all__ = ["run_on", "same", "Grid", "start", "finish", "program", "grouped"]
+__all__ = ["run_on", "same", "blocking_report", "Grid", "start", "finish", "program", "grouped"]
 
 
 def run_on(pes, body):
@@ -21,6 +21,12 @@ def run_on(pes, body):
     code = shoal.run(main, [], transport="inproc", pes=pes, deadlock_timeout=5.0)
     assert code == 0
     return out["value"]
+
+
+def blocking_report(g):
+    """Per tile, what temporal blocking did (``Tile.blocking``: passes, steps, k, ghost,
+    redundant points, the ghost layers held, ...), in tile order."""
+    return sorted(g._handle.tiles.blocking(ret=True).get(), key=lambda b: b["index"])
 
 
 def same(a, b):
@@ -73,3 +79,18 @@ def grouped(u, v, w, d):
     v[c] = u[up] * 0.5 + u[down]
     w[c] = v[c] * 2 + u[c]
     v[c] = v[c] + w[c] / 3
+
+
+def burgers_stencil(n: int) -> type:
+    """A Stencil of the benchmark's Burgers step (fields u, v, un, vn; ``n`` sets dx, dt)."""
+    from shoal.bench.stencil.problems import burgers_numpy
+
+    class Burgers(Stencil):
+        fields = ("u", "v", "un", "vn")
+
+        def step(self):
+            burgers_numpy(self.u, self.v, self.un, self.vn, n)
+            self.u, self.un = self.un, self.u
+            self.v, self.vn = self.vn, self.v
+
+    return Burgers

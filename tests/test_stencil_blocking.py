@@ -10,7 +10,7 @@ import pytest
 
 from shoal.stencil import Stencil, norm
 from shoal.bench.stencil.problems import burgers_numpy, jacobi_numpy
-from stencil_support import run_on, same
+from stencil_support import burgers_stencil, run_on, same
 
 
 @pytest.fixture
@@ -45,13 +45,7 @@ def run_burgers(shape, steps, pes=1, odf=1, time_blocking=True):
     n = max(shape)  # sets dx and dt: stable on every test grid
     init = burgers_init(shape, 3)
 
-    class Burgers(Stencil):
-        fields = ("u", "v", "un", "vn")
-
-        def step(self):
-            burgers_numpy(self.u, self.v, self.un, self.vn, n)
-            self.u, self.un = self.un, self.u
-            self.v, self.vn = self.vn, self.v
+    Burgers = burgers_stencil(n)
 
     def body():
         g = Burgers(shape, odf=odf, time_blocking=time_blocking)
@@ -78,10 +72,14 @@ def test_burgers_time_blocked_is_bit_for_bit_numpy(shape, steps, band, thin_band
 
 
 @pytest.mark.parametrize("pes, odf", [(1, 2), (2, 1), (3, 2)])
-def test_tiles_with_neighbours_run_plain_steps_exactly(pes, odf):
-    out, stats, mode, want = run_burgers((41, 27), 11, pes, odf)
+def test_tiles_with_neighbours_run_deep_passes_exactly(pes, odf):
+    """Tiles with neighbours block in time too, with deep ghost exchanges
+    (tests/test_stencil_deep_halo.py has the details); off, they run plain steps."""
+    out, stats, mode, want = run_burgers((70, 27), 11, pes, odf)  # tiles of 11 rows or more
     assert mode == "loop" and all(same(a, b) for a, b in zip(out, want))
-    assert len(stats) == pes * odf and all(s == (0, 0, 0, 0) for s in stats)  # ghosts move between steps
+    assert len(stats) == pes * odf and all(s[0] > 0 and s[1] >= 6 for s in stats)
+    plain, stats, _, _ = run_burgers((70, 27), 11, pes, odf, time_blocking=False)
+    assert all(same(a, b) for a, b in zip(plain, want)) and all(s == (0, 0, 0, 0) for s in stats)
 
 
 class Jacobi(Stencil):

@@ -235,8 +235,8 @@ def test_random_loop_bodies_time_blocked_equal_numpy(data):
         out.update({k: getattr(g, k).to_numpy() for k in FIELDS})
         out["blocked"] = g._handle.tiles.blocking(ret=True).get()[0]["steps"]
 
-    def half_the_tile(per_step, layer, layers, budget):
-        return plan(per_step, layer, layers, layer * (layers // 2))
+    def half_the_tile(per_step, layer, layers, budget, **options):
+        return plan(per_step, layer, layers, layer * (layers // 2), **options)
 
     real = backend.plan
     backend.plan = half_the_tile

@@ -1,9 +1,11 @@
 """The backend: tiles of the grid as elements of a chare Array.
 
-Each :class:`Tile` owns a box of the grid plus ``ghost`` layers on every side, for
-every field. Requests from the frontend (batches of steps, gathers, scatters,
-reductions) carry sequence numbers and run strictly in order, one at a time, in an
-``async`` driver; awaiting halos or a reduction lets the PE's other tiles run.
+Each :class:`Tile` owns a box of the grid plus ghost layers on every side, for every
+field: ``ghost_depth`` of them, or more along the axes split into tiles where deep
+passes may run (:mod:`shoal.stencil.deep_halo`). Requests from the frontend (batches
+of steps, gathers, scatters, reductions) carry sequence numbers and run strictly in
+order, one at a time, in an ``async`` driver; awaiting halos or a reduction lets the
+PE's other tiles run.
 
 Halos move over one channel per neighbour (:mod:`shoal.stencil.halo`); tile arrays are
 laid out for the kernels as :mod:`shoal.stencil.layout` describes.
@@ -18,8 +20,9 @@ import numpy as np
 
 import shoal
 
-from .blocking import BlockStatement, TimeBlocker, cache_budget, plan
+from .blocking import BlockStatement, TimeBlocker, cache_budget, in_order, plan
 from .build import load_kernel, managed_zeros
+from .deep_halo import DeepLoop, Pass, Use, applies, ghost_depths
 from .halo import Halos
 from .interface import GridSpec, tile_bounds
 from .layout import aligned, first_written, whole_rows
@@ -79,13 +82,15 @@ class Tile(Halos, shoal.Chare):
         self.spec = spec
         self.dims = dims
         self.lo, self.hi = tile_bounds(index, dims, spec.shape)
-        g = spec.ghost
         self.size = [h - lo for lo, h in zip(self.lo, self.hi)]
-        local = tuple(s + 2 * g for s in self.size)
+        self.deep = applies(spec, dims)
+        self.ghosts = ghost_depths(spec.shape, dims, spec.ghost, self.deep)
+        local = tuple(s + 2 * g for s, g in zip(self.size, self.ghosts))
         self.raw: list[np.ndarray] = []
         self.arrays: list[np.ndarray] = []
-        column = first_written(self.lo[-1], self.hi[-1], g)
+        column = first_written(self.lo[-1], self.hi[-1], spec.ghost, self.ghosts[-1])
         zeros = managed_zeros if spec.device == "cuda" else np.zeros
+        g = self.ghosts[-1]
         whole = len(local) > 1 and dims[-1] == 1 and g > 0
         for dt in spec.dtypes:
             raw, view = whole_rows(local, dt, column, g, zeros) if whole else aligned(local, dt, column, zeros)
@@ -112,8 +117,9 @@ class Tile(Halos, shoal.Chare):
         self.solve_steps = 0
         self.stopped = -1
         self.piece_bytes = 0
-        self.blockers: dict[tuple, TimeBlocker | None] = {}
-        self.blocked = {"passes": 0, "steps": 0, "calls": 0, "depth": 0, "band": 0, "lag": 0}
+        self.blockers: dict[tuple, Any] = {}  # per loop body: its TimeBlocker (and DeepLoop), or None
+        self.blocked = {"passes": 0, "steps": 0, "calls": 0, "depth": 0, "band": 0, "lag": 0, "width": 0,
+                        "lag1": 0, "k": 0, "ghost": 0, "redundant": 0}
 
     # -- requests, run in sequence order ------------------------------------------------
     def batch(self, batch: Batch, fut: shoal.Future) -> None:
@@ -134,8 +140,13 @@ class Tile(Halos, shoal.Chare):
 
     def blocking(self) -> dict:
         """What temporal blocking did on this tile so far: passes, the steps they ran,
-        kernel calls, and the last plan (depth, band, lag); zeros if it never applied."""
-        return dict(self.blocked, index=self.index)
+        kernel calls, and the last plan (depth: steps per wavefront, band, lag; width and
+        lag1 where it runs in strips of axis 1); for deep
+        passes (a tile with neighbours) also the last one's ``k`` (the most steps a pass
+        may run between exchanges there), ``ghost`` (the deepest ghost layer its
+        exchange filled) and ``redundant`` (points computed outside the owned box, all
+        passes together); zeros where it never applied."""
+        return dict(self.blocked, index=self.index, ghosts=self.ghosts)
 
     def free(self) -> None:
         self.arrays, self.raw = [], []
@@ -170,8 +181,7 @@ class Tile(Halos, shoal.Chare):
             self.running = False
 
     def _owned(self) -> tuple[slice, ...]:
-        g = self.spec.ghost
-        return tuple(slice(g, g + s) for s in self.size)
+        return tuple(slice(g, g + s) for g, s in zip(self.ghosts, self.size))
 
     def _gather(self, field: int, fut: shoal.Future) -> None:
         piece = self.arrays[field][self._owned()].copy()
@@ -207,15 +217,20 @@ class Tile(Halos, shoal.Chare):
 
     async def _loop(self, item: Loop) -> bool:
         """Run a backend loop; True if a check stopped it (``solve_steps`` is then the
-        step it stopped at). Several steps per pass where temporal blocking applies."""
+        step it stopped at). Several steps per pass where temporal blocking applies: on
+        a tile with no neighbours, or in deep passes (one exchange per pass)."""
         p = len(item.body)
-        blocker = self._blocker(item)
+        blocker, deep = self._blocker(item)
         i = 0
         while i < item.steps:
             if blocker is not None:
-                t = self._pass_length(item, i, blocker.plan.depth)
-                if t >= 1:
-                    calls = blocker.run(i % p, t)
+                depth = blocker.plan.depth if deep is None else deep.steps(i % p)
+                t = self._pass_length(item, i, depth)
+                if t >= 1 and (deep is None or t >= 2):
+                    if deep is None:
+                        calls = blocker.run(i % p, t)
+                    else:
+                        calls = await self._deep_pass(blocker, deep, i % p, t)
                     self.solve_steps += t
                     i += t
                     b = self.blocked
@@ -235,6 +250,26 @@ class Tile(Halos, shoal.Chare):
                 return True
         return False
 
+    async def _deep_pass(self, blocker: TimeBlocker, deep: DeepLoop, start: int, count: int) -> int:
+        """Steps ``start .. start + count - 1`` of a loop body as one deep pass: the deep
+        exchange, then the steps on boxes grown into the ghosts; returns the kernel calls."""
+        one: Pass = deep.pass_for(start, count)
+        if one.plan.exchange:
+            await self._exchange(("x", one.plan.exchange, True), None)
+        b = self.blocked
+        b["k"] = deep.steps(start)
+        b["ghost"] = one.plan.depth
+        b["redundant"] += one.redundant
+
+        def statements() -> list[list[BlockStatement]]:
+            out = []
+            for i0, i1 in one.steps:
+                out.append([self._block_statement(sid)._replace(box=box)
+                            for sid, box in zip(one.sids[i0:i1], one.boxes[i0:i1]) if box is not None])
+            return out
+
+        return blocker.run_steps(("deep", start, count), statements)
+
     def _pass_length(self, item: Loop, i: int, depth: int) -> int:
         """Steps in the pass starting at step ``i`` of ``item``: up to ``depth``, ending
         at the first step with a convergence check (it runs between passes)."""
@@ -246,47 +281,66 @@ class Tile(Halos, shoal.Chare):
         return t
 
     def _may_block(self) -> bool:
-        """Whether temporal blocking can apply on this tile: no neighbours (no ghosts to
-        exchange between steps), a CPU, a grid of 2 or more axes, not turned off."""
+        """Whether temporal blocking can apply on this tile: a CPU, a grid of 2 or more
+        axes, not turned off, and no neighbours (no ghosts to exchange between steps)
+        or deep passes possible (ghosts exchanged once per pass)."""
         spec = self.spec
-        return not self.chan and spec.device == "cpu" and spec.time_blocking and len(self.size) >= 2
+        return spec.device == "cpu" and spec.time_blocking and len(self.size) >= 2 and (not self.chan or self.deep)
 
-    def _blocker(self, item: Loop) -> TimeBlocker | None:
-        """The temporal blocker of ``item`` on this tile, or None where it does not apply:
-        a tile with neighbours (ghosts must be exchanged between steps), a GPU, a 1-d
-        grid, ``time_blocking=False``, or a statement run with NumPy or through scratch."""
+    def _block_statement(self, sid: int) -> BlockStatement:
+        """Statement ``sid`` as the wavefront driver calls it, on its box here."""
+        entry, prep = self.stmts[sid]
+        return BlockStatement(ctypes.cast(prep.fn, ctypes.c_void_p).value or 0, prep.ptrs, prep.box,
+                              prep.steps, entry.lowered.binding, entry.accesses)
+
+    def _blocker(self, item: Loop) -> tuple[TimeBlocker | None, DeepLoop | None]:
+        """The temporal blocker of ``item`` on this tile, and its deep passes where the
+        tile has neighbours; None where it does not apply: a GPU, a 1-d grid,
+        ``time_blocking=False``, or a statement run with NumPy or through scratch (then
+        the same on every tile: all run plain steps and exchange alike)."""
         if not self._may_block():
-            return None
-        spec = self.spec
+            return None, None
         key = tuple(step.ops for step in item.body)
         if key in self.blockers:
             return self.blockers[key]
         if len(self.blockers) >= _MAX_BLOCKERS:  # a frontend streaming ever-new step sequences
             self.blockers.clear()
-        blocker = None
+        found: tuple[TimeBlocker | None, DeepLoop | None] = (None, None)
         per_step: list[list[BlockStatement]] = []
+        uses: dict[int, Use] = {}
         ok = True
         for step in item.body:
             stmts = []
             for op in step.ops:
                 if op[0] != "s":
-                    continue  # an exchange: nothing to do on a tile with no neighbours
+                    continue  # an exchange: none on a tile with no neighbours; deep passes plan their own
                 entry, prep = self.stmts[op[1]]
                 if prep.fn is None or prep.aliased:
                     ok = False
                     break
-                if prep.box is not None:
-                    stmts.append(BlockStatement(ctypes.cast(prep.fn, ctypes.c_void_p).value or 0, prep.ptrs,
-                                                prep.box, prep.steps[0], entry.lowered.binding, entry.accesses))
+                targets = (entry.lowered.binding[0],) + tuple(entry.lowered.binding[slot]
+                                                              for slot, _, _ in entry.lowered.kernel.more)
+                uses[op[1]] = Use(targets, entry.accesses, entry.lowered.box)
+                stmts.append(self._block_statement(op[1]))
             per_step.append(stmts)
-        if ok and any(per_step):
-            fields = {f for stmts in per_step for s in stmts for f in s.fields}
+        if ok and uses:
+            fields = {f for u in uses.values() for f in (*u.targets, *(f for f, _ in u.accesses))}
             layer = sum(self.raw[f].strides[0] for f in fields)
-            how = plan(per_step, layer, self.size[0] + 2 * spec.ghost, cache_budget())
-            if how is not None:
-                blocker = TimeBlocker(per_step, how, self.strides, len(self.size), spec.cflags)
-        self.blockers[key] = blocker
-        return blocker
+            layers = self.size[0] + 2 * self.ghosts[0]
+            rows = self.size[1] + 2 * self.ghosts[1] if len(self.size) >= 3 else 0  # 3-D: strips may do
+            if not self.chan:  # the statements with a box here, every step run whole
+                here = [[s for s in stmts if s.box is not None] for stmts in per_step]
+                how = plan(here, layer, layers, cache_budget(), rows=rows) if any(here) else None
+                if how is not None:
+                    found = (TimeBlocker(here, how, self.strides, len(self.size), self.spec.cflags), None)
+            else:  # deep passes: every statement (a box grown into the ghosts may reach here)
+                how = plan(per_step, layer, layers, cache_budget(), rows=rows) or in_order(per_step, layers)
+                split = [d > 1 for d in self.dims]
+                deep = DeepLoop([step.ops for step in item.body], uses, split, self.ghosts, self.lo, self.hi,
+                                set(self.chan))
+                found = (TimeBlocker(per_step, how, self.strides, len(self.size), self.spec.cflags), deep)
+        self.blockers[key] = found
+        return found
 
     async def _check(self, check: Check) -> bool:
         """Evaluate a convergence check over all tiles."""
@@ -321,7 +375,7 @@ class Tile(Halos, shoal.Chare):
 
     def _prepare_statement(self, e: StatementEntry) -> _Prepared:
         low = e.lowered
-        box = tile_box(low.box, self.lo, self.hi, self.spec.ghost)
+        box = tile_box(low.box, self.lo, self.hi, self.ghosts)
         steps = low.kernel.steps
         if e.source is None:
             arrays, stmt, offsets = self.arrays, e.stmt, e.offsets
@@ -364,7 +418,7 @@ class Tile(Halos, shoal.Chare):
 
     def _prepare_reduction(self, r: ReductionEntry) -> _Prepared:
         low = r.lowered
-        box = tile_box(low.box, self.lo, self.hi, self.spec.ghost)
+        box = tile_box(low.box, self.lo, self.hi, self.ghosts)
         steps = low.kernel.steps
         if r.source is None:
             arrays, expr, offsets, kind = self.arrays, r.expr, r.offsets, r.kind

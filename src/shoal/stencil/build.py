@@ -291,7 +291,7 @@ def load_wavefront(extra_flags: Sequence[str] = ()) -> Callable:
         fn = lib.shoal_wavefront
         long_p = ctypes.POINTER(ctypes.c_long)
         fn.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p, long_p, long_p, long_p,
-                       long_p, ctypes.c_long, ctypes.c_long]
+                       long_p, ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long]
         fn.restype = ctypes.c_long
         _wavefronts[key] = fn
     return fn

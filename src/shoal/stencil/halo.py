@@ -30,6 +30,7 @@ class Halos:
 
     spec: GridSpec
     size: list[int]
+    ghosts: tuple[int, ...]  # ghost layers held per axis
     arrays: list[np.ndarray]
     raw: list[np.ndarray]
     chan: dict[tuple[int, int], shoal.Channel]
@@ -52,13 +53,14 @@ class Halos:
         (which follows the exchange) while the halos travel."""
         _, items, corners = op
         d = len(self.size)
-        g = self.spec.ghost
+        gs = self.ghosts
         phases = [[a] for a in range(d)] if corners else [list(range(d))]
         overlap = then is not None and not corners
         for phase in phases:
             for f, lo, hi in items:
                 for a in phase:
                     low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
+                    g = gs[a]
                     if low is not None and hi[a]:
                         self._send(low, self._outgoing(f, a, g, g + hi[a]))
                     if high is not None and lo[a]:
@@ -70,6 +72,7 @@ class Halos:
             for f, lo, hi in items:
                 for a in phase:
                     low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
+                    g = gs[a]
                     if low is not None and lo[a]:
                         await self._recv(low, f, a, g - lo[a], g)
                     if high is not None and hi[a]:
@@ -176,7 +179,6 @@ class Halos:
         box = prep.box
         if box is None or prep.aliased:
             return None, [box] if box is not None else []
-        g = self.spec.ghost
         d = len(self.size)
         need_lo, need_hi = [0] * d, [0] * d
         exchanged = {f for f, _, _ in op[1]}
@@ -190,8 +192,8 @@ class Halos:
         # per axis: index range [i0, i1) of the box's points whose reads stay inside the owned box
         ranges = []
         for a, ((b, n), st) in enumerate(zip(box, prep.steps)):
-            first_ok = g + need_lo[a]
-            last_ok = g + self.size[a] - need_hi[a]  # exclusive
+            first_ok = self.ghosts[a] + need_lo[a]
+            last_ok = self.ghosts[a] + self.size[a] - need_hi[a]  # exclusive
             i0 = max(0, -((b - first_ok) // st))
             i1 = min(n, -((b - last_ok) // st))
             ranges.append((i0, max(i0, i1)))

@@ -69,16 +69,21 @@ def normalize_axes(axes: Sequence[Axis]) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
-def tile_box(box: Sequence[tuple[int, int, int]], lo: Sequence[int], hi: Sequence[int], ghost: int):
-    """The part of ``box`` in the tile that owns ``[lo, hi)``: per axis ``(local first
-    index, count)`` (local indices count the ghost layer), or None if it is empty."""
+def tile_box(box: Sequence[tuple[int, int, int]], lo: Sequence[int], hi: Sequence[int], ghost: Sequence[int],
+             margins: Sequence[tuple[int, int]] | None = None) -> tuple[tuple[int, int], ...] | None:
+    """The part of ``box`` in the tile that owns ``[lo, hi)`` and holds ``ghost[a]``
+    layers on each side of axis ``a``: per axis ``(local first index, count)`` (local
+    indices count the ghost layers), or None if it is empty. ``margins`` ((low, high)
+    layers per axis) grows the tile's part into its ghosts (a deep pass computes
+    there what its neighbour owns); what lies outside ``box`` stays out."""
     out = []
-    for (first, step, count), l, h in zip(box, lo, hi):
-        i0 = max(0, -((first - l) // step))  # ceil((l - first) / step)
-        i1 = min(count, -((first - h) // step))
+    for a, ((first, step, count), l, h, g) in enumerate(zip(box, lo, hi, ghost)):
+        l0, h0 = (l - margins[a][0], h + margins[a][1]) if margins else (l, h)
+        i0 = max(0, -((first - l0) // step))  # ceil((l0 - first) / step)
+        i1 = min(count, -((first - h0) // step))
         if i1 <= i0:
             return None
-        out.append((first + step * i0 - l + ghost, i1 - i0))
+        out.append((first + step * i0 - l + g, i1 - i0))
     return tuple(out)
 
 

@@ -260,47 +260,84 @@ def print_copy(ndim: int, dtype: str) -> str:
 def print_wavefront() -> str:
     """The C source of the temporal-blocking driver (one fixed function, any kernels).
 
-    ``long shoal_wavefront(m, d, fns, ptrs, b, n, st, s, lag, band)`` runs ``m``
-    statement kernels (``fns[k]`` with its slot pointers ``ptrs[k]``, its tile-local box
-    ``b[k*d:(k+1)*d]``, ``n[...]`` and outer-axis step ``st[k]``) as a wavefront along
-    the outer axis: in each wave, statement ``k`` computes its outer-axis layers below
-    ``R - k * lag``, then ``R`` moves on by ``band``. With ``lag`` at least the deepest
-    outer-axis offset any statement reads, every layer a statement reads was written by
-    the statements before it and not yet overwritten by those after it, so each point
-    gets the value of the plain order; the layers of the few statements in flight stay
-    in cache. Returns the number of kernel calls."""
+    ``long shoal_wavefront(m, d, fns, ptrs, b, n, st, s, lag, band, width, lag1)`` runs
+    ``m`` statement kernels (``fns[k]`` with its slot pointers ``ptrs[k]``, its
+    tile-local box ``b[k*d:(k+1)*d]``, ``n[...]`` and loop steps ``st[...]``) as a
+    wavefront along the outer axis: in each wave, statement ``k`` computes its
+    outer-axis layers below ``R - k * lag``, then ``R`` moves on by ``band``. With
+    ``lag`` at least the deepest outer-axis offset any statement reads, every layer a
+    statement reads was written by the statements before it and not yet overwritten by
+    those after it, so each point gets the value of the plain order; the layers of the
+    few statements in flight stay in cache.
+
+    ``width`` > 0 (3-D grids whose planes are too big for that) also cuts axis 1 into
+    strips of ``width`` rows, run one after the other, each with its own wavefront;
+    statement ``k`` takes the strip shifted back by ``k * lag1`` (``lag1``: the deepest
+    axis-1 offset read), so by the same argument along axis 1 every row it reads of
+    the statements before it is done (in this strip or an earlier one) and none of
+    those after it has reached it. Returns the number of kernel calls."""
     return """\
-/* temporal blocking: a wavefront of statement kernels along the outer axis */
+/* temporal blocking: a wavefront of statement kernels along the outer axis (in strips of axis 1) */
 typedef void (*shoal_fn)(void **ptrs, const long *b, const long *n, const long *s);
 
+static long ceil_div(long a, long b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
 long shoal_wavefront(const long m, const long d, void *const *fns, void *const *ptrs, const long *b,
-                     const long *n, const long *st, const long *s, const long lag, const long band)
+                     const long *n, const long *st, const long *s, const long lag, const long band,
+                     const long width, const long lag1)
 {
-    long done[m];
-    long lo = b[0], calls = 0;
+    long done[m], i0[m], i1[m];
+    long lo = b[0], calls = 0, lo1 = 0, hi1 = 0;
+    const int strips = width > 0 && d >= 2;
     for (long k = 0; k < m; ++k) {
-        done[k] = 0;
         if (b[k * d] < lo) lo = b[k * d];
+        if (strips) {
+            const long first = b[k * d + 1], last = first + st[k * d + 1] * (n[k * d + 1] - 1) + 1;
+            if (k == 0 || first < lo1) lo1 = first;
+            if (k == 0 || last > hi1) hi1 = last;
+        }
     }
     long bb[8], nn[8];
-    for (long R = lo + band;; R += band) {
-        int finished = 1;
+    for (long j = 0;; ++j) {
+        /* the strip: axis-1 rows [c0, c1) shifted back by k * lag1 for statement k; the first
+           one open below, the last open above */
+        const int first = j == 0;
+        const int last = !strips || lo1 + (j + 1) * width - (m - 1) * lag1 >= hi1;
+        const long c0 = lo1 + j * width, c1 = lo1 + (j + 1) * width;
+        int any = 0;
         for (long k = 0; k < m; ++k) {
-            const long *bk = b + k * d, *nk = n + k * d;
-            const long rk = R - k * lag; /* layers below rk may be computed now */
-            long i1 = rk <= bk[0] ? 0 : (rk - bk[0] + st[k] - 1) / st[k];
-            if (i1 > nk[0]) i1 = nk[0];
-            if (i1 > done[k]) {
-                for (long a = 1; a < d; ++a) { bb[a] = bk[a]; nn[a] = nk[a]; }
-                bb[0] = bk[0] + st[k] * done[k];
-                nn[0] = i1 - done[k];
-                ((shoal_fn)fns[k])((void **)ptrs[k], bb, nn, s);
-                done[k] = i1;
-                ++calls;
-            }
-            if (done[k] < nk[0]) finished = 0;
+            done[k] = 0;
+            i0[k] = 0;
+            i1[k] = strips ? n[k * d + 1] : 0;
+            if (strips) {
+                const long b1 = b[k * d + 1], s1 = st[k * d + 1];
+                if (!first) { long a = ceil_div(c0 - k * lag1 - b1, s1); if (a > i0[k]) i0[k] = a; }
+                if (!last) { long a = ceil_div(c1 - k * lag1 - b1, s1); if (a < i1[k]) i1[k] = a; }
+                if (i1[k] <= i0[k]) done[k] = n[k * d]; /* nothing of statement k in this strip */
+                else any = 1;
+            } else any = 1;
         }
-        if (finished) return calls;
+        for (long R = lo + band; any; R += band) {
+            int finished = 1;
+            for (long k = 0; k < m; ++k) {
+                const long *bk = b + k * d, *nk = n + k * d;
+                const long rk = R - k * lag; /* layers below rk may be computed now */
+                long e = rk <= bk[0] ? 0 : ceil_div(rk - bk[0], st[k * d]);
+                if (e > nk[0]) e = nk[0];
+                if (e > done[k]) {
+                    for (long a = 1; a < d; ++a) { bb[a] = bk[a]; nn[a] = nk[a]; }
+                    if (strips) { bb[1] = bk[1] + st[k * d + 1] * i0[k]; nn[1] = i1[k] - i0[k]; }
+                    bb[0] = bk[0] + st[k * d] * done[k];
+                    nn[0] = e - done[k];
+                    ((shoal_fn)fns[k])((void **)ptrs[k], bb, nn, s);
+                    done[k] = e;
+                    ++calls;
+                }
+                if (done[k] < nk[0]) finished = 0;
+            }
+            if (finished) break;
+        }
+        if (last) return calls;
     }
 }
 """

@@ -1,7 +1,7 @@
 """``shoal bench stencil``: the stencil DSL against NumPy and hand-written C, on this machine.
 
 Problems: Jacobi 5-point (2-D Laplace) and 2-D Burgers (two coupled fields), on an
-n×n float64 grid. Systems:
+n×n float64 grid, and the 7-point 3-D Laplace on an n3×n3×n3 one. Systems:
 
 * ``numpy`` — the statements on whole arrays (the reference);
 * ``c`` — a hand-written C loop, 1 thread, compiled with the same flags as kernels, on
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .jobs import run_worker, worker_command
+from .problems import PROBLEMS
 
 __all__ = ["main", "systems"]
 
@@ -38,7 +39,7 @@ WORKER = Path(__file__).with_name("worker.py")
 def systems(problem: str, n: int, steps: int, pes: Sequence[int], odf: int, threads: int,
             numba: bool) -> list[tuple[str, list[str]]]:
     """``(name, command)`` of every system for ``problem``, each command one timed run."""
-    numpy_steps = max(1, steps // 5) if problem == "burgers" else steps
+    numpy_steps = max(1, steps // 5) if problem != "jacobi" else steps
 
     def run(system: str, k: int, extra: int, on: int | None = None) -> list[str]:
         return worker_command(WORKER, [system, problem, str(n), str(k), "1", str(extra)], on)
@@ -56,9 +57,11 @@ def systems(problem: str, n: int, steps: int, pes: Sequence[int], odf: int, thre
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shoal bench stencil", description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("--problems", default="jacobi,burgers", help="comma-separated: jacobi, burgers")
+    p.add_argument("--problems", default=",".join(PROBLEMS), help=f"comma-separated: {', '.join(PROBLEMS)}")
     p.add_argument("--n", type=int, default=8192, help="grid size n (an n x n grid; default 8192)")
-    p.add_argument("--steps", type=int, default=10, help="steps per timed run (NumPy Burgers: 1/5 of it, at least 1)")
+    p.add_argument("--n3", type=int, default=0, help="grid size of laplace3d (n3 x n3 x n3; default: n, at most 512)")
+    p.add_argument("--steps", type=int, default=10,
+                   help="steps per timed run (NumPy Burgers and laplace3d: 1/5 of it, at least 1)")
     p.add_argument("--trials", type=int, default=3, help="rounds; each runs every system once (the median is shown)")
     p.add_argument("--pes", default="1,2", help="PE counts for shoal (comma-separated)")
     p.add_argument("--odf", type=int, default=1, help="tiles per PE")
@@ -72,15 +75,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     ns = _parser().parse_args(list(argv))
+    ns.n3 = ns.n3 or min(ns.n, 512)
     have_numba = importlib.util.find_spec("numba") is not None
     pes = [int(x) for x in ns.pes.split(",")]
     wanted = set(filter(None, ns.systems.split(",")))
     results: dict[str, dict[str, Any]] = {}
     for problem in ns.problems.split(","):
-        if problem not in ("jacobi", "burgers"):
-            print(f"shoal bench stencil: unknown problem {problem!r} (jacobi, burgers)", file=sys.stderr)
+        if problem not in PROBLEMS:
+            print(f"shoal bench stencil: unknown problem {problem!r} ({', '.join(PROBLEMS)})", file=sys.stderr)
             return 2
-        chosen = [(name, cmd) for name, cmd in systems(problem, ns.n, ns.steps, pes, ns.odf, ns.threads, have_numba)
+        n = ns.n3 if problem == "laplace3d" else ns.n
+        chosen = [(name, cmd) for name, cmd in systems(problem, n, ns.steps, pes, ns.odf, ns.threads, have_numba)
                   if not wanted or name in wanted]
         rows = results.setdefault(problem, {})
         times: dict[str, list[float]] = {}
@@ -102,14 +107,15 @@ def main(argv: Sequence[str]) -> int:
     _table(results, ns)
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump({"n": ns.n, "steps": ns.steps, "results": results}, f, indent=2)
+            json.dump({"n": ns.n, "n3": ns.n3, "steps": ns.steps, "results": results}, f, indent=2)
     if ns.figure:
-        _figure(results, ns.figure, ns.n)
+        _figure(results, ns.figure, ns.n, ns.n3)
     return 0
 
 
 def _table(results: dict, ns: argparse.Namespace) -> None:
-    print(f"\nper-step time, {ns.n}x{ns.n} float64 grid (median of {ns.trials} interleaved rounds of {ns.steps} steps)")
+    print(f"\nper-step time, {ns.n}x{ns.n} float64 grid, laplace3d {ns.n3}^3 "
+          f"(median of {ns.trials} interleaved rounds of {ns.steps} steps)")
     print(f"{'problem':9s} {'system':12s} {'ms/step':>10s} {'vs numpy':>9s} {'vs c':>7s} {'vs best 2T':>10s}")
     for problem, rows in results.items():
         base = rows.get("numpy", {}).get("median_s")
@@ -127,7 +133,7 @@ def _table(results: dict, ns: argparse.Namespace) -> None:
             print(f"{problem:9s} {name:12s} {t * 1e3:10.2f} {vs_np:>9s} {vs_c:>7s} {vs_b:>10s}")
 
 
-def _figure(results: dict, path: str, n: int) -> None:
+def _figure(results: dict, path: str, n: int, n3: int) -> None:
     try:
         import matplotlib
 
@@ -146,7 +152,7 @@ def _figure(results: dict, path: str, n: int) -> None:
         if values:
             ax.set_ylim(bottom=min(values) / 3)
         ax.set_ylabel("ms per step (log)")
-        ax.set_title(f"{problem}, {n}x{n}")
+        ax.set_title(f"{problem}, {n3}^3" if problem == "laplace3d" else f"{problem}, {n}x{n}")
         ax.tick_params(axis="x", rotation=45)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

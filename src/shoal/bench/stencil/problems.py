@@ -1,7 +1,7 @@
 """The benchmark problems, written once for NumPy arrays and stencil fields alike.
 
 Jacobi 5-point (2-D Laplace), 2-D Burgers (two coupled fields) and the 7-point 3-D
-Laplace of the pipeline experiment; their initial grids; and ``HAND_C``, the
+Laplace (also the pipeline experiment's); their initial grids; and ``HAND_C``, the
 hand-written C loops the compiled peers run (1 thread, or OpenMP with ``-fopenmp``).
 """
 
@@ -13,8 +13,11 @@ import numpy as np
 
 __all__ = [
     "NU", "HAND_C", "jacobi_numpy", "burgers_consts", "burgers_numpy", "laplace3d_numpy",
-    "initial", "line_aligned",
+    "initial", "line_aligned", "PROBLEMS",
 ]
+
+#: the problems of ``shoal bench stencil``; laplace3d runs on an n3 x n3 x n3 grid
+PROBLEMS = ("jacobi", "burgers", "laplace3d")
 
 #: viscosity of the Burgers problem
 NU = 0.01
@@ -74,11 +77,29 @@ void burgers(double *restrict u, double *restrict v, double *restrict un, double
     double *t = u; u = un; un = t; t = v; v = vn; vn = t;
   }
 }
+void laplace3d(double *restrict a, double *restrict b, long n, long steps) {
+  const long p = n * n;
+  for (long s = 0; s < steps; ++s) {
+    #pragma omp parallel for schedule(static)
+    for (long i = 1; i < n - 1; ++i)
+      for (long j = 1; j < n - 1; ++j)
+        for (long k = 1; k < n - 1; ++k) {
+          const long q = i*p + j*n + k;
+          b[q] = (((((a[q-p] + a[q+p]) + a[q-n]) + a[q+n]) + a[q-1]) + a[q+1]) / 6.0;
+        }
+    double *t = a; a = b; b = t;
+  }
+}
 """
 
 
 def initial(problem: str, n: int) -> list[np.ndarray]:
-    """The starting arrays of ``problem`` ("jacobi": x, y; "burgers": u, v, un, vn)."""
+    """The starting arrays of ``problem`` ("jacobi": x, y; "burgers": u, v, un, vn;
+    "laplace3d": a, b on an n x n x n grid)."""
+    if problem == "laplace3d":
+        a = np.zeros((n, n, n))
+        a[0], a[:, 0], a[:, :, 0] = 100.0, 50.0, 25.0
+        return [a, a.copy()]
     if problem == "jacobi":
         x = np.zeros((n, n))
         x[0, :] = x[-1, :] = x[:, 0] = x[:, -1] = 100.0

@@ -7,9 +7,9 @@
 ``SYSTEM`` is ``numpy``, ``c`` (``EXTRA`` threads: 1 is the plain loop, more build it
 with OpenMP), ``numba`` (``EXTRA`` threads) or ``shoal`` (``EXTRA`` tiles per PE; 1 PE
 in this process, more when started by ``shoal run``). ``PROBLEM`` is ``jacobi`` or
-``burgers`` on an N×N float64 grid. After an untimed warm-up of STEPS/5 steps it runs
-TRIALS timed runs of STEPS steps and prints their seconds per step on one ``RESULT``
-line (:mod:`.jobs`). ``cli`` (the driver) starts one such process per system and round.
+``burgers`` on an N×N float64 grid, or ``laplace3d`` on an N×N×N one. After an untimed
+warm-up of STEPS/5 steps it runs TRIALS timed runs of STEPS steps and prints their
+seconds per step on one ``RESULT`` line (:mod:`.jobs`). ``cli`` (the driver) starts one such process per system and round.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ import time
 from typing import Any, Callable, Sequence
 
 from shoal.bench.stencil.jobs import emit
-from shoal.bench.stencil.problems import HAND_C, NU, burgers_consts, burgers_numpy, initial, jacobi_numpy, line_aligned
+from shoal.bench.stencil.problems import (
+    HAND_C, NU, PROBLEMS, burgers_consts, burgers_numpy, initial, jacobi_numpy, laplace3d_numpy, line_aligned,
+)
 
 __all__ = ["SYSTEMS", "main"]
 
@@ -47,6 +49,9 @@ def _numpy(problem: str, n: int, steps: int, trials: int) -> list[float]:
             if problem == "jacobi":
                 jacobi_numpy(a[0], a[1])
                 a[0], a[1] = a[1], a[0]
+            elif problem == "laplace3d":
+                laplace3d_numpy(a[0], a[1])
+                a[0], a[1] = a[1], a[0]
             else:
                 burgers_numpy(a[0], a[1], a[2], a[3], n)
                 a[0], a[2] = a[2], a[0]
@@ -66,9 +71,11 @@ def _c(problem: str, n: int, steps: int, trials: int, threads: int) -> list[floa
     lib = ctypes.CDLL(str(compile_kernel(HAND_C, False, flags)))
     arrays = [line_aligned(a) for a in initial(problem, n)]
     ptr = [a.ctypes.data_as(ctypes.c_void_p) for a in arrays]
-    if problem == "jacobi":
+    if problem in ("jacobi", "laplace3d"):
+        fn = lib.jacobi if problem == "jacobi" else lib.laplace3d
+
         def run(k: int) -> None:
-            lib.jacobi(ptr[0], ptr[1], ctypes.c_long(n), ctypes.c_long(k))
+            fn(ptr[0], ptr[1], ctypes.c_long(n), ctypes.c_long(k))
     else:
         dx, dy, dt = burgers_consts(n)
 
@@ -102,9 +109,21 @@ def _numba(problem: str, n: int, steps: int, trials: int, threads: int) -> list[
             u, un = un, u
             v, vn = vn, v
 
+    @numba.njit(parallel=True)
+    def lap(a, b, k):  # type: ignore[no-untyped-def]
+        for _ in range(k):
+            for i in numba.prange(1, a.shape[0] - 1):
+                for j in range(1, a.shape[1] - 1):
+                    for m in range(1, a.shape[2] - 1):
+                        b[i, j, m] = (a[i - 1, j, m] + a[i + 1, j, m] + a[i, j - 1, m] + a[i, j + 1, m]
+                                      + a[i, j, m - 1] + a[i, j, m + 1]) / 6.0
+            a, b = b, a
+
     arrays = [line_aligned(a) for a in initial(problem, n)]
     if problem == "jacobi":
         return _time_runs(lambda k: jac(arrays[0], arrays[1], k), steps, trials)
+    if problem == "laplace3d":
+        return _time_runs(lambda k: lap(arrays[0], arrays[1], k), steps, trials)
     dx, dy, dt = burgers_consts(n)
     return _time_runs(lambda k: burg(*arrays, k, dx, dy, dt, NU), steps, trials)
 
@@ -123,6 +142,19 @@ def _shoal(problem: str, n: int, steps: int, trials: int, odf: int) -> list[floa
         grid: Any = Jacobi((n, n), odf=odf)
         grid.x.from_numpy(initial(problem, n)[0])
         grid.y.from_numpy(initial(problem, n)[0])
+    elif problem == "laplace3d":
+        class Laplace3D(Stencil):
+            fields = ("a", "b")
+
+            def step(self) -> None:
+                laplace3d_numpy(self.a, self.b)
+                self.a, self.b = self.b, self.a
+
+        grid = Laplace3D((n, n, n), odf=odf)
+        start = initial(problem, n)
+        grid.a.from_numpy(start[0])
+        grid.b.from_numpy(start[1])
+        del start
     else:
         class Burgers(Stencil):
             fields = ("u", "v", "un", "vn")
@@ -145,9 +177,9 @@ def _shoal(problem: str, n: int, steps: int, trials: int, odf: int) -> list[floa
 
 def main(argv: Sequence[str]) -> int:
     """Run one system as the arguments say and print its ``RESULT`` line."""
-    if len(argv) != 6 or argv[0] not in SYSTEMS or argv[1] not in ("jacobi", "burgers"):
-        print(f"usage: worker.py {{{','.join(SYSTEMS)}}} {{jacobi,burgers}} N STEPS TRIALS EXTRA; got {list(argv)}",
-              file=sys.stderr)
+    if len(argv) != 6 or argv[0] not in SYSTEMS or argv[1] not in PROBLEMS:
+        usage = f"worker.py {{{','.join(SYSTEMS)}}} {{{','.join(PROBLEMS)}}} N STEPS TRIALS EXTRA"
+        print(f"usage: {usage}; got {list(argv)}", file=sys.stderr)
         return 2
     system, problem = argv[0], argv[1]
     n, steps, trials, extra = (int(a) for a in argv[2:])
