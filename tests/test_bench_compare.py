@@ -328,3 +328,27 @@ def test_real_tiny_compare(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "compare.json").read_text())
     assert doc["unit"] == "us" and doc["targets"] == ["shoal:entry", "mpi4py"]
     assert all(s["median"] > 0 for s in doc["summary"])
+
+
+def test_collectives_grid_and_table_from_compare_documents(tmp_path):
+    """shoal bench collectives --report-only: one panel per test, ratios at fixed sizes."""
+    from shoal.bench.compare import collectives
+
+    def doc(sizes, ratio):  # type: ignore[no-untyped-def]
+        summary = []
+        for size in sizes:
+            summary.append({"target": "mpi4py", "size": size, "median": 1.0, "ratio": None, "ratio_ci": None})
+            summary.append({"target": "shoal", "size": size, "median": ratio, "ratio": ratio,
+                            "ratio_ci": [ratio * 0.9, ratio * 1.1]})
+        return {"summary": summary}
+
+    for test, sizes, ratio in (("allreduce", [8, 1024, 65536], 2.0), ("barrier", [0], 1.5)):
+        (tmp_path / test).mkdir()
+        (tmp_path / test / "compare.json").write_text(json.dumps(doc(sizes, ratio)))
+    assert collectives.main(["--tests", "allreduce,barrier", "--out", str(tmp_path), "--report-only"]) == 0
+    assert (tmp_path / "collectives.png").stat().st_size > 10_000
+    lines = collectives.table({t: json.loads((tmp_path / t / "compare.json").read_text()) for t in ("allreduce", "barrier")},
+                              "mpi4py")
+    assert lines[2] == "| allreduce (shoal) | 2.00 [1.80, 2.20] | 2.00 [1.80, 2.20] | 2.00 [1.80, 2.20] |  |  |"
+    assert lines[3].startswith("| barrier (shoal) | 1.50 [1.35, 1.65] |")
+    assert collectives.main(["--tests", "gather", "--out", str(tmp_path), "--report-only"]) == 2

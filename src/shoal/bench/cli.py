@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "taskbench": ("shoal.bench.taskbench.cli", "Task Bench graphs and kernels on shoal, mpi4py and peers"),
     "metg": ("shoal.bench.taskbench.metg_cli", "Task Bench METG sweep: efficiency vs task granularity, METG(50%)"),
     "stencil": ("shoal.bench.stencil.cli", "stencil DSL vs NumPy and hand-written C (Jacobi, Burgers)"),
+    "collectives": ("shoal.bench.compare.collectives", "the OSU collective set against mpi4py, 8 B to 4 MiB, as one figure"),
     "experiment": ("shoal.bench.experiment", "variants of a benchmark interleaved: medians, CIs, ratios, p-values"),
     "checkpoint": ("shoal.bench.ckpt.cli", "checkpoint write and restart read bandwidth against np.save/np.load"),
     "balance": ("shoal.bench.balance.cli", "load balancing: gain on a synthetic imbalance, migration MB/s"),
