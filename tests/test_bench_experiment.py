@@ -286,3 +286,16 @@ def test_variant_form_runs_and_writes_its_samples(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["baseline"] == "a" and set(data["variants"]) == {"a", "b"}
     assert "ratio" in proc.stdout
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "examples").glob("experiment_*.toml")),
+                         ids=lambda p: p.name)
+def test_example_experiment_files_are_valid(path: Path) -> None:
+    """Each experiment file in examples/ loads and plans runs for every grid cell."""
+    from shoal.bench.evaluation import spec
+
+    exp = spec.load(path)
+    runs = spec.plan(exp, seed=1)
+    cells = [(pes, t) for pes, _ in spec.configurations(exp) for t in exp.targets
+             if t.app_target != "sequential" or pes == 1]  # sequential runs on 1 PE only
+    assert len(runs) == len(cells) * exp.trials > 0
