@@ -122,7 +122,8 @@ class Future:
     # `_unretrieved` is set only when the future fails (and read only then): it reports
     # the error if nothing ever retrieves it, as asyncio does
     #: a coroutine awaiting this future resumes the moment it resolves, not at the next
-    #: step (only for futures resolved while messages are delivered: channel receives)
+    #: step (for futures resolved mostly while messages are delivered: channel receives,
+    #: all-reduce results; resolved inside an entry method, the waiter is queued anyway)
     _resume_now = False
 
     def __init__(self, *, _depth: int = 2) -> None:
@@ -437,6 +438,9 @@ class Task:
         rt.ready.append(self.resume)
 
     def _wake_now(self, fut: Future) -> None:
+        if self._counts.depth:  # resolved inside an entry method or coroutine: not nested in it
+            self._wake(fut)
+            return
         self.waiting = None
         self.rt.suspended.discard(self)
         self.step()

@@ -61,10 +61,20 @@ class _Partial:
         self.section = section
 
 
+class _ResultFuture(Future):
+    """An all-reduce's result here. It resolves mostly as a message is delivered, when
+    nothing runs: the coroutine awaiting it then resumes there and then, not a turn of
+    the scheduler later (else it is queued, as any future's waiter)."""
+
+    __slots__ = ()
+    _resume_now = True
+
+
 _EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum"})
 _SEND, _SENDRECV, _RECV = 1, 2, 0  # what an exchange step does
 _LAST = 0xFFFF  # the round that hands the result to a PE outside the power of two
 _MISSING = object()
+_EXCHANGE_KIND = int(Kind.EXCHANGE)  # a plain int: an enum member costs a lookup per use
 
 
 @functools.lru_cache(maxsize=64)
@@ -115,6 +125,7 @@ class ReductionManager:
         #: running call, the call told by its mark (see _check_once)
         self.this_call: dict[tuple, tuple] = {}
         self.call_mark: tuple = ()
+        self.steps: tuple | None = None  # this PE's butterfly (made on first use)
 
     def forget_collection(self, coll: int) -> None:
         """Drop the reductions of collection ``coll`` under way here (it was destroyed)."""
@@ -142,7 +153,7 @@ class ReductionManager:
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
         """``el``'s contribution to an all-reduce (``reducer`` None: sum); a future of the result."""
-        fut = Future.local(self.rt, ("an allreduce of", el))
+        fut = _ResultFuture.local(self.rt, ("an allreduce of", el))
         r = reducers.sum if reducer is None else reducer if type(reducer) is Reducer else as_reducer(reducer)
         self._contribute(el, value, r, ALLREDUCE, section, fut)
         return fut
@@ -331,7 +342,10 @@ class ReductionManager:
         if ex is None:
             ex = self.exchanges[key] = _Exchange()
         ex.value, ex.reducer = value, reducer
-        ex.steps = _butterfly(self.rt.pe, self.rt.npes)
+        steps = self.steps
+        if steps is None:
+            steps = self.steps = _butterfly(self.rt.pe, self.rt.npes)
+        ex.steps = steps
         self._advance(key, ex)
 
     def on_exchange(self, coll: int, seq: int, round: int, value: Any) -> None:
@@ -345,12 +359,12 @@ class ReductionManager:
             self._advance(key, ex)
 
     def _advance(self, key: tuple, ex: "_Exchange") -> None:
-        steps, rt = ex.steps, self.rt
-        assert steps is not None and ex.reducer is not None
+        steps, rt, reducer = ex.steps, self.rt, ex.reducer
+        assert steps is not None and reducer is not None
         while ex.stage < len(steps):
             send, peer, round = steps[ex.stage]
             if send and not ex.sent:
-                rt.post_value(peer, Kind.EXCHANGE, round, key[1], key[0][0], ex.value)
+                rt.post_value(peer, _EXCHANGE_KIND, round, key[1], key[0][0], ex.value)
                 ex.sent = True
                 if send == _SEND:
                     ex.stage += 1
@@ -362,11 +376,11 @@ class ReductionManager:
             if round == _LAST:
                 ex.value = w  # the result, from the PE this one folded into
             else:
-                ex.value = ex.reducer.combine([ex.value, w] if rt.pe < peer else [w, ex.value])
+                ex.value = reducer.combine([ex.value, w] if rt.pe < peer else [w, ex.value])
             ex.stage += 1
             ex.sent = False
         del self.exchanges[key]
-        self._wake(key, ex.reducer.finish(ex.value) if ex.reducer.finish is not None else ex.value)
+        self._wake(key, reducer.finish(ex.value) if reducer.finish is not None else ex.value)
 
     def _name(self, domain: tuple) -> str:
         info = self.rt.infos.get(domain[0])
