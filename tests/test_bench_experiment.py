@@ -245,6 +245,11 @@ def test_report_in_a_headless_browser(tmp_path: Path) -> None:
     ('app = "jacobi2d"\ntargets = ["shoal"]\npes = 1\ntrials = 2\nbaseline = "mpi4py"\n', "baseline = 'mpi4py'"),
     ('app = "jacobi2d"\ntargets = ["shoal"]\npes = 0\ntrials = 2\n', "pes: give a whole number ≥ 1"),
     ('app = "jacobi2d\n', "not valid TOML"),
+    ('bench = "osu"\napp = "latency"\ntargets = ["shoal"]\npes = 2\ntrials = 2\n', "bench = 'osu'"),
+    ('bench = "micro"\napp = "lat"\ntargets = ["shoal"]\npes = 2\ntrials = 2\n', "unknown micro-benchmark test 'lat'"),
+    ('bench = "micro"\napp = "latency"\ntargets = ["dask"]\npes = 2\ntrials = 2\n', "target 'dask' is not a target"),
+    ('bench = "micro"\napp = "latency"\ntargets = ["shoal"]\npes = 2\ntrials = 2\nsteps = 5\n',
+     "unknown key 'steps'"),
 ])
 def test_bad_experiment_files_exit_2_naming_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                         text: str, message: str) -> None:
@@ -299,3 +304,29 @@ def test_example_experiment_files_are_valid(path: Path) -> None:
     cells = [(pes, t) for pes, _ in spec.configurations(exp) for t in exp.targets
              if t.app_target != "sequential" or pes == 1]  # sequential runs on 1 PE only
     assert len(runs) == len(cells) * exp.trials > 0
+
+
+def test_a_micro_benchmark_runs_as_an_experiment(tmp_path: Path) -> None:
+    """bench = "micro": each run is one `shoal bench micro` job at one message size; its
+    value (µs) is the metric, and the report names the unit."""
+    toml = tmp_path / "lat.toml"
+    toml.write_text(
+        'bench = "micro"\napp = "latency"\ntargets = ["mpi4py", "shoal"]\npes = 2\n'
+        'message_size = "8:8"\niterations = 50\nwarmup = 0\ntrials = 2\nseed = 1\n'
+    )
+    out = tmp_path / "lat.csv"
+    assert experiment_main([str(toml), "--out", str(out)]) == 0
+    rows = csv_rows(out)
+    assert len(rows) == 4 and {r["target"] for r in rows} == {"mpi4py", "shoal"}
+    assert {r["bench"] for r in rows} == {"micro"} and {r["unit"] for r in rows} == {"us"}
+    assert {r["size"] for r in rows} == {"8"} and all(0 < float(r["value"]) < 1000 for r in rows)
+    assert "bench micro latency --target" in rows[0]["command"] and "--message-size 8:8" in rows[0]["command"]
+    assert report_main([str(out), "-o", str(tmp_path / "rep")]) == 0
+    assert "median (us)" in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_a_micro_run_of_several_sizes_is_refused() -> None:
+    with pytest.raises(ValueError, match="one message size"):
+        runner.one_row({"test": "latency", "rows": [{"size": 8, "value": 1.0}, {"size": 16, "value": 1.1}]})
+    assert runner.one_row({"test": "bw", "unit": "MB/s", "rows": [{"size": 8, "value": 3.0}]}) == {
+        "test": "bw", "unit": "MB/s", "size": 8, "value": 3.0}

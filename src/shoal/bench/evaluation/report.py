@@ -51,6 +51,9 @@ def write_report(source: Path, out_dir: Path, *, metric: str | None = None, conf
     scaling = strong_scaling(all_cells, confidence=confidence, n_resamples=n_resamples) + \
         weak_scaling(all_cells, confidence=confidence, n_resamples=n_resamples)
     scale, unit = _unit(metric)
+    units = {row.get("unit", "") for row in res.rows} - {""}
+    if not unit and len(units) == 1:  # a micro-benchmark's value: µs or MB/s, as recorded
+        unit = units.pop()
     figures = step_figures(described, metric, scale=scale, unit=unit or "as recorded")
     out_dir.mkdir(parents=True, exist_ok=True)
     for f in figures:

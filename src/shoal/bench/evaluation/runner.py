@@ -110,13 +110,25 @@ def run_once(cmd: list[str], metric: str, timeout: float) -> dict[str, Any]:
         tail = (proc.stderr or proc.stdout)[-2000:]
         raise RuntimeError(f"`{shlex.join(cmd)}` failed (exit code {proc.returncode}):\n{tail}")
     try:
-        record = json.loads(lines[-1])
+        record = one_row(json.loads(lines[-1]))
         float(record[metric])
     except (ValueError, KeyError, TypeError) as exc:
         raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not JSON with a number {metric!r} ({exc})") from None
     if not isinstance(record, dict):
         raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not a JSON object")
     return record
+
+
+def one_row(record: Any) -> Any:
+    """A micro-benchmark's JSON (``rows``: one per message size) as one record: its only
+    row's fields joined to the test's; an app's JSON as it is."""
+    rows = record.get("rows") if isinstance(record, dict) else None
+    if rows is None:
+        return record
+    if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
+        raise ValueError(f"{len(rows) if isinstance(rows, list) else 'no'} rows: an experiment run measures one "
+                         "message size (give message_size = \"N:N\")")
+    return {**{k: v for k, v in record.items() if k != "rows"}, **rows[0]}
 
 
 def _row(run: Run, exp: Experiment, seed: int, cores: int, record: dict[str, Any], wall: float,
@@ -127,6 +139,8 @@ def _row(run: Run, exp: Experiment, seed: int, cores: int, record: dict[str, Any
         "oversubscribed": int(run.pes > cores), "cores": cores, "seed": seed, "metric": exp.metric,
         "baseline": exp.baseline,
     }
+    if run.bench != "app":
+        row.update(bench=run.bench, unit=record.get("unit", ""))
     row.update((k, v) for k, v in run.options)
     for key, value in results_file.numeric_fields(record).items():
         row.setdefault(key, value)  # the configuration's own columns win (pes, steps, size)

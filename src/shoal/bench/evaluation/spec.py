@@ -18,6 +18,12 @@
     target = "shoal"                 # the app's target (default: the table's name)
     odf = 4
 
+``bench = "micro"`` makes it an experiment of ``shoal bench micro`` instead: ``app``
+names the test (``latency``, ``bw``, ``allreduce``, …), the targets are micro's
+(``shoal``, ``mpi4py``, ``charm4py``, ``c``; ``api = "channel"`` in a target table),
+the other keys are micro's options (``message_size = ["8:8", "4194304:4194304"]``:
+one size per run), and the metric is the test's ``value`` (µs, or MB/s for bandwidth).
+
 :func:`load` validates everything and raises :class:`ExperimentError` naming the
 problem; :func:`plan` expands the grid into :class:`Run` records in a seeded random
 order: ``trials`` rounds, each every configuration × target once, shuffled.
@@ -38,10 +44,15 @@ from typing import Any
 __all__ = ["EXPERIMENT_KEYS", "Experiment", "ExperimentError", "Run", "TargetSpec", "load", "parse", "plan"]
 
 #: the keys of the experiment itself; any other top-level key is an app option
-EXPERIMENT_KEYS = ("app", "targets", "pes", "trials", "warmup", "metric", "baseline", "seed", "timeout", "target")
+EXPERIMENT_KEYS = ("bench", "app", "targets", "pes", "trials", "warmup", "metric", "baseline", "seed", "timeout",
+                   "target")
+#: what an experiment can run: ``shoal bench app`` (the default) or ``shoal bench micro``
+BENCHES = ("app", "micro")
 _REQUIRED = ("app", "targets", "pes", "trials")
 #: common options of `shoal bench app` an experiment sets itself
 _RESERVED_DESTS = {"help", "target", "pes", "json"}
+#: options of `shoal bench micro` an experiment sets itself, or that make no sense in one
+_MICRO_RESERVED = {"help", "tests", "target", "pes", "json", "csv", "quick", "mpiexec", "corrupt_for_testing"}
 
 Scalar = int | float | str | bool
 
@@ -69,6 +80,7 @@ class Run:
     target: TargetSpec
     pes: int
     options: tuple[tuple[str, Scalar], ...]  # the configuration's app options, sorted by key
+    bench: str = "app"  # shoal bench app, or micro (then ``app`` is the micro test)
 
     @property
     def configuration(self) -> str:
@@ -87,7 +99,8 @@ class Run:
 
     def argv(self) -> list[str]:
         """The ``shoal bench`` arguments of this run (without ``--json``)."""
-        args = ["app", self.app, "--target", self.target.app_target, "-n", str(self.pes)]
+        args = [*(("app",) if self.bench == "app" else ("micro",)), self.app, "--target", self.target.app_target,
+                "-n", str(self.pes)]
         for key, value in (*self.options, *self.target.options):
             flag = "--" + key.replace("_", "-")
             if isinstance(value, bool):
@@ -114,6 +127,7 @@ class Experiment:
     timeout: float = 1200.0
     source: str = ""
     option_flags: dict[str, bool] = field(default_factory=dict)  # app option -> is a flag
+    bench: str = "app"
 
     @property
     def option_keys(self) -> list[str]:
@@ -131,6 +145,28 @@ def _app_options(app: str) -> dict[str, argparse.Action]:
     module = importlib.import_module(APPS[app][0])
     parser = build_parser(app, module)
     return {a.dest: a for a in parser._actions if a.dest not in _RESERVED_DESTS and a.option_strings}
+
+
+def _micro_options() -> dict[str, argparse.Action]:
+    """``shoal bench micro``'s options by dest (``message_size``), those an experiment may set."""
+    from ..micro.options import build_parser
+
+    return {a.dest: a for a in build_parser()._actions if a.dest not in _MICRO_RESERVED and a.option_strings}
+
+
+def _bench_of(bench: str, app: str, source: str) -> tuple[dict[str, argparse.Action], list[str], str]:
+    """The options, the targets and the default metric of ``app`` of ``bench``."""
+    if bench == "micro":
+        from ..micro import catalog, targets as micro_targets
+
+        if app not in catalog.TESTS:
+            raise ExperimentError(f"{source}: unknown micro-benchmark test {app!r}; tests: {', '.join(catalog.TESTS)}")
+        return _micro_options(), list(micro_targets.TARGETS), "value"
+    from ..apps.cli import APPS
+
+    if app not in APPS:
+        raise ExperimentError(f"{source}: unknown app {app!r}; apps: {', '.join(APPS)}")
+    return _app_options(app), list(importlib.import_module(APPS[app][0]).TARGETS), "time_per_step"
 
 
 def _scalar(where: str, value: Any, action: argparse.Action) -> Scalar:
@@ -162,17 +198,15 @@ def _int_list(where: str, value: Any, minimum: int) -> tuple[int, ...]:
 
 def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
     """Validate a parsed TOML document; :class:`ExperimentError` names the first problem."""
-    from ..apps.cli import APPS
-
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
         raise ExperimentError(f"{source}: missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                               f"(an experiment needs {', '.join(_REQUIRED)})")
+    bench = data.get("bench", "app")
+    if bench not in BENCHES:
+        raise ExperimentError(f"{source}: bench = {bench!r}: give one of {', '.join(map(repr, BENCHES))}")
     app = data["app"]
-    if app not in APPS:
-        raise ExperimentError(f"{source}: unknown app {app!r}; apps: {', '.join(APPS)}")
-    options = _app_options(app)
-    app_targets = list(importlib.import_module(APPS[app][0]).TARGETS)
+    options, app_targets, default_metric = _bench_of(bench, app, source)
 
     tables = data.get("target", {})
     if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
@@ -220,7 +254,7 @@ def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
     warmup = data.get("warmup", 1)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ExperimentError(f"{source}: warmup = {warmup!r}: give a whole number ≥ 0")
-    metric = data.get("metric", "time_per_step")
+    metric = data.get("metric", default_metric)
     if not isinstance(metric, str) or not metric:
         raise ExperimentError(f"{source}: metric = {metric!r}: give the name of a field of the app's JSON")
     baseline = data.get("baseline", names[0])
@@ -234,7 +268,7 @@ def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
         raise ExperimentError(f"{source}: timeout = {timeout!r}: give seconds > 0")
     flags = {dest: options[dest].nargs == 0 for dest in axes}
     return Experiment(app, tuple(targets), pes, tuple(sorted(axes.items())), trials, warmup, metric, baseline,
-                      seed, float(timeout), source, flags)
+                      seed, float(timeout), source, flags, bench)
 
 
 def load(path: str | Path) -> Experiment:
@@ -269,7 +303,7 @@ def plan(exp: Experiment, seed: int) -> list[Run]:
     for trial in range(exp.trials):
         round_ = cells[:]
         rng.shuffle(round_)
-        runs += [Run(len(runs) + i, trial, exp.app, t, pes, opts) for i, (pes, opts, t) in enumerate(round_)]
+        runs += [Run(len(runs) + i, trial, exp.app, t, pes, opts, exp.bench) for i, (pes, opts, t) in enumerate(round_)]
     return runs
 
 
