@@ -36,7 +36,7 @@ class Settings:
     #: Number of PEs of an in-process job.
     pes: int = 1
     #: Segments of at least this many bytes move by rendezvous (zero-copy).
-    rendezvous_threshold: int = 64 * 1024
+    rendezvous_threshold: int = 256 * 1024
     #: Largest eager frame, bytes.
     frame_capacity: int = 256 * 1024
     #: Seconds of busy polling before an idle PE starts to sleep.

@@ -18,7 +18,7 @@ __all__ = ["InprocHub", "InprocTransport"]
 class InprocHub:
     """The shared mailboxes of ``size`` in-process PEs."""
 
-    def __init__(self, size: int, rendezvous_threshold: int = 64 * 1024):
+    def __init__(self, size: int, rendezvous_threshold: int = 256 * 1024):
         if size < 1:
             raise ValueError(f"an in-process job needs at least 1 PE, not {size}")
         self.size = size

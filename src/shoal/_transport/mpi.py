@@ -46,7 +46,7 @@ class MPITransport(Transport):
     name = "mpi"
 
     def __init__(
-        self, rendezvous_threshold: int = 64 * 1024, frame_capacity: int = 256 * 1024, native: bool = True,
+        self, rendezvous_threshold: int = 256 * 1024, frame_capacity: int = 256 * 1024, native: bool = True,
         heap_reuse: int = 32 << 20,
     ):
         if heap_reuse > 0:
