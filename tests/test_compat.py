@@ -15,7 +15,8 @@ from shoal.compat.charm4py import take_launcher_options
 
 
 def test_charm_options_leave_argv_and_balancer_maps_to_a_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SHOAL_LB", raising=False)
+    monkeypatch.setenv("SHOAL_LB", "")  # recorded, so the test's own setting is undone after it
+    monkeypatch.delenv("SHOAL_LB")
     argv = ["+p4", "++local", "data.txt", "+balancer", "GreedyRefineLB", "+LBDebug", "1", "-v", "+p", "2"]
     assert take_launcher_options(argv) == ["data.txt", "-v"]
     assert os.environ["SHOAL_LB"] == "greedy"

@@ -67,6 +67,13 @@ def test_balancing_rounds_keep_broadcasts_reductions_and_sections(setup):
     assert got["section"] == "True", job.stdout  # section reductions with members away from home
 
 
+def test_elements_that_are_not_migratable_stay(setup):
+    """migratable = False: balancing rounds (rotate: everything else moves) leave it."""
+    job = run_case(setup, "pinned", SHOAL_LB="rotate")
+    assert job.returncode == 0, job.stderr
+    assert results(job)["pinned"] == "True True", job.stdout
+
+
 def test_a_receive_set_moves_with_its_element(setup):
     """An element with channels and a ReceiveSet moves between rounds; every round lands
     both arrays in the posted buffers on the PE it is on then."""

@@ -187,6 +187,23 @@ class Stuck(shoal.Chare):
         self.lock = __import__("threading").Lock()
 
 
+class Pinnable(shoal.Chare):
+    """Even elements are not migratable (one as a class would be, by attribute)."""
+
+    def __init__(self):
+        if self.index[0] % 2 == 0:
+            self.migratable = False
+
+    def sync(self):
+        self.at_sync()
+
+    def resume_from_sync(self):
+        pass
+
+    def where(self):
+        return shoal.my_pe()
+
+
 class Idle(shoal.Chare):
     def sync(self):
         self.at_sync()
@@ -247,6 +264,18 @@ def atsync(arg):
     print("RESULT section", f.get() == sum(i + steps + 2 for i in range(0, count, 2)))
 
 
+def pinned(arg):
+    """With SHOAL_LB=rotate every element moves to the next PE, except those not migratable."""
+    a = shoal.Array(Pinnable, 4 * shoal.num_pes())
+    before = a.where(ret=True).get()
+    a.sync()
+    shoal.quiescence().get()
+    after = a.where(ret=True).get()
+    even = all(after[i] == before[i] for i in range(0, len(before), 2))
+    odd = all(after[i] == (before[i] + 1) % shoal.num_pes() for i in range(1, len(before), 2))
+    print("RESULT pinned", even, odd)
+
+
 def comm(arg):
     n = 8
     a = shoal.Array(Ring, n)
@@ -298,7 +327,7 @@ def bad(case):
 def main(args):
     case = args[1]
     arg = args[2] if len(args) > 2 else None
-    if case in ("order", "atsync", "comm", "receive_set"):
+    if case in ("order", "atsync", "comm", "receive_set", "pinned"):
         globals()[case](arg)
     else:
         bad(case)

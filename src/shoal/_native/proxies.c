@@ -49,13 +49,16 @@ static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssi
     return r;
 }
 
-/* Keyword arguments of a call as a dict without `ret` (NULL: `ret` is true, or an error). */
+/* Keyword arguments of a call as a dict without the call's options, `ret` (shoal's) and
+ * `awaitable` (a proxy class's own, the Charm4py layer's): NULL if one is true (the
+ * Python path then takes the call), or on an error. */
 static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
     PyObject *kwargs = PyDict_New();
     if (!kwargs) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
-        if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, "ret") == 0) {
+        if (PyUnicode_Check(key) && (PyUnicode_CompareWithASCIIString(key, "ret") == 0 ||
+                                     PyUnicode_CompareWithASCIIString(key, "awaitable") == 0)) {
             int ret = PyObject_IsTrue(values[i]);
             if (ret != 0) { Py_DECREF(kwargs); return NULL; }
             continue;

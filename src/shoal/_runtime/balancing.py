@@ -148,8 +148,9 @@ class Balancer:
                 edges.extend((index, dst[1], m, b) for dst, (m, b) in sent.items() if dst[0] == coll)
         now, idle = perf_counter(), rt.idle_time
         busy = rt.busy_time + (rt._core.busy * scale if rt._core is not None else 0.0)
+        pinned = [i for i, (_, el) in enumerate(elements) if not el.migratable]
         report = (rt.pe, [index for index, _ in elements], loads, now - st.since, busy - st.busy_since,
-                  idle - st.idle_since, edges)
+                  idle - st.idle_since, edges, pinned)
         st.since, st.idle_since, st.busy_since = now, idle, busy
         st.synced = 0
         rt.post(cs.info.root, Kind.BALANCE, READY, 0, cs.info.id, (), report)
@@ -234,6 +235,9 @@ class Balancer:
         except Exception as exc:  # noqa: BLE001 - a user's strategy: its error ends the job, named
             rt.fail(exc, f"load-balancing strategy {name!r} on the Array of {cs.info.cls.__qualname__}")
             return
+        first = np.cumsum([0] + [len(r[1]) for r in reports[:-1]])
+        pinned = [int(at) + i for r, at in zip(reports, first) for i in r[7]]
+        new[pinned] = placement[pinned]  # elements that are not migratable stay
         moved = np.nonzero(new != placement)[0]
         moves = [(indices[i], int(placement[i]), int(new[i])) for i in moved]
         self._start(cs, st, moves, resume=True)

@@ -108,6 +108,8 @@ class Chare:
     collection: "CollectionProxy"
     _shoal_proxy: "ElementProxy | None"  # made on first use of .proxy
     _shoal_funcs: tuple
+    #: False (on the class or an element): balancing rounds leave the element on its PE
+    migratable = True
     _shoal_seq = 0  # contributions made to the collection's reductions (reductions.py)
     _shoal_seqs: dict | None = None  # section -> contributions made to its reductions
     _shoal_channels: dict | None = None

@@ -61,6 +61,9 @@ class TickClock:
 def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
     """An entry-method call the compiled path did not take (``ret=True``, keywords to a
     local element, an unusual index): the Python path of :class:`_BoundElementEntry`."""
+    own = getattr(type(proxy), "_call_slow", None)  # a proxy class with call options of its own
+    if own is not None:
+        return own(proxy, entry, name, args, kwargs)
     ret = kwargs.pop("ret", False) if kwargs else False
     rt = context._current or context.current("calling an entry method")
     return rt.invoke(proxy, entry, name, args, kwargs, ret)

@@ -304,7 +304,7 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
             (ElementProxy, _BoundElementEntry), (CollectionProxy, _BoundEntry), (SectionProxy, _BoundEntry))
 
         def methods(bound: type) -> dict:
-            if bound is _BoundElementEntry and native is not None:
+            if native is not None and (bound is _BoundElementEntry or getattr(bound, "compiled_stands_in", False)):
                 return {n: native(i, n) for i, n in enumerate(names)}
             return {n: _EntryDescriptor(i, n, bound) for i, n in enumerate(names)}
 

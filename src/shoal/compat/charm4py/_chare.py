@@ -90,7 +90,6 @@ class Chare(_ShoalChare):
 
     _shoal_framework = True
     _shoal_proxy_kinds = KINDS
-    migratable = True
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if args and isinstance(args[0], type) and issubclass(args[0], _ShoalChare):

@@ -14,6 +14,7 @@ from ..._runtime.futures import Failure, Future
 from ..._runtime.proxy import _element, _parts_of, union
 from ._chare import Chare, _single
 from ._futures import CompatFuture
+from ._options import take_launcher_options
 from ._topology import Topology
 
 __all__ = ["charm", "CharmRemote"]
@@ -100,6 +101,9 @@ class _Charm:
         if entry is None or not callable(entry):
             raise TypeError(f"charm.start(entry): {entry!r} is not a function or a Chare class")
 
+        # Charm4py hands sys.argv to Charm++ here: Charm++ options the program added itself
+        # (`sys.argv += ['+balancer', 'RandCentLB']`) count too
+        sys.argv[1:] = take_launcher_options(sys.argv[1:])
         if Topology.collective():  # under MPI every PE is here now; else it is made on first use
             self._topology = Topology.of_job()
 

@@ -28,11 +28,14 @@ def completion(fut: Future) -> Future:
 
 
 class _ElementEntry(_BoundElementEntry):
-    """A Charm4py element proxy's entry method: ``ret=`` and ``awaitable=``. A call
-    without keywords (ping-pong's) takes shoal's compiled element entry when this
-    process runs a compiled core: no Python frame between the call and MPI_Isend."""
+    """A Charm4py element proxy's entry method: ``ret=`` and ``awaitable=``. Where this
+    process runs a compiled core, shoal's compiled element entry stands in for it (no
+    Python frame between a call and MPI_Isend) and hands calls with ``ret``/``awaitable``
+    to :meth:`Element._call_slow`; this class is the Python path's."""
 
     __slots__ = ()
+    #: the compiled entry may replace it in proxy classes (see proxy.proxy_classes)
+    compiled_stands_in = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:  # the common call: shoal's own (compiled, where a core runs) element entry
@@ -65,6 +68,11 @@ class Element(ElementProxy):
 
     __slots__ = ()
     issec = None
+
+    @staticmethod
+    def _call_slow(proxy: Any, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
+        """A call the compiled entry passed on (``ret=``/``awaitable=``, keywords)."""
+        return _ElementEntry(proxy, entry, name)._call(args, **kwargs)
 
     def __getitem__(self, index: Any) -> Any:
         """Another element of the same collection (Charm4py lets a single chare's
