@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["NUMBA", "jacobi_step", "warm", "initial_block", "exact_sum", "to_float", "SHIFT"]
+__all__ = ["NUMBA", "jacobi_step", "warm", "initial_block", "exact_sum", "to_float", "SHIFT", "compile_kernel"]
 
 #: scale of the exact sums: every float64 (subnormals too) is an integer multiple of 2**-SHIFT
 SHIFT = 1126
@@ -44,17 +44,18 @@ def _jacobi_numpy(u: np.ndarray, out: np.ndarray) -> None:
     out[1:-1, 1:-1] = 0.25 * (((u[:-2, 1:-1] + u[2:, 1:-1]) + u[1:-1, :-2]) + u[1:-1, 2:])
 
 
-def _compile() -> Callable[..., Any] | None:
+def compile_kernel(source: Callable[..., Any], fallback: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+    """``source`` compiled by Numba (cached, no fast-math), else ``fallback``; and
+    whether it was compiled. The block apps' kernels are made here."""
     try:
         import numba
     except Exception:  # pragma: no cover - Numba is a dependency, but stay usable without it
-        return None
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(_jacobi_source)  # type: ignore[no-any-return]
+        return fallback, False
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(source), True
 
 
-_COMPILED = _compile()
-NUMBA: bool = _COMPILED is not None
-jacobi_step: Callable[[np.ndarray, np.ndarray], None] = _COMPILED if _COMPILED is not None else _jacobi_numpy
+jacobi_step: Callable[[np.ndarray, np.ndarray], None]
+jacobi_step, NUMBA = compile_kernel(_jacobi_source, _jacobi_numpy)
 
 
 def warm() -> None:

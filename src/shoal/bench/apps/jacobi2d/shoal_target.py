@@ -26,7 +26,7 @@ import numpy as np
 
 import shoal
 
-from ..block_run import run_job, time_blocks
+from ..block_run import StepBlock, run_job, time_blocks
 
 from .app import Config, layout, make_report
 from .kernels import exact_sum, initial_block, jacobi_step, warm
@@ -48,7 +48,7 @@ class BlockPlacement:
         return (bi // self.a1) * self.q2 + bj // self.a2
 
 
-class Block(shoal.Chare):
+class Block(StepBlock):
     """One block of the grid with its ghost ring, and a channel to each neighbour."""
 
     def __init__(self, cfg: Config, grid: Layout):
@@ -67,23 +67,9 @@ class Block(shoal.Chare):
                 self.links[side] = shoal.Channel(self, remote=self.collection[i, j], port=port)
                 self.bufs[side] = np.zeros(length)
         self.ghosts = shoal.ReceiveSet(list(self.links.values()), list(self.bufs.values()), then=self.step)
-        self.t = 0
-        self.steps = 0
-        self.done: Any = None
-        self.compute = 0.0
         warm()
 
-    # -- entry methods ---------------------------------------------------------------
-    def ready(self, fut: Any) -> None:
-        """Contribute to ``fut`` (every block is built and its kernel compiled)."""
-        self.contribute(None, shoal.reducers.nop, fut)
-
-    def start(self, steps: int, done: Any) -> None:
-        """Run ``steps`` steps; contribute to ``done`` when they are over."""
-        self.t, self.steps, self.done = 0, steps, done
-        self.compute = 0.0
-        self._exchange()
-
+    # -- entry methods (and ready, start: StepBlock's) ----------------------------------
     def step(self) -> None:
         """Every neighbour's edge is in: fill the ghosts, sweep, then the next round (or report)."""
         u, b = self.u, self.bufs
@@ -97,13 +83,9 @@ class Block(shoal.Chare):
             u[1:-1, -1] = b["e"]
         started = time.perf_counter()
         jacobi_step(u, self.v)
-        self.compute += time.perf_counter() - started
+        seconds = time.perf_counter() - started
         self.u, self.v = self.v, u
-        self.t += 1
-        if self.t == self.steps:
-            self.contribute(None, shoal.reducers.nop, self.done)
-        else:
-            self._exchange()
+        self._stepped(seconds)
 
     def report(self) -> tuple[int, float, int]:
         """(exact sum of the interior, kernel seconds of the last run, this PE)."""

@@ -22,11 +22,11 @@ decompositions.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from ..jacobi2d.kernels import exact_sum, to_float
+from ..jacobi2d.kernels import compile_kernel, exact_sum, to_float
 
 __all__ = ["NUMBA", "SIXTH", "jacobi_step", "warm", "initial_block", "face", "exact_sum", "to_float"]
 
@@ -48,17 +48,8 @@ def _jacobi_numpy(u: np.ndarray, out: np.ndarray) -> None:
                                + u[1:-1, 2:, 1:-1]) + u[1:-1, 1:-1, :-2]) + u[1:-1, 1:-1, 2:]) * SIXTH
 
 
-def _compile() -> Callable[..., Any] | None:
-    try:
-        import numba
-    except Exception:  # pragma: no cover - Numba is a dependency, but stay usable without it
-        return None
-    return numba.njit(cache=True, nogil=True, error_model="numpy")(_jacobi_source)  # type: ignore[no-any-return]
-
-
-_COMPILED = _compile()
-NUMBA: bool = _COMPILED is not None
-jacobi_step: Callable[[np.ndarray, np.ndarray], None] = _COMPILED if _COMPILED is not None else _jacobi_numpy
+jacobi_step: Callable[[np.ndarray, np.ndarray], None]
+jacobi_step, NUMBA = compile_kernel(_jacobi_source, _jacobi_numpy)
 
 
 def warm() -> None:

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import shoal
 
-from ..block_run import run_job, time_blocks
+from ..block_run import StepBlock, run_job, time_blocks
 
 from ..blocks import BlockGrid, Placement
 from .app import AXES, Config, layout, make_report, shape_text
@@ -37,7 +37,7 @@ from .kernels import exact_sum, face, initial_block, jacobi_step, warm
 __all__ = ["Block", "program", "run"]
 
 
-class Block(shoal.Chare):
+class Block(StepBlock):
     """One block of the grid with its ghost layers, and a channel to each neighbour."""
 
     def __init__(self, cfg: Config, grid: BlockGrid):
@@ -65,35 +65,17 @@ class Block(shoal.Chare):
         self.sets = tuple(shoal.ReceiveSet(channels, [face(a, axis, k) for axis, k in ghosts], then=self.step)
                           for a in (u, v))
         self.cur = 0  # self.arrays[self.cur] is the current state
-        self.t = 0
-        self.steps = 0
-        self.done: Any = None
-        self.compute = 0.0
         warm()
 
-    # -- entry methods ---------------------------------------------------------------
-    def ready(self, fut: Any) -> None:
-        """Contribute to ``fut`` (every block is built and its kernel compiled)."""
-        self.contribute(None, shoal.reducers.nop, fut)
-
-    def start(self, steps: int, done: Any) -> None:
-        """Run ``steps`` steps; contribute to ``done`` when they are over."""
-        self.t, self.steps, self.done = 0, steps, done
-        self.compute = 0.0
-        self._exchange()
-
+    # -- entry methods (and ready, start: StepBlock's) ----------------------------------
     def step(self) -> None:
         """Every neighbour's face is in the ghost layers: sweep, then the next round (or report)."""
         u, v = self.arrays[self.cur], self.arrays[1 - self.cur]
         started = time.perf_counter()
         jacobi_step(u, v)
-        self.compute += time.perf_counter() - started
+        seconds = time.perf_counter() - started
         self.cur = 1 - self.cur
-        self.t += 1
-        if self.t == self.steps:
-            self.contribute(None, shoal.reducers.nop, self.done)
-        else:
-            self._exchange()
+        self._stepped(seconds)
 
     def report(self) -> tuple[int, float, int]:
         """(exact sum of the interior, kernel seconds of the last run, this PE)."""
