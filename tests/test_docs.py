@@ -165,7 +165,7 @@ def test_the_reference_shows_the_options_users_asked_about(site: Path) -> None:
     runtime = _page_text(site, "api/shoal.html")
     channel = _between(runtime, "class shoal.Channel(", "class shoal.ReceiveSet(")
     assert "port: int | str | None = None" in channel
-    assert "recv(into: ndarray | None = None)" in channel and "send(*values)" in channel
+    assert "recv(into: Any = None)" in channel and "send(*values)" in channel
     receive_set = _between(runtime, "class shoal.ReceiveSet(", "Reductions")
     assert "then: Callable" in receive_set and "async def" in receive_set and "post()" in receive_set
 
@@ -190,7 +190,7 @@ def test_the_reference_shows_the_options_users_asked_about(site: Path) -> None:
 PRELUDE = "import numpy as np\nimport shoal\n"
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.*?)\s*-->")
 #: how many blocks the docs opt out of running; a new opt-out must be added here, in review
-OPTED_OUT = 16
+OPTED_OUT = 17
 
 
 def _doc_blocks() -> list[tuple[str, str, str | None]]:

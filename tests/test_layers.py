@@ -21,6 +21,7 @@ FORBIDDEN = {
     "_runtime": {"pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
     "stencil": {"_runtime", "_transport", "bench", "cli"},
     "bench": {"_runtime", "_transport"},
+    "gpu": {"_runtime", "_transport", "pool", "stencil", "bench", "lowlevel", "cli", "launcher"},
     "remote": {"bench", "cli"},  # the server runs on the runtime; the client is a stencil Interface
 }
 

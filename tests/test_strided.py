@@ -91,7 +91,7 @@ def test_buffers_that_cannot_take_a_message_say_what_to_do():
     assert run_inproc(main, pes=2) == 0
     readonly, listed, broadcast = out
     assert "is read-only; pass a writable one" in readonly and "np.empty_like" in readonly
-    assert "takes a NumPy array, not a list" in listed and "np.empty(shape, dtype)" in listed
+    assert "takes a NumPy array or a device array, not a list" in listed and "np.empty(shape, dtype)" in listed
     assert "shoal.ReceiveSet: buffer 0 (into[0])" in broadcast and "read-only" in broadcast
 
 

@@ -7,6 +7,7 @@ from .errors import (
     ChannelError,
     CheckpointError,
     DeadlockError,
+    GPUError,
     MigrationError,
     NotRunningError,
     ReductionError,
@@ -22,6 +23,7 @@ if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal
     from ._runtime.chare import Chare
     from ._runtime.collections import Array, Group, destroy
     from ._runtime.context import my_pe, num_pes
+    from ._runtime.devices import my_device
     from ._runtime.engine import exit as exit  # qualified only (see below)
     from ._runtime.engine import call_later, mpi_comm, quiescence, run, start
     from ._runtime.futures import Future, gather
@@ -49,6 +51,7 @@ _LAZY = {
     "destroy": "._runtime.collections",
     "my_pe": "._runtime.context",
     "num_pes": "._runtime.context",
+    "my_device": "._runtime.devices",
     "exit": "._runtime.engine",
     "call_later": "._runtime.engine",
     "mpi_comm": "._runtime.engine",
@@ -120,6 +123,7 @@ __all__ = [
     "detach",
     "connect",
     "my_pe",
+    "my_device",
     "num_pes",
     "Chare",
     "Group",
@@ -146,6 +150,7 @@ __all__ = [
     "ChannelError",
     "MigrationError",
     "CheckpointError",
+    "GPUError",
     "register_strategy",
     "threaded",
     "when",

@@ -11,7 +11,7 @@ import argparse
 import os
 import runpy
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import jobwatch
 from .errors import exit_code
@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
                           "(sets SHOAL_CHECKPOINT_EVERY)")
     run.add_argument("--checkpoint-dir", metavar="DIR", default=None,
                      help="where checkpoint_point() writes (default shoal.ckpt; sets SHOAL_CHECKPOINT_DIR)")
+    run.add_argument("--devices", metavar="LIST", default=None,
+                     help="the GPU of each PE on a node: a device number, or a comma list that the node's "
+                          "PE k takes entry k (mod its length) of (sets SHOAL_DEVICE; default: local rank "
+                          "modulo the GPUs seen)")
     run.add_argument("--max-restarts", metavar="N", type=int, default=0,
                      help="when a PE dies, run the job again from the last checkpoint, up to N times (MPI)")
     run.add_argument("program", help="the Python program to run")
@@ -188,6 +192,8 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
         env["SHOAL_CHECKPOINT_EVERY"] = repr(ns.checkpoint_every)
     if ns.checkpoint_dir is not None:
         env["SHOAL_CHECKPOINT_DIR"] = os.path.abspath(ns.checkpoint_dir)
+    if ns.devices is not None:
+        env["SHOAL_DEVICE"] = ns.devices
     return env
 
 
@@ -382,6 +388,7 @@ def _info(ns: argparse.Namespace) -> int:
 
             load_native()
             rows["compiled path"] = native_status()
+    rows.update(_gpu_rows(settings, rows.get("cuda-aware mpi", "")))
     rows.update({f"setting {k}": v for k, v in vars(settings).items()})
     width = max(map(len, rows))
     for k, v in rows.items():
@@ -390,6 +397,31 @@ def _info(ns: argparse.Namespace) -> int:
         for line in lines[1:]:  # a compiler's message, say: indented under its row
             print(f"{'':<{width}}    {line}")
     return 0
+
+
+def _gpu_rows(settings: Any, mpi_aware: str) -> dict[str, str]:
+    """What device arrays in messages would use on this node: CuPy and its devices, each
+    PE's device, and the path a job of PEs on this one node takes (shoal/gpu/paths.py)."""
+    from .gpu import choose_path, cupy_missing
+
+    missing = cupy_missing()
+    if missing is not None:
+        return {"gpu": f"none: {missing}"}
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    names = [cupy.cuda.runtime.getDeviceProperties(d)["name"].decode() for d in range(count)]
+    rows = {"gpu": f"CuPy {cupy.__version__}; {count} device{'s' if count != 1 else ''}: {', '.join(names)}",
+            "gpu device of a PE": f"SHOAL_DEVICE={settings.device} (entry k of the list for the node's PE k)"
+            if settings.device else f"its rank on the node modulo {count}"}
+    try:
+        aware = True if mpi_aware.startswith("yes") else False if mpi_aware.startswith("no") else None
+        path, why = choose_path(settings.gpu_path, aware, one_node=True)
+    except ValueError as exc:
+        rows["gpu path"] = f"error: {exc}"
+    else:
+        rows["gpu path"] = f"{path} ({why}; a job on several nodes without CUDA-aware MPI: staged)"
+    return rows
 
 
 def _first_line(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ __all__ = [
     "ChannelError",
     "MigrationError",
     "CheckpointError",
+    "GPUError",
     "exit_code",
 ]
 
@@ -70,6 +71,11 @@ class MigrationError(ShoalError):
 class CheckpointError(ShoalError):
     """A checkpoint cannot be written, or a checkpoint directory cannot be restored
     (missing, truncated or changed files, another version, classes that changed)."""
+
+
+class GPUError(ShoalError):
+    """A device array cannot be sent or received as asked: no CuPy, a buffer on a device
+    this PE does not use, a posted buffer that does not match, a GPU path this job cannot take."""
 
 
 def exit_code(exc: SystemExit) -> int:

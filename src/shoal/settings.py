@@ -76,6 +76,14 @@ class Settings:
     checkpoint_every: float = 0.0
     #: Where ``shoal.checkpoint_point()`` writes (``shoal run --checkpoint-dir``).
     checkpoint_dir: str = "shoal.ckpt"
+    #: The GPU a PE uses: empty for its rank on the node modulo the devices it sees, else a
+    #: device number or a comma list (PE k of a node takes entry k modulo its length).
+    device: str = ""
+    #: How device arrays travel: ``ipc``, ``staged`` or ``mpi``; empty: the best the job
+    #: can take (shoal/gpu/paths.py), shown by ``shoal info``.
+    gpu_path: str = ""
+    #: Bytes per chunk of the pipelined host staging of device arrays.
+    gpu_chunk: int = 1 << 20
 
 
 class _Matching:
@@ -118,6 +126,11 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
                        "the directory checkpoint_point() writes its checkpoints to"),
     "restart": (_Matching(r"[^\x00]*", "a directory name without NUL characters"),
                 "a checkpoint directory written by shoal.checkpoint (empty: a fresh start)"),
+    "device": (_Matching(r"(?:\d+(?:,\d+)*)?", "device numbers separated by commas, e.g. 0 or 0,1"),
+               "the GPU of each PE on a node (empty: its rank on the node modulo the devices it sees)"),
+    "gpu_path": (frozenset({"", "ipc", "staged", "mpi"}),
+                 "how device arrays travel (empty: chosen automatically; `shoal info` shows the choice)"),
+    "gpu_chunk": ((4096, 1 << 30), "bytes per chunk of pipelined host staging"),
     "debug": (frozenset({0, 1}), "1: tracebacks keep shoal's internal frames, 0: the user's frames only"),
 }
 

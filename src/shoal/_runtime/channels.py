@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..errors import ChannelError
+from ..errors import ChannelError, GPUError
+from ..gpu.kinds import kind_of
 from .context import current
+from .devices import posting
 from .futures import _PENDING, Failure, Future
 from .message import decode_call, encode_call, unpicklable
 
@@ -125,7 +127,7 @@ class Channel:
         self.remote = remote
         self.inbox: deque = deque()
         self.waiting: Any = None  # the pending receive: a Future, or a ReceiveSet (both take `_resolve`)
-        self.into: np.ndarray | None = None
+        self.into: Any = None  # a NumPy array, or a device array (devices.py)
         self.landed = False  # a rendezvous segment was written into `into`
         self.checked: np.ndarray | None = None  # the last buffer posted, known to be fit
         self.sent = 0  # messages sent, mod 2**16: each carries its number
@@ -154,7 +156,7 @@ class Channel:
         self._rt.send_channel(self.remote, self.tag, self.sent, flag, segments)
         self.sent = (self.sent + 1) & SEQ_MASK
 
-    def recv(self, into: np.ndarray | None = None) -> Future:
+    def recv(self, into: Any = None) -> Future:
         """A future of the next message, in send order.
 
         With ``into=array`` (default None) the next message, which must be one NumPy
@@ -167,12 +169,17 @@ class Channel:
         receive is already posted lands in a C-contiguous ``array`` directly, with no
         copy in shoal; otherwise it is copied in. A second ``recv`` while one is pending
         raises :class:`~shoal.ChannelError`.
+
+        ``array`` may also be a device array (CuPy, Numba, PyTorch on a GPU): a device
+        array sent to it is copied device to device straight into it (docs/gpu.md); a
+        device array of another shape or dtype fails the future with a
+        :class:`~shoal.errors.GPUError` naming the PE.
         """
         if self.waiting is not None:
             raise ChannelError(f"channel {self!r} already has a receive pending; await it first")
         if into is not None and into is not self.checked:
             if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
-                check_buffer(into, "recv(into=...)")  # raises unless a writable strided view
+                check_buffer(into, "recv(into=...)", device=True)  # raises unless writable, strided or on a GPU
             self.checked = into  # the usual loop posts one buffer again and again: check it once
         fut = _new_future(ChannelFuture)  # Future.local, inlined: one per message
         fut._rt, fut.owner, fut.fid = self._rt, self._rt.pe, 0
@@ -189,8 +196,8 @@ class Channel:
         completes the pending receive (it is the next to arrive) and fits exactly."""
         into = self.into
         if into is not None and seq == self.arrived and not self.landed and into.nbytes == nbytes:
-            if not into.flags.c_contiguous:
-                return None  # a strided view: the message lands in fresh memory and is unpacked
+            if type(into) is not np.ndarray or not into.flags.c_contiguous:
+                return None  # a device buffer, or a strided view: unpacked from fresh memory
             self.landed = True
             return into.reshape(-1).view(np.uint8)
         return None
@@ -205,13 +212,20 @@ class Channel:
         self.waiting, self.into = None, None
         self._complete(fut, (kind, segments), into, self.landed)
 
-    def _complete(self, fut: Future, message: Any, into: np.ndarray | None, landed: bool = False) -> None:
-        value = message_value(message)
-        if into is not None:
-            try:
-                value = _fill(into, value, self, landed)
-            except ChannelError as exc:
-                value = Failure(exc)
+    def _complete(self, fut: Future, message: Any, into: Any, landed: bool = False) -> None:
+        if into is None:
+            fut._resolve(message_value(message))
+            return
+        value: Any
+        try:
+            if type(message) is np.ndarray:
+                value = message
+            else:
+                with posting(self._rt, into):  # a device array in it is copied straight into `into`
+                    value = message_value(message)
+            value = _fill(into, value, self, landed)
+        except (ChannelError, GPUError) as exc:
+            value = Failure(exc)
         fut._resolve(value)
 
     def __reduce__(self) -> tuple:
@@ -249,12 +263,16 @@ def message_value(message: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def check_buffer(buf: Any, what: str) -> None:
+def check_buffer(buf: Any, what: str, device: bool = False) -> None:
     """Raise :class:`ChannelError` unless ``buf`` can take a message: a writable NumPy
-    array, contiguous or a strided view (called once the C-contiguous check failed)."""
+    array, contiguous or a strided view (called once the C-contiguous check failed), or
+    with ``device`` a device array (CuPy, Numba, PyTorch: devices.py writes into it)."""
     if not isinstance(buf, np.ndarray):
+        if device and kind_of(buf) is not None:
+            return
+        arrays = "a NumPy array or a device array" if device else "a NumPy array"
         raise ChannelError(
-            f"{what} takes a NumPy array, not a {type(buf).__name__}; allocate one to receive into, "
+            f"{what} takes {arrays}, not a {type(buf).__name__}; allocate one to receive into, "
             "e.g. np.empty(shape, dtype)"
         )
     if not buf.flags.writeable:
@@ -268,6 +286,8 @@ def check_buffer(buf: Any, what: str) -> None:
 def _fill(into: np.ndarray, value: Any, ch: Channel, landed: bool) -> np.ndarray:
     """``into`` holding ``value``; ``landed``: the transport already wrote it there.
     A strided ``into`` (a column face) is filled by NumPy's strided copy."""
+    if value is into:  # a device array was written into it as it arrived (devices.py)
+        return into
     if not isinstance(value, np.ndarray):
         raise ChannelError(
             f"{ch!r}: recv(into=array) got a {type(value).__name__}, not a NumPy array; send one array "

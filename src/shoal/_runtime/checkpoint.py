@@ -44,7 +44,7 @@ from . import channels, tree
 from .collections import CollectionInfo, CollectionState
 from .context import current
 from .futures import Future
-from .message import encode
+from .message import encode_shared
 from .migration import pack, rebuild
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def _write_pe(rt: "Runtime", path: str) -> dict:
                 rt.migration.check_idle(el, "be checkpointed")
                 channels._moving = True
                 try:
-                    segments = encode((pack(el), el._shoal_moves))
+                    segments = encode_shared((pack(el), el._shoal_moves))  # device arrays as host bytes
                 except Exception as exc:
                     raise CheckpointError(
                         f"PE {rt.pe}: element {index} of {cs.info.cls.__qualname__} cannot be checkpointed: its "

@@ -14,7 +14,7 @@ from ..errors import ShoalError
 from . import tree
 from .chare import Chare, entry_table
 from .collections import CollectionInfo, CollectionState
-from .message import Kind, decode, encode, pack_header, unpicklable
+from .message import Kind, decode, encode, encode_shared, pack_header, unpicklable
 from .proxy import proxy_classes
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class Lifecycle:
                 "define it as a module-level function or make it picklable"
             ) from None
         try:
-            segments = encode((info, args))
+            segments = encode_shared((info, args))  # every PE decodes a creation
         except Exception as exc:
             raise unpicklable(cls, "__init__", args, {}, exc) from None
         rt.send_raw(rt.pe, pack_header(Kind.CREATE, 0, rt.pe, 0, info.id), segments, info.id)

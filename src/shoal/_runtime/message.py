@@ -30,8 +30,10 @@ __all__ = [
     "pack_header",
     "unpack_header",
     "encode",
+    "encode_shared",
     "decode",
     "encode_call",
+    "encode_call_shared",
     "decode_call",
     "unpicklable",
 ]
@@ -55,6 +57,7 @@ class Kind(IntEnum):
     MIGRATE = 12  # an element moving to the receiver (its state in the payload)
     FENCE = 13  # the sender's last message to an element by its old route (see migration.py)
     BALANCE = 14  # a step of a balancing round (entry: the phase; see balancing.py)
+    DEVICE = 15  # the receiver copied device buffer ``aux`` the sender lent it (see devices.py)
 
 
 HEADER = struct.Struct("<BBHIIQ")
@@ -99,9 +102,44 @@ class _Pickler(pickle.Pickler):
     """
 
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is np.ndarray and obj.dtype.kind in _PLAIN_KINDS and obj.flags.c_contiguous:
-            return _rebuild_array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)  # type: ignore[arg-type]
+        cls = type(obj)
+        if cls is np.ndarray:
+            if obj.dtype.kind in _PLAIN_KINDS and obj.flags.c_contiguous:
+                return _rebuild_array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)  # type: ignore[arg-type]
+            return NotImplemented
+        if cls in _HOST_TYPES:
+            return NotImplemented
+        return _device_reduction(obj)
+
+
+#: classes known to be host objects; any other is asked whether it is a device array
+_HOST_TYPES: set[type] = set()
+#: >0 while encoding a message that several PEs decode (see :func:`encode_shared`)
+_shared = 0
+
+
+def _device_reduction(obj: Any) -> Any:
+    """The reduction of a device array (``devices.py``), or NotImplemented for host objects."""
+    cls = type(obj)
+    if cls in _HOST_TYPES:
         return NotImplemented
+    from ..gpu.kinds import kind_of
+
+    kind = kind_of(obj)
+    if kind is None:
+        if len(_HOST_TYPES) < _CACHE_LIMIT and not hasattr(cls, "is_cuda"):
+            _HOST_TYPES.add(cls)  # (a torch tensor's class holds host and device tensors)
+        return NotImplemented
+    done = _device_memo.get(id(obj))
+    if done is None:  # an encoder that pickles again (see _Encoder) must not lend a buffer twice
+        from .devices import reduce_device
+
+        done = _device_memo[id(obj)] = (reduce_device(obj, kind, _shared > 0), obj)
+    return done[0]
+
+
+#: id(device array) -> (its reduction, the array) during one encoding
+_device_memo: dict[int, tuple] = {}
 
 
 #: at most this many out-of-band buffers per message: past it, buffers below
@@ -142,6 +180,8 @@ class _Encoder:
         finally:
             self._reset()
             self.busy = False
+            if _device_memo:
+                _device_memo.clear()
         return out
 
     def _reset(self) -> None:
@@ -192,7 +232,8 @@ def _by_value_pickler(cloudpickle: Any) -> Any:
             def reducer_override(self, obj: Any) -> Any:
                 if isinstance(obj, type) and _importable(obj):
                     return NotImplemented
-                return super().reducer_override(obj)
+                device = _device_reduction(obj)
+                return super().reducer_override(obj) if device is NotImplemented else device
 
         _BY_VALUE = ByValue
     return _BY_VALUE
@@ -212,6 +253,27 @@ _loads = pickle.loads
 
 #: ``encode(obj)``: pickle ``obj`` into segments: the stream, then each out-of-band buffer.
 encode = _Encoder()
+
+
+def encode_shared(obj: Any) -> list:
+    """:func:`encode` for a message that more than one PE decodes (a broadcast, a creation,
+    a multicast, a checkpoint): device arrays in it travel staged, never lent to one PE."""
+    global _shared
+    _shared += 1
+    try:
+        return encode(obj)
+    finally:
+        _shared -= 1
+
+
+def encode_call_shared(args: tuple, kwargs: dict | None) -> tuple[int, list]:
+    """:func:`encode_call` for a message that more than one PE decodes."""
+    global _shared
+    _shared += 1
+    try:
+        return encode_call(args, kwargs)
+    finally:
+        _shared -= 1
 
 
 def decode(segments: list) -> Any:

@@ -22,6 +22,7 @@ from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import Future, Task
 from .balancing import COMM_SAMPLE, Balancer, record_comm
+from .devices import DeviceTransfers, transfers
 from .lifecycle import Lifecycle
 from .migration import Migration
 from .native_core import TickClock, attach_core
@@ -109,6 +110,8 @@ class Runtime(Receiving, Sending):
         self.sections = Sections(self)
         self.migration = Migration(self)
         self.balancer = Balancer(self)
+        #: device arrays in messages (devices.py), set up by the first one sent or received
+        self.devices: DeviceTransfers | None = None
         self._handlers: list[Callable[..., None]] = [
             self._on_invoke,
             self._on_broadcast,
@@ -125,6 +128,7 @@ class Runtime(Receiving, Sending):
             self.migration.on_migrate,
             self.migration.on_fence,
             self.balancer.on_balance,
+            self._on_device,
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
@@ -165,6 +169,9 @@ class Runtime(Receiving, Sending):
         cs.span = tree.over(cs.hosts, self.pe, self.fanout)
         cs.count = 1
         self.lifecycle.construct(cs, (self.pe,), ())
+
+    def _on_device(self, *message: Any) -> None:
+        transfers(self).on_release(*message)
 
     def _trace_compiled(self, el: Chare, fn: Any, t0: int, t1: int) -> None:
         """An entry method the compiled path ran (times in ticks), for the timeline."""

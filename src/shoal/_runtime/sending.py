@@ -20,7 +20,7 @@ from .balancing import COMM_SAMPLE, record_comm
 from .collections import CollectionInfo
 from .futures import Failure, Future
 from .location import Locations
-from .message import HEADER, Kind, encode, encode_call, pack_header, pack_index, unpicklable
+from .message import HEADER, Kind, encode, encode_call, encode_call_shared, pack_header, pack_index, unpicklable
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class Sending:
 
     def _encode_call(self, info: CollectionInfo, name: str, args: tuple, kwargs: dict) -> tuple[int, list]:
         try:
-            return encode_call(args, kwargs)
+            return encode_call_shared(args, kwargs)  # every PE decodes a broadcast
         except Exception as exc:
             raise unpicklable(info.cls, name, args, kwargs, exc) from None
 

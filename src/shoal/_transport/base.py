@@ -43,6 +43,8 @@ class Transport(ABC):
     size: int
     #: PEs of this job on this node (they share its cores).
     local_size: int = 1
+    #: this PE's place among them (0 to local_size - 1): which GPU it takes by default.
+    local_rank: int = 0
     #: Segments at least this large travel by rendezvous instead of in the frame.
     rendezvous_threshold: int
     allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]

@@ -32,6 +32,7 @@ class InprocTransport(Transport):
     def __init__(self, hub: InprocHub, rank: int, rendezvous_threshold: int):
         self.hub = hub
         self.rank = rank
+        self.local_rank = rank  # every PE is in this process
         self.size = hub.size
         self.rendezvous_threshold = rendezvous_threshold
 

@@ -23,7 +23,7 @@ from mpi4py import MPI
 
 from .base import Deliver, Transport
 
-__all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring"]
+__all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring", "cuda_aware"]
 
 _PREFIX = struct.Struct("<HH")
 _SEG = struct.Struct("<Q")
@@ -59,6 +59,7 @@ class MPITransport(Transport):
         self.size = world.Get_size()
         node = world.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_size = node.Get_size()
+        self.local_rank = node.Get_rank()
         node.Free()
         self.rendezvous_threshold = rendezvous_threshold
         self.frame_capacity = max(frame_capacity, rendezvous_threshold + 4096)
@@ -296,7 +297,7 @@ def describe_library() -> dict[str, Any]:
         "mpi abi": _abi_name(),
         "mpi thread level": _thread_level(),
         "compiled path": _native_status(),
-        "cuda-aware mpi": _cuda_aware(),
+        "cuda-aware mpi": cuda_aware(),
     }
 
 
@@ -349,7 +350,7 @@ def _abi_name() -> str:
 _CUDA_QUERIES = {1: "MPIX_GPU_query_support", 2: "MPIX_Query_cuda_support"}
 
 
-def _cuda_aware() -> str:
+def cuda_aware() -> str:
     """Whether the MPI library sends and receives CUDA device memory itself, as the library
     answers: the compiled path asks it (it is built against the library's own header)."""
     import ctypes

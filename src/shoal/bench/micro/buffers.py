@@ -194,6 +194,31 @@ class PycudaKind(DeviceKind):
         buf.set(host.view(buf.dtype))
 
 
+class TorchKind(DeviceKind):
+    name, module, label, install = "torch", "torch", "PyTorch", "pip install torch"
+
+    def _device_count(self) -> int:
+        torch: Any = importlib.import_module("torch")
+        return int(torch.cuda.device_count())
+
+    def from_host(self, data: np.ndarray) -> Any:
+        torch: Any = importlib.import_module("torch")
+        return torch.as_tensor(np.ascontiguousarray(data), device="cuda")
+
+    def alloc(self, nbytes: int, dtype: str = "char") -> Any:
+        host = np.full(nbytes, POISON, np.uint8)
+        return self.from_host(host.view(np.float32) if dtype == "float" else host)
+
+    def to_host(self, buf: Any) -> np.ndarray:
+        return buf.cpu().numpy().reshape(-1).view(np.uint8)
+
+    def typed(self, buf: Any) -> Any:
+        return buf if str(buf.dtype) == "torch.float32" else buf.view(importlib.import_module("torch").float32)
+
+    def _copy_in(self, buf: Any, host: np.ndarray) -> None:
+        buf.copy_(self.from_host(host.view(buf.cpu().numpy().dtype)))
+
+
 #: name -> kind class
 KINDS: dict[str, type[BufferKind]] = {
     "bytearray": BufferKind,
@@ -201,9 +226,10 @@ KINDS: dict[str, type[BufferKind]] = {
     "cupy": CupyKind,
     "numba": NumbaKind,
     "pycuda": PycudaKind,
+    "torch": TorchKind,
 }
 CPU_KINDS = ("bytearray", "numpy")
-GPU_KINDS = ("cupy", "numba", "pycuda")
+GPU_KINDS = ("cupy", "numba", "pycuda", "torch")
 
 
 def resolve(buffer: str | None, device: str | None) -> tuple[str, str]:

@@ -47,9 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="shoal", help="shoal (default), mpi4py, charm4py or c")
     p.add_argument("--api", default=None, help="shoal/charm4py: entry (default) or channel; mpi4py: buffer (default) or pickle")
     p.add_argument("--pickle", action="store_true", help="mpi4py: the lower-case, pickle-based methods (= --api pickle)")
-    p.add_argument("--buffer", default=None, help="bytearray, numpy (default), cupy, numba or pycuda")
+    p.add_argument("--buffer", default=None, help="bytearray, numpy (default), cupy, numba, pycuda or torch")
     p.add_argument("--device", default=None, help="cpu (default) or cuda")
-    p.add_argument("--gpu-path", default="auto", choices=("auto", "aware", "staged"), help="GPU buffers: CUDA-aware MPI or staging through host memory (default: ask the MPI library)")
+    p.add_argument("--gpu-path", default="auto", choices=("auto", "aware", "staged", "ipc"),
+                   help="GPU buffers: CUDA-aware MPI (aware), staging through host memory (staged), or, for "
+                        "--target shoal, CUDA IPC (ipc; sets SHOAL_GPU_PATH) (default: the best the job can take)")
     p.add_argument("-m", "--message-size", default=None, metavar="[MIN:]MAX", help="message sizes in bytes, doubling from MIN (default 1:4194304; 1:1048576 for collectives)")
     p.add_argument("-i", "--iterations", type=int, default=None, help="timed iterations for messages up to --large-size")
     p.add_argument("-x", "--warmup", type=int, default=None, help="untimed warm-up iterations for messages up to --large-size")
@@ -209,6 +211,9 @@ def parse(argv: Sequence[str]) -> Config:
             raise UsageError(str(exc)) from None
         if buffer not in target.buffers:
             raise UsageError(f"--target {target.name} has no --buffer {buffer}; valid buffers: {', '.join(target.buffers)}")
+    if ns.gpu_path == "ipc" and target.name != "shoal":
+        raise UsageError(f"--gpu-path ipc is shoal's (CUDA IPC between its PEs); --target {target.name} takes "
+                         "auto, aware or staged")
     lo, hi = _sizes(ns.message_size)
     for name, value, least in [
         ("-i", ns.iterations, 1), ("-x", ns.warmup, 0), ("--iterations-large", ns.iterations_large, 1),

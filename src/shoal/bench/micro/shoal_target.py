@@ -22,6 +22,7 @@ element per PE), so element i is PE i, as rank i is in the MPI versions:
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from time import perf_counter
 from typing import Any
@@ -52,6 +53,8 @@ class _Element(shoal.Chare):
     def prepare(self, test: str, size: int) -> None:
         """Build this element's payload for ``test`` at ``size`` bytes (untimed)."""
         self.test, self.size = TESTS[test], size
+        if self.kind.device == "cuda":
+            shoal.my_device()  # the PE's GPU (SHOAL_DEVICE), before any array is made on one
         self.out = self.kind.from_host(data.payload(self.test, size, self.index, self.n))
         self.last = None
         self._prepare()
@@ -183,8 +186,9 @@ class ChannelP2P(_Element):
         self.into: np.ndarray | None = None
 
     def _prepare(self) -> None:
-        # recv(into=) takes NumPy arrays; other kinds receive a new object per message
-        self.into = self.kind.alloc(self.size) if isinstance(self.out, np.ndarray) else None
+        # recv(into=) takes NumPy and device arrays; bytearrays receive a new object per message
+        posted = isinstance(self.out, np.ndarray) or (self.kind.device == "cuda" and self.kind.name != "pycuda")
+        self.into = self.kind.alloc(self.size) if posted else None
 
     async def pingpong(self, iters: int, warm: int) -> float | None:
         """Both partners: send then receive (leader) or receive then send; leader's seconds."""
@@ -391,4 +395,6 @@ def run(cfg: Config) -> int:
         if code:
             shoal.exit(code)
 
+    if cfg.device == "cuda":  # how shoal moves device arrays (shoal/gpu/paths.py)
+        os.environ["SHOAL_GPU_PATH"] = {"auto": "", "aware": "mpi"}.get(cfg.gpu_path, cfg.gpu_path)
     return shoal.run(main, [])

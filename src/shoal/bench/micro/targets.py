@@ -54,7 +54,7 @@ TARGETS: dict[str, Target] = {
             None,
             "",
             "mpi",
-            tuple(KINDS),
+            tuple(k for k in KINDS if k != "pycuda"),  # device arrays: shoal/gpu/kinds.py
         ),
         Target(
             "mpi4py",

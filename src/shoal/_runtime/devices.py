@@ -1,0 +1,302 @@
+"""Device arrays in messages: what the pickler sends for one, and how the receiver rebuilds it.
+
+A device array (CuPy, Numba, PyTorch: :mod:`shoal.gpu.kinds`) in an entry method's
+arguments, a channel message or a future's value is pickled as a small *metadata record*
+(kind, dtype, shape) plus the data by one of two paths (:mod:`shoal.gpu.paths`):
+
+* ``ipc``: the sender copies the array on its device into a buffer of its own pool and
+  sends that buffer's CUDA IPC handle; the receiver copies device to device out of it
+  (opening each handle once) and acks, and the buffer goes back to the pool. The copy at
+  the sender keeps shoal's value semantics: the sender may overwrite its array at once.
+* ``staged``: the bytes travel in host memory, copied out and in through pinned buffers in
+  chunks (:class:`shoal.gpu.staging.Stager`).
+
+A message that more than one PE decodes (a broadcast, a collection's creation, a
+multicast, a checkpoint) is always staged: an IPC buffer is lent to exactly one receiver.
+The receiver rebuilds the sender's kind of array on its own device, or writes straight
+into the buffer a channel's ``recv(into=...)`` posted.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GPUError
+from ..gpu.kinds import ArrayKind, kind_named
+from ..gpu.ops import DeviceOps
+from ..gpu.paths import choose_device, choose_path
+from ..gpu.staging import Stager
+from .context import current
+
+if TYPE_CHECKING:
+    from .scheduler import Runtime
+
+__all__ = ["DeviceTransfers", "reduce_device", "transfers", "posting", "path_report", "my_device"]
+
+#: device buffers lent to a receiver in this process: (owner PE, token) -> uint8 buffer. An
+#: in-process receiver (same PE, or the inproc transport) reads them here instead of opening
+#: its own process's IPC handle, which CUDA refuses.
+_LENT_HERE: dict[tuple[int, int], Any] = {}
+
+
+def _size_class(nbytes: int) -> int:
+    """Pool buffers come in powers of two from 4 KiB, so buffers are reused across sizes."""
+    return max(4096, 1 << (max(nbytes, 1) - 1).bit_length())
+
+
+class _OnDevice:
+    """What one PE holds for one kind of device memory: its device, path, pool and stager."""
+
+    def __init__(self, rt: "Runtime", ops: DeviceOps):
+        settings, transport = rt.settings, rt.transport
+        try:
+            self.device = choose_device(transport.local_rank, ops.device_count(), settings.device)
+        except ValueError as exc:
+            raise GPUError(f"PE {rt.pe}: {exc}") from None
+        ops.select(self.device)
+        aware = ops.mpi_aware()
+        if aware is None:
+            aware = _mpi_says_aware(transport)
+        try:
+            one_node = transport.local_size == transport.size or transport.name == "inproc"
+            self.path, self.why = choose_path(settings.gpu_path, aware, one_node, ops.ipc_supported())
+        except ValueError as exc:
+            raise GPUError(f"PE {rt.pe}: {exc}") from None
+        self.ops = ops
+        self.stager = Stager(ops, settings.gpu_chunk)
+        self.free: dict[int, list] = {}  # size class -> [(buffer, handle)]
+
+
+def _mpi_says_aware(transport: Any) -> bool:
+    if transport.name != "mpi":
+        return False
+    from .._transport.mpi import cuda_aware
+
+    return cuda_aware().startswith("yes")
+
+
+class DeviceTransfers:
+    """One PE's device messaging: buffers lent out by token, and their release."""
+
+    def __init__(self, rt: "Runtime"):
+        self.rt = rt
+        self.pe = rt.pe
+        self._states: dict[int, _OnDevice] = {}  # id(ops) -> state
+        self.lent: dict[int, tuple[_OnDevice, Any, bytes]] = {}  # token -> (state, buffer, handle)
+        self._token = 0
+        #: the buffer a channel's ``recv(into=...)`` posted, while its message decodes
+        self.posted: Any = None
+
+    def state(self, ops: DeviceOps) -> _OnDevice:
+        st = self._states.get(id(ops))
+        if st is None:
+            st = self._states[id(ops)] = _OnDevice(self.rt, ops)
+        return st
+
+    # -- sending -------------------------------------------------------------------
+    def reduce(self, obj: Any, kind: ArrayKind, shared: bool) -> tuple:
+        """The pickle reduction of device array ``obj``: rebuild function and arguments."""
+        ops = kind.ops
+        st = self.state(ops)
+        arr = kind.native(obj)
+        on = ops.device_of(arr)
+        if on != st.device:
+            raise GPUError(
+                f"PE {self.pe}: cannot send a {kind.name} array on device {on}: this PE uses device {st.device} "
+                "(shoal.gpu.device() tells which; allocate after it, or set SHOAL_DEVICE)"
+            )
+        arr = ops.contiguous(arr)
+        meta = (kind.name, arr.dtype.str, tuple(arr.shape))
+        flat = ops.flat(arr)
+        if st.path == "ipc" and not shared:
+            return _rebuild_ipc, (meta, *self.lend(st, flat))
+        host = np.empty(flat.nbytes, np.uint8)
+        st.stager.to_host(host, flat)
+        return _rebuild_staged, (meta, pickle.PickleBuffer(host))  # type: ignore[arg-type]
+
+    def lend(self, st: _OnDevice, flat: Any) -> tuple[int, int, bytes, int]:
+        """Copy ``flat`` into a pool buffer lent to one receiver: ``(owner, token, handle, capacity)``."""
+        nbytes, size = flat.nbytes, _size_class(flat.nbytes)
+        free = st.free.get(size)
+        buf, handle = free.pop() if free else st.ops.shareable(size)
+        st.ops.copy(buf[:nbytes], flat)
+        st.ops.sync()  # the receiver's copy, in another process, may start as soon as the message lands
+        self._token = token = (self._token + 1) & 0xFFFFFFFF
+        self.lent[token] = (st, buf, handle)
+        _LENT_HERE[(self.pe, token)] = buf
+        return self.pe, token, handle, size
+
+    def release(self, token: int) -> None:
+        """The receiver of lent buffer ``token`` copied it: back to the pool."""
+        entry = self.lent.pop(token, None)
+        _LENT_HERE.pop((self.pe, token), None)
+        if entry is not None:
+            st, buf, handle = entry
+            st.free.setdefault(buf.nbytes, []).append((buf, handle))
+
+    def on_release(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list,
+                   header: bytes) -> None:
+        """Kind.DEVICE: a receiver is done with lent buffer ``aux``."""
+        self.release(aux)
+
+    def lent_count(self) -> int:
+        """Buffers lent and not yet released (their receivers have not copied them yet)."""
+        return len(self.lent)
+
+    # -- receiving -----------------------------------------------------------------
+    def target(self, kind: ArrayKind, st: _OnDevice, dtype: np.dtype, shape: tuple) -> tuple[Any, Any]:
+        """Where a device array arriving now goes: ``(result, its uint8 device view)``, or
+        ``(host array, None)`` when a host buffer was posted for it."""
+        into, self.posted = self.posted, None
+        if into is None:
+            arr = st.ops.empty(shape, dtype)
+            return kind.wrap(arr), st.ops.flat(arr)
+        if type(into) is np.ndarray:
+            self._check_posted(into, "host", dtype, shape)
+            return into, None
+        posted_kind = _kind_of(into)
+        assert posted_kind is not None  # Channel.recv checked it
+        native = posted_kind.native(into)
+        self._check_posted(native, posted_kind.name, dtype, shape)
+        if not native.flags.c_contiguous:
+            raise GPUError(f"PE {self.pe}: recv(into=...) posted a strided {posted_kind.name} array; "
+                           "post a C-contiguous device buffer")
+        return into, st.ops.flat(native)
+
+    def _check_posted(self, into: Any, what: str, dtype: np.dtype, shape: tuple) -> None:
+        if tuple(into.shape) != shape or into.dtype != dtype:
+            raise GPUError(
+                f"PE {self.pe}: a device array of shape {shape} and dtype {dtype} arrived for recv(into=...), "
+                f"which posted a {what} array of shape {tuple(into.shape)} and dtype {into.dtype}; "
+                "post a buffer of the same shape and dtype"
+            )
+
+
+def _kind_of(obj: Any) -> ArrayKind | None:
+    from ..gpu.kinds import kind_of
+
+    return kind_of(obj)
+
+
+def transfers(rt: "Runtime | None" = None) -> DeviceTransfers:
+    """The device messaging of PE ``rt`` (this PE's by default), made on first use."""
+    if rt is None:
+        rt = current("sending or receiving a device array")
+    dt = rt.devices
+    if dt is None:
+        dt = rt.devices = DeviceTransfers(rt)
+    return dt
+
+
+def reduce_device(obj: Any, kind: ArrayKind, shared: bool) -> tuple:
+    """The pickler's reduction of device array ``obj`` (message.py calls it)."""
+    return transfers().reduce(obj, kind, shared)
+
+
+def _arriving(meta: tuple) -> tuple[DeviceTransfers, ArrayKind, _OnDevice, np.dtype, tuple]:
+    name, dtype, shape = meta
+    dt = transfers()
+    kind = kind_named(name)
+    if kind is None:
+        raise GPUError(f"PE {dt.pe}: a {name} device array arrived, but this PE knows no such kind "
+                       "(register it on every PE: shoal.gpu.register)")
+    try:
+        st = dt.state(kind.ops)
+    except ImportError as exc:
+        raise GPUError(f"PE {dt.pe}: a {name} device array arrived, but {exc}; install CuPy on every PE "
+                       "that receives device arrays (pip install cupy-cuda12x)") from None
+    return dt, kind, st, np.dtype(dtype), shape
+
+
+def _host_bytes(into: np.ndarray) -> np.ndarray:
+    """Host bytes to receive into ``into``: its own memory, or a scratch buffer when strided."""
+    if into.flags.c_contiguous:
+        return into.reshape(-1).view(np.uint8)
+    return np.empty(into.nbytes, np.uint8)
+
+
+def _unpack(into: np.ndarray, host: np.ndarray) -> None:
+    """Finish :func:`_host_bytes`: a strided ``into`` takes the scratch buffer's values."""
+    if not into.flags.c_contiguous:
+        into[...] = host.view(into.dtype).reshape(into.shape)
+
+
+def _rebuild_ipc(meta: tuple, owner: int, token: int, handle: bytes, capacity: int) -> Any:
+    """Receive a lent device buffer: copy it out, ack the owner, give the array."""
+    dt, kind, st, dtype, shape = _arriving(meta)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    src = _LENT_HERE.get((owner, token))
+    src = st.ops.open(handle, capacity)[:nbytes] if src is None else src[:nbytes]
+    try:
+        result, dst = dt.target(kind, st, dtype, shape)
+        if dst is None:
+            host = _host_bytes(result)
+            st.ops.to_host(host, src)
+            st.ops.sync()
+            _unpack(result, host)
+        else:
+            st.ops.copy(dst, src)
+            st.ops.sync()
+    finally:
+        if owner == dt.pe:
+            dt.release(token)
+        else:
+            from .message import Kind
+            from .system import NO_COLL
+
+            dt.rt.post(owner, Kind.DEVICE, 0, token, NO_COLL, (), None)
+    return result
+
+
+def _rebuild_staged(meta: tuple, host: Any) -> Any:
+    """Receive a staged device array: copy its host bytes onto this PE's device."""
+    dt, kind, st, dtype, shape = _arriving(meta)
+    data = np.frombuffer(host, np.uint8)
+    result, dst = dt.target(kind, st, dtype, shape)
+    if dst is None:
+        host = _host_bytes(result)
+        host[:] = data
+        _unpack(result, host)
+    else:
+        st.stager.from_host(dst, data)
+    return result
+
+
+class posting:
+    """``with posting(rt, into):`` decode a channel message into the buffer ``into``."""
+
+    __slots__ = ("dt", "into")
+
+    def __init__(self, rt: "Runtime", into: Any):
+        self.dt = transfers(rt)
+        self.into = into
+
+    def __enter__(self) -> None:
+        self.dt.posted = self.into
+
+    def __exit__(self, *exc: Any) -> None:
+        self.dt.posted = None
+
+
+def path_report(rt: "Runtime") -> dict[str, str]:
+    """This PE's device and path for each kind of device memory used so far (``shoal info``
+    reports the same decision without a job)."""
+    dt = rt.devices
+    if dt is None:
+        return {}
+    return {f"{st.ops.name} device": f"{st.device}; path {st.path} ({st.why})" for st in dt._states.values()}
+
+
+def my_device() -> int:
+    """The GPU this PE uses (chosen and made current on first call): allocate the device
+    arrays a PE sends after calling it, so they are on the device shoal expects."""
+    from ..gpu.ops import cupy_missing, cupy_ops
+
+    dt = transfers(current("shoal.my_device()"))
+    missing = cupy_missing()
+    if missing is not None:
+        raise GPUError(f"PE {dt.pe}: shoal.my_device(): {missing}")
+    return dt.state(cupy_ops()).device

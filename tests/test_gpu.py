@@ -1,0 +1,386 @@
+"""Device arrays in messages, on the CPU: path and device choice, the staging pipeline's
+chunks, the metadata on the wire, and the whole protocol across real MPI processes with
+the simulated device of ``gpu_sim`` (the CUDA calls themselves: test_gpu_cuda.py, on a GPU)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import shoal
+from shoal.errors import GPUError
+from shoal.gpu import Stager, choose_device, choose_path, chunks, kind_of
+from shoal.gpu.paths import parse_devices
+
+from conftest import run_inproc
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gpu_sim  # noqa: E402  (registers the kind "sim")
+
+TESTS = str(Path(__file__).parent)
+
+
+# -- decisions -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("forced, aware, one_node, want", [
+    ("", True, True, "ipc"),  # (the mpi path is not built: paths.BUILT)
+    ("", None, True, "ipc"),
+    ("", False, True, "ipc"),
+    ("", False, False, "staged"),
+    ("staged", False, True, "staged"),
+    ("ipc", False, True, "ipc"),
+])
+def test_the_best_path_the_job_can_take(forced, aware, one_node, want):
+    assert choose_path(forced, aware, one_node)[0] == want
+
+
+def test_without_ipc_one_node_stages():
+    path, why = choose_path("", False, True, ipc_supported=False)
+    assert path == "staged" and "cannot share memory" in why
+
+
+@pytest.mark.parametrize("forced, aware, one_node, words", [
+    ("mpi", True, True, "not built yet"),
+    ("ipc", False, False, "more than one node"),
+    ("nvlink", False, True, "is not a GPU path"),
+])
+def test_a_forced_path_the_job_cannot_take_is_an_error(forced, aware, one_node, words):
+    with pytest.raises(ValueError, match=words):
+        choose_path(forced, aware, one_node)
+
+
+def test_devices_by_local_rank_or_by_list():
+    assert [choose_device(r, 2) for r in range(4)] == [0, 1, 0, 1]
+    assert [choose_device(r, 1) for r in range(3)] == [0, 0, 0]  # PEs share one GPU
+    assert [choose_device(r, 4, "3") for r in range(2)] == [3, 3]
+    assert [choose_device(r, 4, "2,0") for r in range(3)] == [2, 0, 2]
+    assert parse_devices(" ") is None
+
+
+@pytest.mark.parametrize("count, spec, words", [
+    (0, "", "no CUDA device"),
+    (2, "2", "names device 2, but this process sees 2 devices"),
+    (2, "a", "not a device list"),
+    (2, "-1", "not a device list"),
+])
+def test_bad_device_choices_say_why(count, spec, words):
+    with pytest.raises(ValueError, match=words):
+        choose_device(0, count, spec)
+
+
+def test_device_settings_are_validated():
+    import shoal.settings
+
+    with pytest.raises(shoal.settings.SettingsError, match="SHOAL_GPU_PATH"):
+        shoal.settings.load_settings({"SHOAL_GPU_PATH": "fast"})
+    with pytest.raises(shoal.settings.SettingsError, match="SHOAL_DEVICE"):
+        shoal.settings.load_settings({"SHOAL_DEVICE": "gpu0"})
+    s = shoal.settings.load_settings({"SHOAL_DEVICE": "0,1", "SHOAL_GPU_PATH": "staged", "SHOAL_GPU_CHUNK": "65536"})
+    assert (s.device, s.gpu_path, s.gpu_chunk) == ("0,1", "staged", 65536)
+
+
+# -- staging --------------------------------------------------------------------------
+
+def test_chunks_cover_the_bytes_once_in_order():
+    assert chunks(10, 4) == [(0, 4), (4, 4), (8, 2)]
+    assert chunks(8, 4) == [(0, 4), (4, 4)]
+    assert chunks(0, 4) == []
+    for n, c in [(1, 1), (1000, 7), (1 << 20, 65536)]:
+        plan = chunks(n, c)
+        assert sum(size for _, size in plan) == n
+        assert all(off == prev_off + prev_size for (prev_off, prev_size), (off, _) in zip(plan, plan[1:]))
+    with pytest.raises(ValueError):
+        chunks(10, 0)
+
+
+class _Logged(gpu_sim.SimOps):
+    """SimOps that logs each copy and wait in order: the pipeline's schedule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[tuple] = []
+        self.events = 0
+
+    def to_host(self, host, src):
+        self.log.append(("d2h", host.nbytes))
+        super().to_host(host, src)
+
+    def from_host(self, dst, host):
+        self.log.append(("h2d", host.nbytes))
+        super().from_host(dst, host)
+
+    def record(self):
+        self.events += 1
+        return self.events
+
+    def wait(self, event):
+        self.log.append(("wait", event))
+
+
+@pytest.mark.parametrize("n", [1, 4096, 4097, 10_000, 65536 * 5 + 3])
+def test_staging_round_trips_through_bounce_buffers(n):
+    ops = _Logged()
+    stager = Stager(ops, chunk=4096, buffers=2)
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    dev = gpu_sim.SimArray(data.copy(), 0)
+    host = np.zeros(n, np.uint8)
+    stager.to_host(host, dev)
+    assert np.array_equal(host, data)
+    back = gpu_sim.SimArray(np.zeros(n, np.uint8), 0)
+    stager.from_host(back, host)
+    assert np.array_equal(back.data, data)
+    pieces = len(chunks(n, 4096))
+    if pieces == 1:  # one copy each way, no bounce buffer
+        assert ops.log == [("d2h", n), ("h2d", n)] and "pinned" not in ops.calls
+    else:
+        assert ops.calls["pinned"] == 2  # two bounce buffers, made once, reused
+        d2h = [e for e in ops.log if e[0] == "d2h"]
+        assert [size for _, size in d2h] == [size for _, size in chunks(n, 4096)]
+
+
+def test_staging_overlaps_the_copy_of_one_chunk_with_the_next():
+    """With two bounce buffers the device copies chunk i+1 before the host waits for chunk i."""
+    ops = _Logged()
+    Stager(ops, chunk=100, buffers=2).to_host(np.zeros(400, np.uint8), gpu_sim.SimArray(np.ones(400, np.uint8), 0))
+    assert ops.log == [("d2h", 100), ("d2h", 100), ("wait", 1), ("d2h", 100), ("wait", 2), ("d2h", 100),
+                       ("wait", 3), ("wait", 4)]
+
+
+# -- metadata -----------------------------------------------------------------------
+
+def test_host_objects_are_not_device_arrays():
+    for obj in (np.zeros(3), b"x", 3.0, object(), [1], gpu_sim.SimArray):
+        assert kind_of(obj) is None
+    assert kind_of(gpu_sim.array([1.0])).name == "sim"
+
+
+def _wire(rt_main):
+    """Run ``rt_main`` on one in-process PE; return what it returned."""
+    out = []
+    run_inproc(lambda args: (out.append(rt_main()), shoal.exit()), pes=1)
+    return out[0]
+
+
+def test_a_staged_device_array_travels_as_metadata_and_one_out_of_band_buffer():
+    from shoal._runtime.message import decode, encode_shared
+
+    def body():
+        x = gpu_sim.array(np.arange(12, dtype=np.int32).reshape(3, 4))
+        segments = encode_shared(("label", x))
+        stream = pickle.dumps(None)  # the metadata is small: no bytes of the array in the stream
+        back = decode(segments)
+        return len(segments), len(segments[0]), len(stream), back
+
+    nseg, head, _, (label, y) = _wire(body)
+    assert nseg == 2 and head < 200  # the pickle stream, then the array's bytes out of band
+    assert label == "label" and isinstance(y, gpu_sim.SimArray)
+    assert y.shape == (3, 4) and y.dtype == np.int32 and np.array_equal(y.data, np.arange(12).reshape(3, 4))
+
+
+def test_a_lent_device_array_is_a_handle_and_returns_to_the_pool_when_copied():
+    from shoal._runtime.devices import transfers
+    from shoal._runtime.message import decode, encode
+
+    def body():
+        dt = transfers()
+        x = gpu_sim.array(np.arange(1000.0))
+        segments = encode(x)
+        lent = dt.lent_count()
+        x.data[:] = -1  # value semantics: the sender may overwrite at once
+        y = decode(segments)
+        return len(segments), lent, dt.lent_count(), y.data.copy(), dt._states[id(gpu_sim.OPS)].path
+
+    nseg, lent, after, y, path = _wire(body)
+    assert path == "ipc" and nseg == 1 and lent == 1 and after == 0
+    assert np.array_equal(y, np.arange(1000.0))
+
+
+def test_a_strided_device_array_arrives_contiguous():
+    from shoal._runtime.message import decode, encode_shared
+
+    def body():
+        x = gpu_sim.SimArray(np.arange(20.0).reshape(4, 5)[:, 1], 0)
+        return decode(encode_shared(x)).data
+
+    assert np.array_equal(_wire(body), np.arange(20.0).reshape(4, 5)[:, 1])
+
+
+def test_an_array_on_a_device_the_pe_does_not_use_is_refused():
+    from shoal._runtime.message import encode
+
+    def body():
+        with pytest.raises(GPUError) as info:
+            encode(gpu_sim.array([1.0], device=1))  # PE 0 uses device 0
+        return str(info.value)
+
+    text = _wire(body)
+    assert text.startswith("PE 0: cannot send a sim array on device 1: this PE uses device 0")
+
+
+def test_a_kind_the_receiver_does_not_know_is_an_error_naming_the_pe():
+    from shoal._runtime.devices import _rebuild_staged
+
+    def body():
+        with pytest.raises(GPUError, match="PE 0: a rocm device array arrived, but this PE knows no such kind"):
+            _rebuild_staged(("rocm", "<f8", (1,)), np.zeros(8, np.uint8))
+        return True
+
+    assert _wire(body)
+
+
+# -- real MPI processes ----------------------------------------------------------------
+
+PROGRAM = f"""
+import sys
+import numpy as np
+sys.path.insert(0, {TESTS!r})
+import gpu_sim
+import shoal
+from shoal._runtime.devices import transfers
+from shoal.errors import GPUError
+
+
+def device():
+    return transfers().state(gpu_sim.OPS)
+
+
+class Peer(shoal.Chare):
+    def setup(self):
+        return device().device, device().path
+
+    def take(self, a):
+        assert isinstance(a, gpu_sim.SimArray), type(a)
+        return shoal.my_pe(), a.device, a.data.copy()
+
+    def lent(self):
+        return transfers().lent_count()
+
+    async def exchange(self, peer, n):
+        ch = shoal.Channel(self, remote=peer)
+        dev = device().device
+        if self.index[0] == 0:
+            x = gpu_sim.array(np.arange(n, dtype=np.float64), dev)
+            for _ in range(3):
+                ch.send(x)
+                x.data[:] += 1  # overwritten as soon as sent
+            ch.send(gpu_sim.array(np.zeros(n + 1), dev))
+            return "sent"
+        buf = gpu_sim.array(np.zeros(n), dev)
+        got = await ch.recv(into=buf)
+        first = (got is buf, float(buf.data.sum()))
+        host = np.zeros(n)
+        got = await ch.recv(into=host)
+        second = (got is host, float(host.sum()))
+        plain = await ch.recv()
+        try:
+            await ch.recv(into=np.zeros(n))  # the (n + 1)-element message
+            wrong = "no error"
+        except GPUError as exc:
+            wrong = str(exc)
+        return first, second, (type(plain).__name__, float(plain.data.sum())), wrong
+
+
+def main(args):
+    n = int(args[1])
+    a = shoal.Array(Peer, 2)
+    setup = a.setup(ret=True).get()
+    print("setup", setup)
+    x = gpu_sim.array(np.arange(n, dtype=np.float32), device().device)
+    pe, dev, data = a[1].take(x, ret=True).get()
+    print("p2p", pe, dev, bool(np.array_equal(data, np.arange(n, dtype=np.float32))))
+    got = a.take(x, ret=True).get()
+    print("bcast", sorted((p, d, bool(np.array_equal(v, x.data))) for p, d, v in got))
+    f0, f1 = a[0].exchange(a[1], n, ret=True), a[1].exchange(a[0], n, ret=True)
+    print("channel", f0.get(), f1.get())
+    print("lent", a.lent(ret=True).get(), transfers().lent_count())
+    print("calls", sorted(gpu_sim.OPS.calls))
+    shoal.exit()
+
+
+shoal.start(main)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("path, n", [("", 1000), ("", 300_000), ("staged", 1000), ("staged", 300_000)])
+def test_device_arrays_cross_processes(mpi_job, path, n):
+    env = {"SHOAL_GPU_PATH": path, "SHOAL_GPU_CHUNK": "65536"} if path else {}
+    job = mpi_job(PROGRAM, n=2, args=(str(n),), env=env)
+    assert job.returncode == 0, job
+    out = job.stdout
+    want_path = path or "ipc"
+    assert f"setup [(0, '{want_path}'), (1, '{want_path}')]" in out, job  # one device each: local rank
+    assert "p2p 1 1 True" in out, job
+    assert "bcast [(0, 0, True), (1, 1, True)]" in out, job
+    total = float(np.arange(n, dtype=np.float64).sum())
+    assert f"(True, {total!r}), (True, {total + n!r}), ('SimArray', {total + 2 * n!r})" in out, job
+    assert (f"a device array of shape ({n + 1},) and dtype float64 arrived for recv(into=...), which posted "
+            f"a host array of shape ({n},)") in out, job
+    assert "PE 1: a device array" in out, job
+    assert "lent [0, 0] 0" in out, job  # every lent buffer came back
+    calls = out.split("calls")[1]
+    if want_path == "ipc":
+        assert "'shareable'" in calls
+    if path == "staged" and n > 65536:
+        assert "'pinned'" in calls  # pipelined through bounce buffers
+
+
+@pytest.mark.mpi
+def test_a_forced_path_the_job_cannot_take_ends_it_clearly(mpi_job):
+    job = mpi_job(PROGRAM, n=2, args=("10",), env={"SHOAL_GPU_PATH": "mpi"}, timeout=60)
+    assert job.returncode != 0
+    assert "SHOAL_GPU_PATH=mpi: this path is not built yet in shoal; use ipc or staged" in job.stderr, job
+    assert "PE 0" in job.stderr or "PE 1" in job.stderr, job
+
+
+@pytest.mark.mpi
+def test_shared_gpus_and_device_lists(mpi_job):
+    job = mpi_job(PROGRAM, n=2, args=("10",), env={"SIM_DEVICES": "1"})
+    assert job.returncode == 0, job
+    assert "setup [(0, 'ipc'), (0, 'ipc')]" in job.stdout and "p2p 1 0 True" in job.stdout, job
+    job = mpi_job(PROGRAM, n=2, args=("10",), env={"SHOAL_DEVICE": "1,0"})
+    assert job.returncode == 0, job
+    assert "p2p 1 0 True" in job.stdout, job
+
+
+def test_my_device_without_cupy_names_the_pe():
+    pytest.importorskip("numpy")
+    from shoal.gpu import cupy_missing
+
+    why = cupy_missing()
+    if why is None:
+        pytest.skip("CuPy and a CUDA device are present: test_gpu_cuda.py covers this machine")
+
+    def body():
+        with pytest.raises(GPUError) as info:
+            shoal.my_device()
+        return str(info.value)
+
+    assert _wire(body) == f"PE 0: shoal.my_device(): {why}"
+
+
+def test_gpu_settings_reach_info(capsys):
+    from shoal.cli import main
+
+    os.environ.pop("SHOAL_GPU_PATH", None)
+    assert main(["info", "--transport", "inproc"]) == 0
+    out = capsys.readouterr().out
+    assert "gpu" in out
+
+
+def test_run_devices_sets_the_device_list_and_refuses_a_bad_one(tmp_path):
+    import subprocess
+
+    prog = tmp_path / "prog.py"
+    prog.write_text("import os, shoal\nshoal.start(lambda a: (print('dev', os.environ['SHOAL_DEVICE']), shoal.exit()))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    run = [sys.executable, "-m", "shoal", "run", "-n", "1", "--transport", "inproc"]
+    ok = subprocess.run([*run, "--devices", "1,0", str(prog)], capture_output=True, text=True, env=env, timeout=60)
+    assert ok.returncode == 0 and "dev 1,0" in ok.stdout, ok
+    bad = subprocess.run([*run, "--devices", "gpu1", str(prog)], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode != 0 and "SHOAL_DEVICE" in bad.stderr and "device numbers" in bad.stderr, bad
