@@ -250,6 +250,20 @@ def test_report_in_a_headless_browser(tmp_path: Path) -> None:
     ('bench = "micro"\napp = "latency"\ntargets = ["dask"]\npes = 2\ntrials = 2\n', "target 'dask' is not a target"),
     ('bench = "micro"\napp = "latency"\ntargets = ["shoal"]\npes = 2\ntrials = 2\nsteps = 5\n',
      "unknown key 'steps'"),
+    ('bench = "taskbench"\napp = "stencil"\ntargets = ["shoal"]\npes = 2\ntrials = 2\n',
+     "unknown Task Bench dependence pattern 'stencil'"),
+    ('bench = "taskbench"\napp = "stencil_1d"\ntargets = ["mpi"]\npes = 2\ntrials = 2\n',
+     "target 'mpi' is not a target of METG sweep"),
+    ('bench = "taskbench"\napp = "stencil_1d"\ntargets = ["shoal"]\npes = 2\ntrials = 2\nsystems = "ray"\n',
+     "unknown key 'systems'"),
+    ('bench = "taskbench"\napp = "stencil_1d"\ntargets = ["shoal"]\npes = 2\ntrials = 2\npool = "max"\n',
+     "'max' is not one of"),
+    ('bench = "stencil"\napp = "jacobi2d"\ntargets = ["c"]\npes = 1\ntrials = 2\n',
+     "unknown stencil problem 'jacobi2d'; problems: jacobi, burgers, laplace3d"),
+    ('bench = "stencil"\napp = "jacobi"\ntargets = ["fortran"]\npes = 1\ntrials = 2\n',
+     "target 'fortran' is not a target of stencil problem 'jacobi': numpy, c, c-omp, numba, shoal"),
+    ('bench = "stencil"\napp = "jacobi"\ntargets = ["c"]\npes = 1\ntrials = 2\nthreads = 4\n',
+     "unknown key 'threads'"),
 ])
 def test_bad_experiment_files_exit_2_naming_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                         text: str, message: str) -> None:
@@ -330,3 +344,111 @@ def test_a_micro_run_of_several_sizes_is_refused() -> None:
         runner.one_row({"test": "latency", "rows": [{"size": 8, "value": 1.0}, {"size": 16, "value": 1.1}]})
     assert runner.one_row({"test": "bw", "unit": "MB/s", "rows": [{"size": 8, "value": 3.0}]}) == {
         "test": "bw", "unit": "MB/s", "size": 8, "value": 3.0}
+
+
+# ------------------------------------------------------------------ METG and stencil experiments
+
+METG = """\
+bench = "taskbench"
+app = "stencil_1d"
+targets = ["mpi4py", "shoal-channel"]
+pes = 2
+steps = 10
+iter_max = 16384
+iter_min = 256
+repeats = 1
+peak = 1e6  # far below the machine's: every point is efficient, so METG is a number even on a busy machine
+trials = 2
+warmup = 0
+seed = 1
+
+[target.shoal-channel]
+target = "shoal:channel"
+"""
+
+STENCIL = """\
+bench = "stencil"
+app = "jacobi"
+targets = ["c", "shoal"]
+pes = [1, 2]
+n = 64
+steps = 3
+trials = 2
+warmup = 0
+seed = 1
+"""
+
+
+def test_metg_and_stencil_experiments_plan_their_commands(tmp_path: Path) -> None:
+    """Each run is one system of `shoal bench metg` / `shoal bench stencil`, its last line JSON."""
+    exp = spec.parse(__import__("tomllib").loads(METG), "metg.toml")
+    assert exp.bench == "taskbench" and exp.metric == "metg_us"
+    runs = spec.plan(exp, seed=1)
+    assert len(runs) == 4 and {r.target.name for r in runs} == {"mpi4py", "shoal-channel"}
+    channel = next(r for r in runs if r.target.name == "shoal-channel")
+    assert spec.command(channel)[3:] == ["bench", "metg", "-type", "stencil_1d", "--systems", "shoal:channel",
+                                         "-n", "2", "--iter-max", "16384", "--iter-min", "256", "--peak", "1000000.0",
+                                         "--repeats", "1", "-steps", "10", "--json"]
+    exp = spec.parse(__import__("tomllib").loads(STENCIL), "stencil.toml")
+    assert exp.bench == "stencil" and exp.metric == "time_per_step"
+    runs = spec.plan(exp, seed=1)
+    assert len(runs) == 2 * 2 * 2
+    shoal2 = next(r for r in runs if r.target.name == "shoal" and r.pes == 2)
+    assert spec.command(shoal2)[3:] == ["bench", "stencil", "--problems", "jacobi", "--systems", "shoal-2pe",
+                                        "--pes", "2", "--threads", "2", "--trials", "1", "--n", "64", "--steps", "3",
+                                        "--json", "-"]
+
+
+def test_stencil_targets_name_the_stencil_benchmarks_systems() -> None:
+    from shoal.bench.stencil.cli import systems
+
+    for pes in (1, 3):
+        names = {name for name, _ in systems("jacobi", 64, 3, [pes], 1, pes, True)}
+        assert {form.format(pes=pes) for form in spec.STENCIL_SYSTEMS.values()} == names
+
+
+def _tiny_experiment(tmp_path: Path, text: str) -> tuple[list[dict[str, str]], Path]:
+    toml = tmp_path / "exp.toml"
+    toml.write_text(text)
+    out = tmp_path / "exp.csv"
+    assert experiment_main([str(toml), "--out", str(out)]) == 0
+    return csv_rows(out), out
+
+
+@pytest.mark.mpi
+def test_a_metg_sweep_runs_as_an_experiment(tmp_path: Path) -> None:
+    """bench = "taskbench": a row per system and trial, METG in µs, and the report says µs.
+    (The sweep's plumbing, not a measurement: the given peak makes every point efficient.)"""
+    from shoal.bench.taskbench import native
+
+    try:
+        native.library()
+    except native.NativeError:  # pragma: no cover - machines without a C compiler
+        pytest.skip("Task Bench kernels cannot be built here")
+    rows, out = _tiny_experiment(tmp_path, METG)
+    assert len(rows) == 4 and {r["target"] for r in rows} == {"mpi4py", "shoal-channel"}
+    assert {r["bench"] for r in rows} == {"taskbench"} and {r["unit"] for r in rows} == {"us"}
+    assert {r["metric"] for r in rows} == {"metg_us"} and all(0 < float(r["metg_us"]) < 1e5 for r in rows)
+    assert {r["app_target"] for r in rows} == {"mpi4py", "shoal:channel"} and {r["steps"] for r in rows} == {"10"}
+    assert not (tmp_path / "results").exists()  # --json without --out keeps no sweep files
+    assert report_main([str(out), "-o", str(tmp_path / "rep")]) == 0
+    assert "median (us)" in (tmp_path / "rep" / "report.html").read_text()
+
+
+@pytest.mark.mpi
+def test_a_stencil_benchmark_runs_as_an_experiment(tmp_path: Path) -> None:
+    """bench = "stencil": a row per system, pes and trial, seconds per step, reported in ms."""
+    rows, out = _tiny_experiment(tmp_path, STENCIL)
+    assert len(rows) == 8 and {r["target"] for r in rows} == {"c", "shoal"}
+    assert {r["bench"] for r in rows} == {"stencil"} and {r["unit"] for r in rows} == {"s"}
+    assert {(r["target"], r["pes"], r["command"].split("--systems ")[1].split()[0]) for r in rows} == {
+        ("c", "1", "c"), ("c", "2", "c"), ("shoal", "1", "shoal-1pe"), ("shoal", "2", "shoal-2pe")}
+    assert all(0 < float(r["time_per_step"]) < 1 for r in rows) and {r["n"] for r in rows} == {"64"}
+    assert report_main([str(out), "-o", str(tmp_path / "rep")]) == 0
+    assert "median (ms)" in (tmp_path / "rep" / "report.html").read_text()
+
+
+def test_a_failed_stencil_system_is_named_in_the_error() -> None:
+    record = {"bench": "stencil", "rows": [{"problem": "jacobi", "system": "c-omp2", "error": "failed: no -fopenmp"}]}
+    with pytest.raises(RuntimeError, match="error: failed: no -fopenmp"):
+        runner.run_once([sys.executable, "-c", f"print({json.dumps(json.dumps(record))})"], "time_per_step", 60)

@@ -111,23 +111,30 @@ def run_once(cmd: list[str], metric: str, timeout: float) -> dict[str, Any]:
         raise RuntimeError(f"`{shlex.join(cmd)}` failed (exit code {proc.returncode}):\n{tail}")
     try:
         record = one_row(json.loads(lines[-1]))
-        float(record[metric])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not JSON with a number {metric!r} ({exc})") from None
+    except (ValueError, TypeError) as exc:
+        raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not the JSON of one result ({exc})") from None
     if not isinstance(record, dict):
         raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not a JSON object")
+    try:
+        float(record[metric])
+    except (ValueError, KeyError, TypeError) as exc:
+        # a METG sweep that never reached the threshold says so in ``status``, a failed stencil system in ``error``
+        why = "; ".join(f"{k}: {record[k]}" for k in ("status", "error") if record.get(k))
+        raise RuntimeError(f"`{shlex.join(cmd)}`: its last line is not JSON with a number {metric!r} "
+                           f"({type(exc).__name__}: {exc}{'; ' + why if why else ''})") from None
     return record
 
 
 def one_row(record: Any) -> Any:
-    """A micro-benchmark's JSON (``rows``: one per message size) as one record: its only
-    row's fields joined to the test's; an app's JSON as it is."""
+    """A JSON result with ``rows`` (a micro-benchmark's: one per message size; a METG
+    sweep's: one per system; the stencil's: one per problem × system) as one record: its
+    only row's fields joined to the top level's; an app's JSON as it is."""
     rows = record.get("rows") if isinstance(record, dict) else None
     if rows is None:
         return record
     if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
         raise ValueError(f"{len(rows) if isinstance(rows, list) else 'no'} rows: an experiment run measures one "
-                         "message size (give message_size = \"N:N\")")
+                         "message size (give message_size = \"N:N\"), one system or one problem")
     return {**{k: v for k, v in record.items() if k != "rows"}, **rows[0]}
 
 

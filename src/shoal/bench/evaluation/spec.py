@@ -24,6 +24,20 @@ names the test (``latency``, ``bw``, ``allreduce``, …), the targets are micro'
 the other keys are micro's options (``message_size = ["8:8", "4194304:4194304"]``:
 one size per run), and the metric is the test's ``value`` (µs, or MB/s for bandwidth).
 
+``bench = "taskbench"``: each run is one METG sweep of ``shoal bench metg`` on one
+system; ``app`` names the Task Bench dependence pattern (``-type``: ``stencil_1d``,
+``fft``, …), the targets are metg's systems (``shoal``, ``shoal:entry``, ``mpi4py``,
+``charm4py``, ``dask``, ``ray``), the other keys its options (``kernel``, ``steps`` for
+``-steps``, ``iter_max``, ``repeats``, ``tasks_per_core``, …), and the metric is
+``metg_us``, METG(50%) in µs.
+
+``bench = "stencil"``: each run is one round of ``shoal bench stencil`` for one
+system; ``app`` names the problem (``jacobi``, ``burgers``, ``laplace3d``), the targets
+are ``numpy``, ``c``, ``c-omp``, ``numba`` and ``shoal``, run on ``pes`` cores (shoal on
+``pes`` PEs, c-omp and numba on ``pes`` threads; numpy and c use one core whatever
+``pes`` says), the other keys its options (``n``, ``n3``, ``steps``, ``odf``), and the
+metric is ``time_per_step`` (seconds; reported in ms).
+
 :func:`load` validates everything and raises :class:`ExperimentError` naming the
 problem; :func:`plan` expands the grid into :class:`Run` records in a seeded random
 order: ``trials`` rounds, each every configuration × target once, shuffled.
@@ -32,6 +46,7 @@ order: ``trials`` rounds, each every configuration × target once, shuffled.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import itertools
 import random
@@ -41,18 +56,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPERIMENT_KEYS", "Experiment", "ExperimentError", "Run", "TargetSpec", "load", "parse", "plan"]
+__all__ = ["BENCHES", "EXPERIMENT_KEYS", "STENCIL_SYSTEMS", "Experiment", "ExperimentError", "Run", "TargetSpec",
+           "load", "parse", "plan"]
 
 #: the keys of the experiment itself; any other top-level key is an app option
 EXPERIMENT_KEYS = ("bench", "app", "targets", "pes", "trials", "warmup", "metric", "baseline", "seed", "timeout",
                    "target")
-#: what an experiment can run: ``shoal bench app`` (the default) or ``shoal bench micro``
-BENCHES = ("app", "micro")
+#: what an experiment can run: ``shoal bench app`` (the default), ``shoal bench micro``,
+#: a METG sweep of ``shoal bench metg`` (Task Bench), or ``shoal bench stencil``
+BENCHES = ("app", "micro", "taskbench", "stencil")
 _REQUIRED = ("app", "targets", "pes", "trials")
 #: common options of `shoal bench app` an experiment sets itself
 _RESERVED_DESTS = {"help", "target", "pes", "json"}
 #: options of `shoal bench micro` an experiment sets itself, or that make no sense in one
 _MICRO_RESERVED = {"help", "tests", "target", "pes", "json", "csv", "quick", "mpiexec", "corrupt_for_testing"}
+#: options of `shoal bench metg` an experiment sets itself (app: -type, targets: --systems),
+#: that name experiment keys (seed, timeout) or files, or that take lists (``--steps-for``)
+_METG_RESERVED = {"help", "systems", "pes", "type", "json", "out", "reanalyze", "seed", "timeout", "mpiexec",
+                  "steps_for", "iters_for"}
+#: options of `shoal bench stencil` an experiment sets itself (app: --problems, targets:
+#: --systems, pes: --pes and --threads, one round a run) or that name files or experiment keys
+_STENCIL_RESERVED = {"help", "problems", "systems", "pes", "threads", "trials", "json", "figure", "timeout"}
+#: a stencil experiment's target -> the `shoal bench stencil` system it runs on ``pes`` cores
+#: (the names :func:`shoal.bench.stencil.cli.systems` gives them)
+STENCIL_SYSTEMS = {"numpy": "numpy", "c": "c", "c-omp": "c-omp{pes}", "numba": "numba{pes}", "shoal": "shoal-{pes}pe"}
 
 Scalar = int | float | str | bool
 
@@ -80,7 +107,7 @@ class Run:
     target: TargetSpec
     pes: int
     options: tuple[tuple[str, Scalar], ...]  # the configuration's app options, sorted by key
-    bench: str = "app"  # shoal bench app, or micro (then ``app`` is the micro test)
+    bench: str = "app"  # one of BENCHES; ``app`` is then the app, micro test, Task Bench pattern or stencil problem
 
     @property
     def configuration(self) -> str:
@@ -99,10 +126,17 @@ class Run:
 
     def argv(self) -> list[str]:
         """The ``shoal bench`` arguments of this run (without ``--json``)."""
-        args = [*(("app",) if self.bench == "app" else ("micro",)), self.app, "--target", self.target.app_target,
-                "-n", str(self.pes)]
+        target, pes = self.target.app_target, str(self.pes)
+        if self.bench == "taskbench":
+            args = ["metg", "-type", self.app, "--systems", target, "-n", pes]
+        elif self.bench == "stencil":
+            args = ["stencil", "--problems", self.app, "--systems", STENCIL_SYSTEMS[target].format(pes=pes),
+                    "--pes", pes, "--threads", pes, "--trials", "1"]
+        else:
+            args = [self.bench, self.app, "--target", target, "-n", pes]
+        flags = _options_of(self.bench, self.app)
         for key, value in (*self.options, *self.target.options):
-            flag = "--" + key.replace("_", "-")
+            flag = max(flags[key].option_strings, key=len)  # --message-size; metg's single-dash -steps
             if isinstance(value, bool):
                 if value:
                     args.append(flag)
@@ -138,35 +172,61 @@ def _text(value: Scalar) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _app_options(app: str) -> dict[str, argparse.Action]:
-    """The app's own options by dest (``lb_period``), from its command line parser."""
-    from ..apps.cli import APPS, build_parser
-
-    module = importlib.import_module(APPS[app][0])
-    parser = build_parser(app, module)
-    return {a.dest: a for a in parser._actions if a.dest not in _RESERVED_DESTS and a.option_strings}
+def _settable(parser: argparse.ArgumentParser, reserved: set[str]) -> dict[str, argparse.Action]:
+    """A command's options by dest (``message_size``), less ``reserved`` and the positional arguments."""
+    return {a.dest: a for a in parser._actions if a.dest not in reserved and a.option_strings}
 
 
-def _micro_options() -> dict[str, argparse.Action]:
-    """``shoal bench micro``'s options by dest (``message_size``), those an experiment may set."""
-    from ..micro.options import build_parser
+@functools.cache
+def _options_of(bench: str, app: str) -> dict[str, argparse.Action]:
+    """The options an experiment of ``bench`` may set (``app``'s own, for ``bench = "app"``)."""
+    if bench == "micro":
+        from ..micro.options import build_parser as micro_parser
 
-    return {a.dest: a for a in build_parser()._actions if a.dest not in _MICRO_RESERVED and a.option_strings}
+        return _settable(micro_parser(), _MICRO_RESERVED)
+    if bench == "taskbench":
+        from ..taskbench.metg_cli import build_parser as metg_parser
+
+        return _settable(metg_parser(), _METG_RESERVED)
+    if bench == "stencil":
+        from ..stencil.cli import build_parser as stencil_parser
+
+        return _settable(stencil_parser(), _STENCIL_RESERVED)
+    from ..apps.cli import APPS, build_parser as app_parser
+
+    return _settable(app_parser(app, importlib.import_module(APPS[app][0])), _RESERVED_DESTS)
 
 
-def _bench_of(bench: str, app: str, source: str) -> tuple[dict[str, argparse.Action], list[str], str]:
-    """The options, the targets and the default metric of ``app`` of ``bench``."""
+def _bench_of(bench: str, app: str, source: str) -> tuple[dict[str, argparse.Action], list[str], str, str]:
+    """The options, the targets and the default metric of ``app`` of ``bench``, and what
+    ``app`` names there (for messages)."""
     if bench == "micro":
         from ..micro import catalog, targets as micro_targets
 
         if app not in catalog.TESTS:
             raise ExperimentError(f"{source}: unknown micro-benchmark test {app!r}; tests: {', '.join(catalog.TESTS)}")
-        return _micro_options(), list(micro_targets.TARGETS), "value"
+        return _options_of(bench, app), list(micro_targets.TARGETS), "value", f"micro-benchmark {app!r}"
+    if bench == "taskbench":
+        from ..taskbench.graph import DependenceType
+        from ..taskbench.metg_cli import SYSTEMS
+
+        patterns = [d.value for d in DependenceType]
+        if app not in patterns:
+            raise ExperimentError(f"{source}: unknown Task Bench dependence pattern {app!r} (app names the -type "
+                                  f"of a METG sweep); patterns: {', '.join(patterns)}")
+        return _options_of(bench, app), list(SYSTEMS), "metg_us", f"METG sweep (shoal bench metg -type {app})"
+    if bench == "stencil":
+        from ..stencil.problems import PROBLEMS
+
+        if app not in PROBLEMS:
+            raise ExperimentError(f"{source}: unknown stencil problem {app!r}; problems: {', '.join(PROBLEMS)}")
+        return _options_of(bench, app), list(STENCIL_SYSTEMS), "time_per_step", f"stencil problem {app!r}"
     from ..apps.cli import APPS
 
     if app not in APPS:
         raise ExperimentError(f"{source}: unknown app {app!r}; apps: {', '.join(APPS)}")
-    return _app_options(app), list(importlib.import_module(APPS[app][0]).TARGETS), "time_per_step"
+    return (_options_of(bench, app), list(importlib.import_module(APPS[app][0]).TARGETS), "time_per_step",
+            f"app {app!r}")
 
 
 def _scalar(where: str, value: Any, action: argparse.Action) -> Scalar:
@@ -180,12 +240,12 @@ def _scalar(where: str, value: Any, action: argparse.Action) -> Scalar:
     return value
 
 
-def _option_key(key: str, options: dict[str, argparse.Action], where: str, app: str) -> str:
+def _option_key(key: str, options: dict[str, argparse.Action], where: str, what: str) -> str:
     dest = key.replace("-", "_")
     if dest not in options:
         valid = ", ".join(sorted(options))
         raise ExperimentError(f"{where}: unknown key {key!r}; experiment keys: {', '.join(EXPERIMENT_KEYS)}; "
-                              f"options of app {app!r}: {valid}")
+                              f"options of {what}: {valid}")
     return dest
 
 
@@ -206,7 +266,7 @@ def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
     if bench not in BENCHES:
         raise ExperimentError(f"{source}: bench = {bench!r}: give one of {', '.join(map(repr, BENCHES))}")
     app = data["app"]
-    options, app_targets, default_metric = _bench_of(bench, app, source)
+    options, app_targets, default_metric, what = _bench_of(bench, app, source)
 
     tables = data.get("target", {})
     if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
@@ -226,12 +286,12 @@ def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
         app_target = table.pop("target", name)
         if app_target not in app_targets:
             hint = "" if name in tables else f", or describe it in a [target.{name}] table with target = \"…\""
-            raise ExperimentError(f"{source}: target {app_target!r} is not a target of app {app!r}: "
+            raise ExperimentError(f"{source}: target {app_target!r} is not a target of {what}: "
                                   f"{', '.join(app_targets)}{hint}")
         extra = []
         for key, value in sorted(table.items()):
             where = f"{source}: [target.{name}] {key}"
-            dest = _option_key(key, options, f"{source}: [target.{name}]", app)
+            dest = _option_key(key, options, f"{source}: [target.{name}]", what)
             extra.append((dest, _scalar(where, value, options[dest])))
         targets.append(TargetSpec(name, app_target, tuple(extra)))
 
@@ -239,7 +299,7 @@ def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
     for key, value in data.items():
         if key in EXPERIMENT_KEYS:
             continue
-        dest = _option_key(key, options, source, app)
+        dest = _option_key(key, options, source, what)
         if dest in axes:
             raise ExperimentError(f"{source}: option {dest!r} given twice")
         values = value if isinstance(value, list) else [value]
@@ -308,5 +368,7 @@ def plan(exp: Experiment, seed: int) -> list[Run]:
 
 
 def command(run: Run) -> list[str]:
-    """The exact command line of ``run``: this Python, ``-m shoal bench …``, ``--json``."""
-    return [sys.executable, "-m", "shoal", "bench", *run.argv(), "--json"]
+    """The exact command line of ``run``: this Python, ``-m shoal bench …``, and the flag
+    that makes its last line of output JSON (``--json``; ``--json -`` for the stencil)."""
+    return [sys.executable, "-m", "shoal", "bench", *run.argv(), *(("--json", "-") if run.bench == "stencil" else
+                                                                   ("--json",))]

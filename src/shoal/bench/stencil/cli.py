@@ -14,7 +14,9 @@ n×n float64 grid, and the 7-point 3-D Laplace on an n3×n3×n3 one. Systems:
 
 Each system runs in its own process (:mod:`.worker`): warm-up, then ``--trials`` timed
 runs of ``--steps`` steps; the table shows the median time per step and ratios.
-``--json`` and ``--figure`` write the numbers and a bar chart.
+``--json FILE`` and ``--figure`` write the numbers and a bar chart; ``--json -`` ends
+the output with the JSON as one line instead, the result ``shoal bench experiment``
+reads from a run (:func:`json_record`: one row per problem × system).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Sequence
 from .jobs import run_worker, worker_command
 from .problems import PROBLEMS
 
-__all__ = ["main", "systems"]
+__all__ = ["main", "systems", "json_record", "build_parser"]
 
 #: the program each system runs
 WORKER = Path(__file__).with_name("worker.py")
@@ -55,7 +57,8 @@ def systems(problem: str, n: int, steps: int, pes: Sequence[int], odf: int, thre
     return out
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``shoal bench stencil`` (``shoal bench experiment`` reads its options too)."""
     p = argparse.ArgumentParser(prog="shoal bench stencil", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--problems", default=",".join(PROBLEMS), help=f"comma-separated: {', '.join(PROBLEMS)}")
     p.add_argument("--n", type=int, default=8192, help="grid size n (an n x n grid; default 8192)")
@@ -67,14 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--odf", type=int, default=1, help="tiles per PE")
     p.add_argument("--threads", type=int, default=2, help="threads of the C OpenMP and Numba peers")
     p.add_argument("--systems", default="", help="only these systems (comma-separated names)")
-    p.add_argument("--json", default="", help="write the results to this JSON file")
+    p.add_argument("--json", default="", metavar="FILE",
+                   help="write the results to this JSON file (-: as the last line of the output)")
     p.add_argument("--figure", default="", help="write a bar chart (PNG) here (needs matplotlib)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per system run")
     return p
 
 
 def main(argv: Sequence[str]) -> int:
-    ns = _parser().parse_args(list(argv))
+    ns = build_parser().parse_args(list(argv))
     ns.n3 = ns.n3 or min(ns.n, 512)
     have_numba = importlib.util.find_spec("numba") is not None
     pes = [int(x) for x in ns.pes.split(",")]
@@ -105,12 +109,33 @@ def main(argv: Sequence[str]) -> int:
                 rows[name] = {"median_s": statistics.median(times[name]), "times_s": times[name]}
         results[problem] = {name: rows[name] for name, _ in chosen if name in rows}
     _table(results, ns)
-    if ns.json:
+    record = json_record(results, ns)
+    if ns.json and ns.json != "-":
         with open(ns.json, "w") as f:
-            json.dump({"n": ns.n, "n3": ns.n3, "steps": ns.steps, "results": results}, f, indent=2)
+            json.dump(record, f, indent=2)
     if ns.figure:
         _figure(results, ns.figure, ns.n, ns.n3)
+    if ns.json == "-":
+        print(json.dumps(record), flush=True)
     return 0
+
+
+def json_record(results: dict[str, dict[str, Any]], ns: argparse.Namespace) -> dict[str, Any]:
+    """What ``--json`` writes: the settings, ``results`` (problem -> system -> median and
+    times in seconds, or the error), and the same as flat ``rows`` (``problem, system,
+    time_per_step`` in seconds (the median), ``trials``; ``error`` instead for a system
+    that failed)."""
+    rows: list[dict[str, Any]] = []
+    for problem, by_system in results.items():
+        for name, r in by_system.items():
+            row: dict[str, Any] = {"problem": problem, "system": name}
+            if "median_s" in r:
+                row.update(time_per_step=r["median_s"], trials=len(r["times_s"]))
+            else:
+                row.update(error=r["error"])
+            rows.append(row)
+    return {"bench": "stencil", "n": ns.n, "n3": ns.n3, "steps": ns.steps, "odf": ns.odf, "threads": ns.threads,
+            "unit": "s", "results": results, "rows": rows}
 
 
 def _table(results: dict, ns: argparse.Namespace) -> None:

@@ -17,7 +17,9 @@
 
 Writes ``<out>/metg.json`` (every run), ``<out>/<system>.log`` (the raw reports, in
 the reference's format) and ``<out>/metg.png`` (efficiency vs granularity, one line
-per system).
+per system). ``--json`` ends the output with one line of JSON (:func:`json_line`: each
+system's METG in µs), the result ``shoal bench experiment`` reads from a run; without
+``--out`` those files then go to a scratch folder that is removed.
 """
 
 from __future__ import annotations
@@ -30,18 +32,20 @@ import platform
 import random
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
 from .metg import POOLS, Metg, Point, Run, curve, metg, metg_ci, parse_reports
 
-__all__ = ["main", "sweep_values", "plan", "build_parser"]
+__all__ = ["SYSTEMS", "main", "sweep_values", "plan", "build_parser", "json_line"]
 
 _PROG = "shoal bench metg"
 #: seconds a timed-out job gets to stop its workers after SIGTERM, before SIGKILL
 _GRACE = 30.0
-_SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask", "ray")
+#: the systems a sweep can run (`--systems`)
+SYSTEMS = ("shoal", "shoal:entry", "shoal:channel", "mpi4py", "charm4py", "dask", "ray")
 
 
 class MetgError(Exception):
@@ -62,7 +66,7 @@ def sweep_values(high: int, low: int) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=_PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--systems", default="shoal,mpi4py", help=f"comma-separated, from {', '.join(_SYSTEMS)}")
+    p.add_argument("--systems", default="shoal,mpi4py", help=f"comma-separated, from {', '.join(SYSTEMS)}")
     p.add_argument("-n", "--pes", type=int, default=2, help="processes (cores) per job (default 2)")
     p.add_argument("--tasks-per-core", type=int, default=1, help="over-decomposition: -width = n x this (default 1)")
     p.add_argument("-width", type=int, default=None, help="graph width (overrides --tasks-per-core)")
@@ -88,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output directory (default results/metg-<time>)")
     p.add_argument("--mpiexec", default=None, help="launcher (default: $SHOAL_MPIEXEC, then PATH)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds one job may take (default 1800)")
+    p.add_argument("--json", action="store_true",
+                   help="end the output with one line of JSON, each system's METG in µs (files: only with --out)")
     return p
 
 
@@ -185,11 +191,12 @@ def _figure(curves: dict[str, list[Point]], results: dict[str, Metg], threshold:
     fig.savefig(path, dpi=120)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, keep: bool = True) -> int:
+    """Run the sweep and analyse it (:func:`analyze`); ``keep``: the files in ``args.out`` are kept."""
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    bad = [s for s in systems if s not in _SYSTEMS]
+    bad = [s for s in systems if s not in SYSTEMS]
     if bad or not systems:
-        raise MetgError(f"unknown system(s) {bad or systems}; systems: {', '.join(_SYSTEMS)}")
+        raise MetgError(f"unknown system(s) {bad or systems}; systems: {', '.join(SYSTEMS)}")
     width = args.width or args.pes * args.tasks_per_core
     iters = sweep_values(args.iter_max, args.iter_min)
     plans = plan(args, systems)
@@ -238,11 +245,28 @@ def run(args: argparse.Namespace) -> int:
         "systems": {s: {"steps": plans[s][0], "iterations": plans[s][1], "runs": [asdict(r) for r in runs[s]]}
                     for s in systems},
     }
-    return analyze(record, args, out)
+    return analyze(record, args, out, keep)
 
 
-def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
-    """METG of every system in ``record`` (pooled by ``args.pool``); write JSON and figure, print."""
+def json_line(record: dict) -> dict:
+    """The ``--json`` line of an analysed ``record``: the sweep's settings and one row per
+    system (``metg_us``, null when never efficient; ``status``; the CI's ends in µs)."""
+    cfg = record["config"]
+    us = lambda seconds: None if seconds is None else seconds * 1e6  # noqa: E731
+    rows = []
+    for system, r in record["systems"].items():
+        ci = r["ci_seconds"]
+        rows.append({"system": system, "metg_us": us(r["metg_seconds"]), "status": r["status"],
+                     "ci_low_us": None if ci is None else us(ci[0]), "ci_high_us": None if ci is None else us(ci[1]),
+                     "steps": r["steps"]})
+    return {"bench": "metg", "type": cfg["type"], "kernel": cfg["kernel"], "pes": cfg["pes"], "width": record["width"],
+            "repeats": cfg["repeats"], "threshold": record["analysis"]["threshold"],
+            "pool": record["analysis"]["pool"], "peak_flops": record["peak_flops"], "unit": "us", "rows": rows}
+
+
+def analyze(record: dict, args: argparse.Namespace, out: Path, keep: bool = True) -> int:
+    """METG of every system in ``record`` (pooled by ``args.pool``); write JSON and figure, print
+    (and the ``--json`` line last); ``keep``: ``out`` is kept, so name its files."""
     out.mkdir(parents=True, exist_ok=True)
     cfg = record["config"]
     systems = list(record["systems"])
@@ -288,7 +312,10 @@ def analyze(record: dict, args: argparse.Namespace, out: Path) -> int:
     print("# efficiency by -iter (granularity µs / efficiency %):")
     for s in systems:
         print(f"  {s}: " + "  ".join(f"{p.iterations}:{p.granularity * 1e6:.3g}/{p.efficiency * 100:.0f}" for p in curves[s]))
-    print(f"# results: {out / 'metg.json'}  figure: {figure}")
+    if keep:
+        print(f"# results: {out / 'metg.json'}  figure: {figure}")
+    if args.json:
+        print(json.dumps(json_line(record)), flush=True)
     return 0
 
 
@@ -303,6 +330,10 @@ def main(argv: Sequence[str]) -> int:
             except (OSError, ValueError) as exc:
                 raise MetgError(f"--reanalyze: cannot read {path}: {exc}") from None
             return analyze(record, args, Path(args.out) if args.out else path.parent)
+        if args.json and not args.out:  # the JSON line is the result: the files go to a scratch folder
+            with tempfile.TemporaryDirectory(prefix="shoal-metg-") as tmp:
+                args.out = tmp
+                return run(args, keep=False)
         return run(args)
     except MetgError as exc:
         print(f"{_PROG}: {exc}", file=sys.stderr)

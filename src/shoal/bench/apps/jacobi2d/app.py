@@ -31,6 +31,7 @@ HELP = "2-D Jacobi 5-point stencil with halo exchange"
 TARGETS: dict[str, tuple[str, str]] = {
     "shoal": ("shoal.bench.apps.jacobi2d.shoal_target", "mpi"),
     "mpi4py": ("shoal.bench.apps.jacobi2d.mpi4py_target", "mpi"),
+    "charm4py": ("shoal.bench.apps.jacobi2d.charm4py_target", "local"),  # launches its own charmrun job
     "sequential": ("shoal.bench.apps.jacobi2d.sequential", "local"),
 }
 DEFAULT_STEPS = 100
@@ -51,7 +52,7 @@ class Config:
     json: bool = False
     mpiexec: str | None = None
     transport: str = "mpi"  # shoal: "inproc" runs every PE in this process
-    odf: int = 1  # shoal: blocks per PE
+    odf: int = 1  # shoal, charm4py: blocks per PE
 
     def with_pes(self, pes: int) -> "Config":
         return replace(self, pes=pes)
@@ -61,7 +62,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("jacobi2d")
     g.add_argument("--size", default=DEFAULT_SIZE, metavar="N|NxM",
                    help=f"interior points: N for N x N, or NxM ({DEFAULT_SIZE})")
-    g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal: blocks per PE ({Config.odf})")
+    g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal, charm4py: blocks (chares) per PE ({Config.odf})")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -90,7 +91,7 @@ def configure(ns: argparse.Namespace) -> Config:
         layout(cfg)
     except ValueError as exc:
         raise ValueError(f"--size {ns.size} with -n {cfg.pes}"
-                         f"{f' --odf {cfg.odf}' if cfg.target == 'shoal' else ''}: {exc}") from None
+                         f"{f' --odf {cfg.odf}' if cfg.target in ('shoal', 'charm4py') else ''}: {exc}") from None
     return cfg
 
 
@@ -99,7 +100,7 @@ def layout(cfg: Config) -> tuple[Layout, int, int]:
     of PE-grid cell ``(bi // a1, bj // a2)``.
 
     sequential: one block. mpi4py: a ``q1 x q2`` grid of ranks (:func:`.layout.split`).
-    shoal: the same PE grid, each PE's share cut again into ``odf = a1 x a2`` blocks."""
+    shoal, charm4py: the same PE grid, each PE's share cut again into ``odf = a1 x a2`` blocks."""
     if cfg.target == "sequential":
         return Layout(cfg.N, cfg.M, 1, 1), 1, 1
     q1, q2 = split(cfg.pes, cfg.N, cfg.M)

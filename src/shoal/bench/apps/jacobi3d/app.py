@@ -39,6 +39,7 @@ HELP = "3-D Jacobi 7-point stencil with halo exchange (six neighbours)"
 TARGETS: dict[str, tuple[str, str]] = {
     "shoal": ("shoal.bench.apps.jacobi3d.shoal_target", "mpi"),
     "mpi4py": ("shoal.bench.apps.jacobi3d.mpi4py_target", "mpi"),
+    "charm4py": ("shoal.bench.apps.jacobi3d.charm4py_target", "local"),  # launches its own charmrun job
     "sequential": ("shoal.bench.apps.jacobi3d.sequential", "local"),
 }
 DEFAULT_STEPS = 100
@@ -59,7 +60,7 @@ class Config:
     json: bool = False
     mpiexec: str | None = None
     transport: str = "mpi"  # shoal: "inproc" runs every PE in this process
-    odf: int = 1  # shoal: blocks per PE
+    odf: int = 1  # shoal, charm4py: blocks per PE
     device: str = "cpu"
     staging: str = "host"  # --device cuda: how halos travel
 
@@ -75,7 +76,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("jacobi3d")
     g.add_argument("--size", default=DEFAULT_SIZE, metavar="N|NxMxK",
                    help=f"interior points: N for N x N x N, or NxMxK ({DEFAULT_SIZE})")
-    g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal: blocks per PE ({Config.odf})")
+    g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal, charm4py: blocks (chares) per PE ({Config.odf})")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the blocks live: cpu, or cuda (CuPy; needs a CUDA GPU) (cpu)")
     g.add_argument("--staging", choices=("host", "direct"), default=None,
@@ -131,7 +132,7 @@ def configure(ns: argparse.Namespace) -> Config:
         layout(cfg)
     except ValueError as exc:
         raise ValueError(f"--size {ns.size} with -n {cfg.pes}"
-                         f"{f' --odf {cfg.odf}' if cfg.target == 'shoal' else ''}: {exc}") from None
+                         f"{f' --odf {cfg.odf}' if cfg.target in ('shoal', 'charm4py') else ''}: {exc}") from None
     return cfg
 
 
@@ -141,7 +142,7 @@ def layout(cfg: Config) -> tuple[BlockGrid, tuple[int, ...], tuple[int, ...]]:
     without reordering numbers its ranks).
 
     sequential: one block. mpi4py: a ``q1 x q2 x q3`` grid of ranks (:func:`..blocks.split`).
-    shoal: the same PE grid, each PE's share cut again into ``odf = a1 x a2 x a3`` blocks."""
+    shoal, charm4py: the same PE grid, each PE's share cut again into ``odf = a1 x a2 x a3`` blocks."""
     if cfg.target == "sequential":
         return BlockGrid(cfg.shape, (1, 1, 1)), (1, 1, 1), (1, 1, 1)
     q = split(cfg.pes, cfg.shape)
