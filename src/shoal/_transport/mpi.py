@@ -6,9 +6,11 @@ of ``COMM_WORLD``:
 * a *frame* (tag ``FRAME``): ``<HH`` header length and segment count, one ``<Q`` per
   segment (``nbytes << 1 | is_bulk``), the header, then the inline segments;
 * each *bulk* segment follows as its own message on a second duplicate communicator,
-  sent straight from the caller's buffer. MPI never reorders messages with the same
-  source, tag and communicator, so the receiver posts its bulk receives in the order
-  frames arrive and each one matches the right data, with no tag bookkeeping.
+  sent straight from the caller's buffer once the receiver, having posted its receives,
+  answers clear-to-send (:mod:`.rendezvous`: a receiver that is busy computing makes the
+  sender copy, not wait). MPI never reorders messages with the same source, tag and
+  communicator, so the receiver posts its bulk receives in the order frames arrive and
+  each one matches the right data, with no tag bookkeeping.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from typing import Any, Sequence
 from mpi4py import MPI
 
 from .base import Deliver, Transport
+from .rendezvous import BULK_TAG as _BULK_TAG, BulkSender
 
 __all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring", "cuda_aware"]
 
 _PREFIX = struct.Struct("<HH")
 _SEG = struct.Struct("<Q")
 _FRAME_TAG = 1
-_BULK_TAG = 2
 
 
 class _Incoming:
@@ -78,6 +80,7 @@ class MPITransport(Transport):
             self._recv = self._frames.Recv_init(self._buf, MPI.ANY_SOURCE, _FRAME_TAG)
             self._recv.Start()
         self._sends: list = []  # (request, frame) pairs of eager sends in flight
+        self._bulk_sender = BulkSender(self._bulk)
         self._arrived: deque = deque()  # complete messages not yet delivered
         self._stalled: dict[int, deque] = {}  # source -> messages waiting on bulk data
 
@@ -117,12 +120,11 @@ class MPITransport(Transport):
         if not req.Test():  # small frames usually complete at once (eager protocol)
             self._sends.append((req, frame))
         if bulk:
-            reqs = [self._bulk.Isend(v, dest, _BULK_TAG) for v in bulk]
             # Value semantics: the caller may reuse its arrays once send() returns, so
-            # wait here, receiving (not delivering) meanwhile so two PEs sending large
-            # messages to each other cannot deadlock.
-            while not MPI.Request.Testall(reqs):
-                self._receive_frames()
+            # wait here for the receiver (or copy, if it is busy), receiving (not
+            # delivering) meanwhile so two PEs sending large messages to each other
+            # cannot deadlock.
+            self._bulk_sender.send(dest, bulk, self._receive_frames)
 
     # -- receiving ---------------------------------------------------------------
     def _receive_frames(self) -> None:
@@ -157,6 +159,8 @@ class MPITransport(Transport):
             else:
                 segments.append(bytes(mv[off : off + n]) if i == 0 else mv[off : off + n])
                 off += n
+        if requests:
+            self._bulk_sender.clear(src)
         queue = self._stalled.get(src)
         if requests or queue:
             if queue is None:
@@ -178,7 +182,7 @@ class MPITransport(Transport):
 
     def in_flight(self) -> bool:
         native = self._native
-        return bool(self._stalled or self._sends or (native is not None and native.pending()))
+        return bool(self._stalled or self._sends or self._bulk_sender.busy() or (native is not None and native.pending()))
 
     def compiled(self) -> tuple[Any, Any] | None:
         return (self._module, self._native) if self._native is not None else None
@@ -190,7 +194,7 @@ class MPITransport(Transport):
         native = self._native
         if native is not None:
             n = self._deliver_arrived(deliver) if self._arrived else 0
-            if n or self._stalled or self._sends:
+            if n or self._stalled or self._sends or self._bulk_sender.busy():
                 seconds = 0.0  # Python-side work to do: no spinning in C
             n += native.wait(deliver, self._unpack, self._stalled, self._arrived, seconds)
         else:
@@ -200,6 +204,8 @@ class MPITransport(Transport):
             self._advance_stalled()
         if self._sends:
             self._complete_sends()
+        if self._bulk_sender.busy():
+            self._bulk_sender.advance()
         return n + self._deliver_arrived(deliver) if self._arrived else n
 
     def _deliver_arrived(self, deliver: Deliver) -> int:
@@ -218,8 +224,9 @@ class MPITransport(Transport):
     def flush(self) -> None:
         """Complete every send in flight (receiving meanwhile)."""
         native = self._native
-        while self._sends or (native is not None and native.pending()):
+        while self._sends or self._bulk_sender.busy() or (native is not None and native.pending()):
             self._complete_sends()
+            self._bulk_sender.advance()
             self._receive_frames()
 
     def barrier(self) -> None:
@@ -234,6 +241,7 @@ class MPITransport(Transport):
     def close(self) -> None:
         self.barrier()
         _finished.append(True)
+        self._bulk_sender.close()
         if self._native is not None:
             self._native.close()
         else:

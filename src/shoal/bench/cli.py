@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "stencil-pipeline": ("shoal.bench.stencil.pipeline_cli", "stencil frontend overhead hidden? backend_freq vs one backend loop"),
     "link": ("shoal.bench.link", "client-server link: empty conn.run round trip, to_numpy/from_numpy GB/s"),
     "report": ("shoal.bench.evaluation.report", "tables, figures and an HTML report of an experiment's results CSV"),
+    "stall": ("shoal.bench.stall.cli", "a large send to a busy PE: does the sender keep serving its messages?"),
     "scale": ("shoal.bench.scale.cli", "cost at scale: a million elements (time, bytes, ns per element), start-up"),
     "app": ("shoal.bench.apps.cli", "proxy applications: pic (particle-in-cell) on shoal, mpi4py, sequential"),
 }

@@ -1,0 +1,121 @@
+"""Bulk segments by rendezvous, without letting a busy receiver stall the sender.
+
+A large segment moves only once its receiver has posted where it lands, which the
+receiver does when it next polls. Sending it at once would tie the sender to the
+receiver's pace: with MPI owning the caller's buffer, ``send`` could not return (it
+promises the caller may reuse its buffers) until the receiver polled, and a receiver
+computing for 100 ms stalled its sender for as long.
+
+So the protocol is receiver-driven. The frame is the request to send; the receiver,
+on unpacking it, posts its receives and answers *clear to send* (an empty message on
+:data:`CTS_TAG`); the sender then hands the caller's buffer to MPI. A sender waits for
+that answer only as long as copying the segment would take (the ski-rental rule: at
+most twice the better choice's cost); past that it copies the segment, returns, and
+sends the copy when the answer comes, from its poll loop. MPI keeps per-source,
+per-tag order, so answers arrive in the order of the frames and need no numbering.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from time import perf_counter
+from typing import Any
+
+from mpi4py import MPI
+
+__all__ = ["BULK_TAG", "CTS_TAG", "BulkSender", "stall_budget"]
+
+BULK_TAG = 2
+CTS_TAG = 3
+#: bytes per second a PE copies memory at, for the budget (a low estimate: the budget errs
+#: towards waiting, which costs nothing when the receiver is polling)
+COPY_RATE = 4e9
+#: the least a sender waits for the answer, seconds: a polling receiver answers in a few µs
+MIN_WAIT = 20e-6
+
+
+def stall_budget(nbytes: int) -> float:
+    """Seconds a sender waits for clear-to-send before copying ``nbytes`` instead."""
+    return max(MIN_WAIT, nbytes / COPY_RATE)
+
+
+class _Outgoing:
+    """A message's bulk segments, from its frame until MPI has sent them."""
+
+    __slots__ = ("views", "requests", "copied")
+
+    def __init__(self, views: list):
+        self.views = views
+        self.requests: list | None = None  # posted once the receiver said clear to send
+        self.copied = False
+
+
+class BulkSender:
+    """One PE's side of the protocol: its segments waiting to be cleared or sent, the
+    persistent receive of clear-to-send answers, and the answers it gives."""
+
+    def __init__(self, comm: MPI.Comm):
+        self.comm = comm
+        self.waiting: dict[int, deque[_Outgoing]] = {}  # destination -> uncleared, in frame order
+        self.moving: list[_Outgoing] = []  # copies cleared and in MPI's hands
+        self._answer = bytearray(1)
+        self._status = MPI.Status()
+        self._cts = comm.Recv_init([self._answer, 0, MPI.BYTE], MPI.ANY_SOURCE, CTS_TAG)
+        self._cts.Start()
+        self._empty = bytearray(0)
+
+    def busy(self) -> bool:
+        """Whether segments still wait to be cleared or are moving (the PE must keep polling)."""
+        return bool(self.waiting or self.moving)
+
+    def clear(self, src: int) -> None:
+        """Tell PE ``src`` its next message's receives are posted (the receiver's side)."""
+        self.comm.Send([self._empty, 0, MPI.BYTE], src, CTS_TAG)
+
+    def send(self, dest: int, views: list, progress: Any) -> None:
+        """Send ``views`` to ``dest`` once cleared, calling ``progress()`` while waiting;
+        returns when the caller may reuse them: sent, or copied past the budget."""
+        out = _Outgoing(views)
+        queue = self.waiting.get(dest)
+        if queue is None:
+            queue = self.waiting[dest] = deque()
+        queue.append(out)
+        deadline = perf_counter() + stall_budget(sum(len(v) for v in views))
+        while True:
+            progress()
+            self.take_answers()
+            if out.requests is not None:
+                if MPI.Request.Testall(out.requests):
+                    return
+                continue  # the receiver has posted: the transfer is under way
+            if perf_counter() > deadline:
+                out.views = [bytearray(v) for v in views]  # the receiver is busy: copy, return
+                out.copied = True
+                return
+
+    def take_answers(self) -> None:
+        """Start the sends that clear-to-send answers arrived for."""
+        cts, status = self._cts, self._status
+        while cts.Test(status):
+            src = status.Get_source()
+            cts.Start()
+            queue = self.waiting[src]
+            out = queue.popleft()
+            if not queue:
+                del self.waiting[src]
+            out.requests = [self.comm.Isend(v, src, BULK_TAG) for v in out.views]
+            if out.copied:
+                self.moving.append(out)
+
+    def advance(self) -> None:
+        """Answers in, copies sent: called from the poll loop while :meth:`busy`."""
+        if self.waiting:
+            self.take_answers()
+        if self.moving:
+            self.moving = [o for o in self.moving if not MPI.Request.Testall(o.requests)]
+
+    def close(self) -> None:
+        """Cancel the persistent receive (every segment has been sent by now)."""
+        self._cts.Cancel()
+        self._cts.Wait()
+        self._cts.Free()

@@ -1,0 +1,99 @@
+"""Large messages by rendezvous: a receiver that is busy computing never stalls the
+sender (it copies and goes on), the copy keeps value semantics, order holds, and two PEs
+sending large messages to each other at once do not deadlock."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal._transport.rendezvous import COPY_RATE, MIN_WAIT, stall_budget
+
+PROGRAM = """
+import time
+import numpy as np
+import shoal
+
+
+class Busy(shoal.Chare):
+    def __init__(self):
+        self.got = []
+
+    def compute(self, seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    def take(self, k, data):
+        self.got.append((k, float(data[0]), float(data[-1]), data.nbytes))
+
+    def got_all(self):
+        return self.got
+
+    def ping(self):
+        return 1
+
+    def swap(self, peer, n):
+        peer.take(shoal.my_pe(), np.full(n, float(shoal.my_pe())))
+        return True
+
+
+def main(args):
+    busy = shoal.Group(Busy)
+    n = 8 << 20  # 64 MiB of float64
+    busy[1].take(-1, np.zeros(n))  # warm: the elements exist, the first large message is behind us
+    busy[1].got_all(ret=True).get()
+    done = busy[1].compute(0.6, ret=True)
+    time.sleep(0.05)
+    data = np.full(n, 7.0)
+    t0 = time.perf_counter()
+    busy[1].take(0, data)
+    data[:] = -1.0  # overwritten at once: the copy the sender made must be what arrives
+    busy[1].take(1, data)
+    sent = time.perf_counter() - t0
+    pings = 0
+    while not done.done():
+        busy[0].ping(ret=True).get()
+        pings += 1
+    print("sent in", "short" if sent < 0.3 else f"{sent:.3f} s", "pings", "some" if pings > 10 else pings)
+    print("got", busy[1].got_all(ret=True).get()[1:])
+    a, b = busy[0].swap(busy[1], n, ret=True), busy[1].swap(busy[0], n, ret=True)
+    a.get(); b.get()
+    print("swapped", busy[0].got_all(ret=True).get(), busy[1].got_all(ret=True).get()[3:])
+    shoal.exit()
+
+
+shoal.start(main)
+"""
+
+
+def test_the_budget_is_the_time_a_copy_takes():
+    assert stall_budget(0) == MIN_WAIT
+    assert stall_budget(64 << 20) == pytest.approx((64 << 20) / COPY_RATE)
+
+
+@pytest.mark.mpi
+def test_a_busy_receiver_does_not_stall_the_sender(mpi_job):
+    job = mpi_job(PROGRAM, n=2, timeout=120)
+    assert job.returncode == 0, job
+    assert "sent in short pings some" in job.stdout, job
+    assert "got [(0, 7.0, 7.0, 67108864), (1, -1.0, -1.0, 67108864)]" in job.stdout, job
+    assert "swapped [(1, 1.0, 1.0, 67108864)] [(0, 0.0, 0.0, 67108864)]" in job.stdout, job
+
+
+@pytest.mark.mpi
+def test_bench_stall_reports_its_three_figures(capsys):
+    from shoal.bench.stall.cli import main
+
+    assert main(["--mb", "8", "--compute", "0.05", "--trials", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "8 MiB sent to a PE computing for 50 ms, median of 1 trials:" in out
+    for line in ("the send call took", "pings PE 0 served meanwhile", "data arrived after the computation"):
+        assert line in out
+
+
+def test_bench_stall_refuses_bad_options(capsys):
+    from shoal.bench.stall.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--mb", "0"])
+    assert info.value.code == 2 and "--mb >= 1" in capsys.readouterr().err
