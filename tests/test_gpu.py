@@ -384,3 +384,69 @@ def test_run_devices_sets_the_device_list_and_refuses_a_bad_one(tmp_path):
     assert ok.returncode == 0 and "dev 1,0" in ok.stdout, ok
     bad = subprocess.run([*run, "--devices", "gpu1", str(prog)], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode != 0 and "SHOAL_DEVICE" in bad.stderr and "device numbers" in bad.stderr, bad
+
+
+SET_PROGRAM = f"""
+import sys
+import numpy as np
+sys.path.insert(0, {TESTS!r})
+import gpu_sim
+import shoal
+from shoal._runtime.devices import transfers
+
+
+class Tile(shoal.Chare):
+    def __init__(self):
+        dev = transfers().state(gpu_sim.OPS).device
+        peer = self.collection[1 - self.index[0]]
+        self.a = shoal.Channel(self, remote=peer, port=1)
+        self.b = shoal.Channel(self, remote=peer, port=2)
+        self.bufs = [gpu_sim.array(np.zeros(1000), dev), gpu_sim.array(np.zeros(1000), dev)]
+        self.rounds = []
+        if self.index[0] == 1:
+            self.inputs = shoal.ReceiveSet([self.a, self.b], self.bufs, then=self.step)
+
+    def send(self, k):
+        dev = transfers().state(gpu_sim.OPS).device
+        self.a.send(gpu_sim.array(np.full(1000, float(k)), dev))
+        self.b.send(gpu_sim.array(np.full(1000, 10.0 * k), dev))
+
+    def post(self):
+        self.inputs.post()
+
+    def step(self):
+        self.rounds.append((float(self.bufs[0].data.sum()), float(self.bufs[1].data.sum())))
+
+    def result(self):
+        return self.rounds
+
+
+def main(args):
+    t = shoal.Array(Tile, 2)
+    t[1].post(ret=True).get()
+    t[0].send(1, ret=True).get()   # lands in the posted device buffers
+    import time
+    for _ in range(100):
+        if t[1].result(ret=True).get():
+            break
+        time.sleep(0.01)
+    t[0].send(2, ret=True).get()   # comes early: taken at post()
+    t[1].post(ret=True).get()
+    for _ in range(100):
+        if len(t[1].result(ret=True).get()) == 2:
+            break
+        time.sleep(0.01)
+    print("rounds", t[1].result(ret=True).get())
+    shoal.exit()
+
+
+shoal.start(main)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("path", ["", "staged"])
+def test_a_receive_set_takes_device_buffers(mpi_job, path):
+    job = mpi_job(SET_PROGRAM, n=2, env={"SHOAL_GPU_PATH": path} if path else {})
+    assert job.returncode == 0, job
+    assert "rounds [(1000.0, 10000.0), (2000.0, 20000.0)]" in job.stdout, job

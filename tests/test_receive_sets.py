@@ -164,7 +164,7 @@ def test_bad_sets_are_refused_with_the_reason():
     assert "1 channels but 0 buffers" in count
     assert "a channel appears twice" in twice
     assert "buffer 0 (into[0])" in readonly and "read-only" in readonly
-    assert "buffer 0 (into[0]) takes a NumPy array, not a list" in listed
+    assert "buffer 0 (into[0]) takes a NumPy array or a device array, not a list" in listed
     assert "post() while 1 receive(s) of the last round are pending" in posted_twice
     assert "already has a receive pending" in recv_too
 

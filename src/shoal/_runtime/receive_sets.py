@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import ChannelError
+from ..errors import ChannelError, GPUError
 from .channels import Channel, _fill, check_buffer, message_value
 from .chare import entry_table
 from .context import current
+from .devices import posting
 from .futures import Failure
 from .system import SYSTEM_ID
 
@@ -34,8 +35,8 @@ class ReceiveSet:
 
     * ``channels``: a sequence of :class:`~shoal.Channel` objects of this element, each
       at most once.
-    * ``into``: one buffer per channel, in the same order: writable NumPy arrays, else
-      :class:`~shoal.ChannelError`. Views of the array a chare computes on are the
+    * ``into``: one buffer per channel, in the same order: writable NumPy arrays or
+      device arrays (CuPy, Numba, PyTorch: docs/gpu.md), else :class:`~shoal.ChannelError`. Views of the array a chare computes on are the
       usual buffers: a row ``u[0, :]`` (contiguous: a message is copied in with one
       ``memcpy``) or a column ``u[:, 0]`` (strided: NumPy's strided copy unpacks it).
       They stay the set's buffers for every round.
@@ -73,7 +74,7 @@ class ReceiveSet:
                              "given bound (then=self.method)")
         for k, buf in enumerate(into):
             if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
-                check_buffer(buf, f"shoal.ReceiveSet: buffer {k} (into[{k}])")
+                check_buffer(buf, f"shoal.ReceiveSet: buffer {k} (into[{k}])", device=True)
         table = entry_table(type(chare))
         name = getattr(then, "__name__", "")
         if table.ids.get(name) is None or table.funcs[table.ids[name]] is not then.__func__:  # type: ignore[attr-defined]
@@ -98,8 +99,13 @@ class ReceiveSet:
         for ch, buf in zip(self.channels, self.buffers):
             if ch.inbox:  # it came early: take it now
                 try:
-                    _fill(buf, message_value(ch.inbox.popleft()), ch, False)
-                except ChannelError as exc:
+                    message = ch.inbox.popleft()
+                    if type(message) is np.ndarray:
+                        _fill(buf, message, ch, False)
+                    else:
+                        with posting(self._rt, buf):  # a device array in it goes straight into buf
+                            _fill(buf, message_value(message), ch, False)
+                except (ChannelError, GPUError) as exc:
                     raise ChannelError(f"a receive of {self!r}: {exc}") from None
             else:
                 ch.waiting, ch.into, ch.landed = self, buf, False

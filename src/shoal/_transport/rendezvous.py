@@ -112,7 +112,7 @@ class BulkSender:
         if self.waiting:
             self.take_answers()
         if self.moving:
-            self.moving = [o for o in self.moving if not MPI.Request.Testall(o.requests)]
+            self.moving = [o for o in self.moving if not MPI.Request.Testall(o.requests or [])]
 
     def close(self) -> None:
         """Cancel the persistent receive (every segment has been sent by now)."""
