@@ -81,6 +81,8 @@ class MPITransport(Transport):
             self._recv.Start()
         self._sends: list = []  # (request, frame) pairs of eager sends in flight
         self._bulk_sender = BulkSender(self._bulk)
+        # the sender's queues themselves (changed in place), tested on every poll
+        self._bulk_waiting, self._bulk_moving = self._bulk_sender.waiting, self._bulk_sender.moving
         self._arrived: deque = deque()  # complete messages not yet delivered
         self._stalled: dict[int, deque] = {}  # source -> messages waiting on bulk data
 
@@ -194,7 +196,7 @@ class MPITransport(Transport):
         native = self._native
         if native is not None:
             n = self._deliver_arrived(deliver) if self._arrived else 0
-            if n or self._stalled or self._sends or self._bulk_sender.busy():
+            if n or self._stalled or self._sends or self._bulk_waiting or self._bulk_moving:
                 seconds = 0.0  # Python-side work to do: no spinning in C
             n += native.wait(deliver, self._unpack, self._stalled, self._arrived, seconds)
         else:
@@ -204,7 +206,7 @@ class MPITransport(Transport):
             self._advance_stalled()
         if self._sends:
             self._complete_sends()
-        if self._bulk_sender.busy():
+        if self._bulk_waiting or self._bulk_moving:
             self._bulk_sender.advance()
         return n + self._deliver_arrived(deliver) if self._arrived else n
 

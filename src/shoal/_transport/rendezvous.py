@@ -57,7 +57,7 @@ class BulkSender:
     def __init__(self, comm: MPI.Comm):
         self.comm = comm
         self.waiting: dict[int, deque[_Outgoing]] = {}  # destination -> uncleared, in frame order
-        self.moving: list[_Outgoing] = []  # copies cleared and in MPI's hands
+        self.moving: list[_Outgoing] = []  # copies cleared and in MPI's hands (changed in place)
         self._answer = bytearray(1)
         self._status = MPI.Status()
         self._cts = comm.Recv_init([self._answer, 0, MPI.BYTE], MPI.ANY_SOURCE, CTS_TAG)
@@ -112,7 +112,7 @@ class BulkSender:
         if self.waiting:
             self.take_answers()
         if self.moving:
-            self.moving = [o for o in self.moving if not MPI.Request.Testall(o.requests or [])]
+            self.moving[:] = [o for o in self.moving if not MPI.Request.Testall(o.requests or [])]
 
     def close(self) -> None:
         """Cancel the persistent receive (every segment has been sent by now)."""
