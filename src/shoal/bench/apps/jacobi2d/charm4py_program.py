@@ -33,7 +33,7 @@ from charm4py import Array, ArrayMap, Channel, Chare, Future, Group, charm, coro
 from shoal.bench.apps.blocks import Placement
 from shoal.bench.apps.jacobi2d.app import Config, layout
 from shoal.bench.apps.jacobi2d.kernels import exact_sum, initial_block, jacobi_step, to_float, warm
-from shoal.bench.apps.jacobi2d.layout import Layout
+from shoal.bench.apps.jacobi2d.layout import Layout, send_edges
 
 __all__ = ["BlockMap", "ChannelBlock", "Block", "measure", "main"]
 
@@ -113,14 +113,7 @@ class Block(ChannelBlock):
 
     def exchange(self) -> None:
         u, links = self.u, self.links
-        if "n" in links:
-            links["n"].send(u[1, 1:-1])
-        if "s" in links:
-            links["s"].send(u[-2, 1:-1])
-        if "w" in links:
-            links["w"].send(np.ascontiguousarray(u[1:-1, 1]))
-        if "e" in links:
-            links["e"].send(np.ascontiguousarray(u[1:-1, -2]))
+        send_edges(u, links)
         if "n" in links:
             u[0, 1:-1] = links["n"].recv()
         if "s" in links:

@@ -11,11 +11,14 @@ for the blocks (fewer rows than block rows, say) is refused with a ValueError.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from ..blocks import BlockGrid
 from ..blocks import split as split_nd
 
-__all__ = ["split", "Layout"]
+__all__ = ["split", "Layout", "send_edges"]
 
 
 def split(parts: int, rows: int, cols: int) -> tuple[int, int]:
@@ -48,3 +51,17 @@ class Layout:
 
     def describe(self) -> str:
         return self.grid.describe()
+
+
+def send_edges(u: Any, links: dict) -> None:
+    """Send block ``u``'s outermost interior rows and columns (no corners) to the
+    neighbours in ``links`` (``"n"``, ``"s"``, ``"w"``, ``"e"``: anything with ``send``),
+    columns packed contiguous first. Every target's exchange starts with this."""
+    if "n" in links:
+        links["n"].send(u[1, 1:-1])
+    if "s" in links:
+        links["s"].send(u[-2, 1:-1])
+    if "w" in links:
+        links["w"].send(np.ascontiguousarray(u[1:-1, 1]))
+    if "e" in links:
+        links["e"].send(np.ascontiguousarray(u[1:-1, -2]))

@@ -30,7 +30,7 @@ from ..block_run import StepBlock, run_job, time_blocks
 
 from .app import Config, layout, make_report
 from .kernels import exact_sum, initial_block, jacobi_step, warm
-from .layout import Layout
+from .layout import Layout, send_edges
 
 __all__ = ["Block", "BlockPlacement", "program", "run"]
 
@@ -93,15 +93,7 @@ class Block(StepBlock):
 
     # -- one round -------------------------------------------------------------------
     def _exchange(self) -> None:
-        u, links = self.u, self.links
-        if "n" in links:
-            links["n"].send(u[1, 1:-1])
-        if "s" in links:
-            links["s"].send(u[-2, 1:-1])
-        if "w" in links:
-            links["w"].send(np.ascontiguousarray(u[1:-1, 1]))
-        if "e" in links:
-            links["e"].send(np.ascontiguousarray(u[1:-1, -2]))
+        send_edges(self.u, self.links)
         self.ghosts.post()  # step() runs when the last edge has landed, never inside post()
 
 
