@@ -27,7 +27,7 @@ Core *core_for(PyObject *rt) {
 }
 
 /* The offset of slot `name` of class `cls` (a __slots__ member descriptor). */
-static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
+Py_ssize_t slot_offset(PyObject *cls, const char *name) {
     PyObject *d = PyObject_GetAttrString(cls, name);
     if (!d) return -1;
     Py_ssize_t off = -1;
@@ -173,6 +173,8 @@ static PyMethodDef Core_methods[] = {
     {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
     {"set_post", (PyCFunction)(void (*)(void))Core_set_post, METH_FASTCALL, "set_post(set, fallback) -> the receive set's compiled post()"},
+    {"task_resume", (PyCFunction)(void (*)(void))Core_task_resume, METH_FASTCALL, "task_resume(task, fallback) -> the task's compiled resume()"},
+    {"task_wake_now", (PyCFunction)(void (*)(void))Core_task_wake_now, METH_FASTCALL, "task_wake_now(task, fallback) -> the task's compiled wake_now(fut)"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };

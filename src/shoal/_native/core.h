@@ -201,6 +201,11 @@ static inline int is_system(PyObject *coll) {
  * Otherwise the call is fallback(obj, *args, **kwargs), the Python method. */
 typedef int (*fastfunc)(Core *c, PyObject *obj, PyObject *const *args, Py_ssize_t nargs);
 PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast);
+/* The offset of slot `name` of class `cls` (a __slots__ member descriptor), or -1 (error set). */
+Py_ssize_t slot_offset(PyObject *cls, const char *name);
+/* tasks.c: a coroutine task's compiled resume() and wake_now(fut) */
+PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_task_wake_now(Core *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* send.c */
 char *describe(char *p, char *end, PyArrayObject *a);

@@ -71,5 +71,6 @@ int frames_restart(Frames *self);
 /* The runtime layer's parts add their types to the module (core.c, proxies.c). */
 int core_init(PyObject *module);
 int proxies_init(PyObject *module);
+int tasks_init(PyObject *module);
 
 #endif

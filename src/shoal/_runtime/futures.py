@@ -383,6 +383,10 @@ class Task:
         self.wake = self._wake
         self.wake_now = self._wake_now
         self._counts = rt.counts
+        core = getattr(rt, "_core", None)
+        if core is not None:  # the compiled step and wake-up (_native/tasks.c); these are their reference
+            self.resume = core.task_resume(self, Task.step)
+            self.wake_now = core.task_wake_now(self, Task._wake_now)
 
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:
         counts = self._counts
@@ -414,14 +418,7 @@ class Task:
         rt.current_element = caller
         counts.depth -= 1
         if type(awaited) is not Future and not isinstance(awaited, Future):
-            self.coro.close()
-            self.on_done(
-                None,
-                TypeError(
-                    f"{self.where} awaited {awaited!r}; shoal coroutines can await only shoal "
-                    "futures, channel receives, reductions and shoal.gather()/quiescence()"
-                ),
-            )
+            self._refuse(awaited)
             return
         self.waiting = awaited
         self.rt.suspended.add(self)
@@ -430,6 +427,17 @@ class Task:
             awaited._callbacks = [wake]  # add_done_callback, inlined
         else:
             awaited.add_done_callback(wake)
+
+    def _refuse(self, awaited: Any) -> None:
+        """End the coroutine, which awaited something that is not a shoal future."""
+        self.coro.close()
+        self.on_done(
+            None,
+            TypeError(
+                f"{self.where} awaited {awaited!r}; shoal coroutines can await only shoal "
+                "futures, channel receives, reductions and shoal.gather()/quiescence()"
+            ),
+        )
 
     def _wake(self, fut: Future) -> None:
         self.waiting = None

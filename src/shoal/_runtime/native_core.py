@@ -16,7 +16,7 @@ from . import context, message
 from .channels import Channel
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
-from .futures import _DONE, _PENDING, Future
+from .futures import _DONE, _PENDING, Future, Task
 from .location import Locations
 from .proxy import ElementProxy, EntryRef, use_native_entries
 from .receive_sets import ReceiveSet
@@ -91,5 +91,6 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     if rt.new_load is not None:
         rt.new_load = module.Load
     module.configure_proxies(vars(context), slow_call, EntryRef)
+    module.configure_tasks(Task, Future)
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
     return core

@@ -254,7 +254,7 @@ class Receiving:
                 except Exception as error:  # noqa: BLE001
                     self._reply_failed(el, fn, value, error, reply)
 
-        Task(self, coro, done, _where(el, fn), el).step()  # type: ignore[arg-type]  # self is a Runtime
+        Task(self, coro, done, _where(el, fn), el).resume()  # type: ignore[arg-type]  # self is a Runtime
 
     def _entry_failed(self, el: Chare, fn: Any, exc: BaseException, reply: Callable[[Any], None] | None) -> None:
         if isinstance(exc, SystemExit):
