@@ -402,3 +402,70 @@ def test_load_counters_index_set_reset_and_pickle_fresh():
         load[2]
     with pytest.raises(TypeError):
         load[0] = "x"
+
+
+@pytest.mark.mpi
+def test_coroutines_resume_on_the_compiled_path(mpi_job):
+    """Tasks of a PE with a compiled core step in C (_native/tasks.c): values, errors and
+    an await of something that is not a future come out as on the Python path."""
+    job = mpi_job(
+        """
+        import shoal
+        from shoal._runtime.context import current
+
+
+        class Odd:
+            def __await__(self):
+                yield 42  # not a shoal future
+
+
+        class W(shoal.Chare):
+            async def twice(self, x):
+                a = await self.thisProxy_twin(x)
+                return a + await self.thisProxy_twin(x)
+
+            def thisProxy_twin(self, x):
+                return self.proxy.echo(x, ret=True)
+
+            def echo(self, x):
+                return x
+
+            async def fails(self):
+                await self.proxy.echo(1, ret=True)
+                raise ValueError("from the coroutine")
+
+            async def odd(self):
+                await Odd()
+
+            def kind(self):
+                from shoal._runtime.futures import Task
+                async def nothing():
+                    return None
+                task = Task(current(), nothing(), lambda v, e: None, "t")
+                task.coro.close()
+                return type(task.resume).__name__
+
+
+        def main(args):
+            w = shoal.Array(W, 2)
+            print("kind", w[1].kind(ret=True).get())
+            print("twice", w[1].twice(21, ret=True).get())
+            try:
+                w[1].fails(ret=True).get()
+            except ValueError as exc:
+                print("raised", exc)
+            try:
+                w[1].odd(ret=True).get()
+            except TypeError as exc:
+                print("refused", "awaited 42" in str(exc))
+            shoal.exit()
+
+
+        shoal.start(main)
+        """
+    )
+    assert job.returncode == 0, job
+    assert "kind Compiled" in job.stdout, job
+    assert "twice 42" in job.stdout, job
+    assert "raised from the coroutine" in job.stdout, job
+    assert "refused True" in job.stdout, job
