@@ -307,7 +307,7 @@ def test_variant_form_runs_and_writes_its_samples(tmp_path: Path) -> None:
     assert "ratio" in proc.stdout
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "examples").glob("experiment_*.toml")),
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "examples").glob("experiment_*.*ml")),
                          ids=lambda p: p.name)
 def test_example_experiment_files_are_valid(path: Path) -> None:
     """Each experiment file in examples/ loads and plans runs for every grid cell."""
@@ -452,3 +452,28 @@ def test_a_failed_stencil_system_is_named_in_the_error() -> None:
     record = {"bench": "stencil", "rows": [{"problem": "jacobi", "system": "c-omp2", "error": "failed: no -fopenmp"}]}
     with pytest.raises(RuntimeError, match="error: failed: no -fopenmp"):
         runner.run_once([sys.executable, "-c", f"print({json.dumps(json.dumps(record))})"], "time_per_step", 60)
+
+
+def test_a_yaml_experiment_is_the_toml_one() -> None:
+    """The YAML example plans exactly what its TOML twin does."""
+    from shoal.bench.evaluation import spec
+
+    examples = Path(__file__).parents[1] / "examples"
+    yaml_exp, toml_exp = spec.load(examples / "experiment_jacobi2d_odf.yaml"), spec.load(examples / "experiment_jacobi2d_odf.toml")
+    import dataclasses
+
+    assert dataclasses.replace(yaml_exp, source="") == dataclasses.replace(toml_exp, source="")
+    assert [(r.target, r.trial) for r in spec.plan(yaml_exp, seed=3)] == [(r.target, r.trial) for r in spec.plan(toml_exp, seed=3)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("app: [jacobi2d\n", "not valid YAML"),
+    ("- app\n- jacobi2d\n", "holds a mapping of keys"),
+    ("app: jacobi2d\ntargets: [shoal]\npes: 1\ntrials: 2\nsizes: [4]\n", "unknown key 'sizes'"),
+])
+def test_bad_yaml_experiment_files_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                    text: str, message: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert experiment_main([str(bad), "--out", str(tmp_path / "r.csv")]) == 2
+    assert message in capsys.readouterr().err

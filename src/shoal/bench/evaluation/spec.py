@@ -332,17 +332,39 @@ def parse(data: dict[str, Any], source: str = "<experiment>") -> Experiment:
 
 
 def load(path: str | Path) -> Experiment:
-    """Read and validate an experiment file."""
+    """Read and validate an experiment file: TOML, or YAML (``.yaml``/``.yml``, the same
+    keys; ``target:`` a mapping of target tables)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError:
         raise ExperimentError(f"{path}: no such experiment file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ExperimentError(f"{path}: cannot read it ({exc})") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return parse(_yaml(text, path), str(path))
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ExperimentError(f"{path}: not valid TOML ({exc})") from None
     return parse(data, str(path))
+
+
+def _yaml(text: str, path: Path) -> dict[str, Any]:
+    """The mapping a YAML experiment file holds (PyYAML's safe loader)."""
+    try:
+        import yaml
+    except ImportError:
+        raise ExperimentError(f"{path}: a YAML experiment file needs PyYAML (pip install pyyaml), "
+                              "or write it as TOML") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ExperimentError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ExperimentError(f"{path}: an experiment file holds a mapping of keys (app, targets, pes, ...), "
+                              f"not a {type(data).__name__}")
+    return data
 
 
 def configurations(exp: Experiment) -> list[tuple[int, tuple[tuple[str, Scalar], ...]]]:
