@@ -9,10 +9,15 @@ static Py_ssize_t t_rt = -1, t_coro, t_on_done, t_waiting, t_wake, t_wake_now, t
 static PyObject *future_cls, *str_current_element, *str_suspended, *str_resume_now, *str_add_done_callback,
     *str_refuse;
 
-/* One step of `task`'s coroutine: 1 done; 0 for the Python path (nothing done); -1 error. */
+/* Whether the compiled step takes `task`: the classes are configured, its slots are set
+ * and its element keeps no load counters (a timed step is Task.step's). */
+static int steppable(PyObject *task) {
+    return t_rt >= 0 && SLOT(task, t_rt) && SLOT(task, t_coro) && SLOT(task, t_element) && SLOT(task, t_load) == Py_None;
+}
+
+/* One step of a steppable `task`'s coroutine: 1 done; -1 error. */
 static int task_step(Core *c, PyObject *task) {
     PyObject *rt = SLOT(task, t_rt), *coro = SLOT(task, t_coro), *element = SLOT(task, t_element);
-    if (t_rt < 0 || !rt || !coro || !element || SLOT(task, t_load) != Py_None) return 0;
     Py_INCREF(task); /* the step may drop the last other reference to it */
     c->depth++;
     PyObject *caller = PyObject_GetAttr(rt, str_current_element);
@@ -84,24 +89,18 @@ out:
 
 /* task.resume(): its next step (Task.step with no exception to throw). */
 static int resume_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
-    return nargs <= 1 ? task_step(c, task) : 0;
+    return nargs <= 1 && steppable(task) ? task_step(c, task) : 0;
 }
 
 /* task.wake_now(fut): the future it awaited resolved outside any entry method: resume
  * it there and then (Task._wake_now); inside one, the Python path queues it instead. */
 static int wake_now_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
-    if (c->depth || t_rt < 0 || SLOT(task, t_load) != Py_None || !SLOT(task, t_rt)) return 0;
+    if (c->depth || !steppable(task)) return 0;
     Py_XSETREF(SLOT(task, t_waiting), Py_NewRef(Py_None));
     PyObject *suspended = PyObject_GetAttr(SLOT(task, t_rt), str_suspended);
     if (!suspended || PySet_Discard(suspended, task) < 0) { Py_XDECREF(suspended); return -1; }
     Py_DECREF(suspended);
-    int r = task_step(c, task);
-    if (r == 0) { /* (a slot changed under it) the Python step, from here */
-        PyObject *res = PyObject_CallMethod(task, "step", NULL);
-        r = res ? 1 : -1;
-        Py_XDECREF(res);
-    }
-    return r;
+    return task_step(c, task);
 }
 
 PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs) {

@@ -21,7 +21,7 @@ from ..gpu.kinds import kind_of
 from .context import current
 from .devices import posting
 from .futures import _PENDING, Failure, Future
-from .message import decode_call, encode_call, unpicklable
+from .message import ARRAYS, decode_call, encode_call, unpicklable
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -220,6 +220,8 @@ class Channel:
         try:
             if type(message) is np.ndarray:
                 value = message
+            elif message[0] & ARRAYS:  # plain host arrays: no device array to place
+                value = message_value(message)
             else:
                 with posting(self._rt, into):  # a device array in it is copied straight into `into`
                     value = message_value(message)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GPUError
-from ..gpu.kinds import ArrayKind, kind_named
+from ..gpu.kinds import ArrayKind, kind_named, kind_of
 from ..gpu.ops import DeviceOps
 from ..gpu.paths import choose_device, choose_path
 from ..gpu.staging import Stager
@@ -34,7 +34,7 @@ from .context import current
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["DeviceTransfers", "reduce_device", "transfers", "posting", "path_report", "my_device"]
+__all__ = ["DeviceTransfers", "reduce_device", "transfers", "posting", "my_device"]
 
 #: device buffers lent to a receiver in this process: (owner PE, token) -> uint8 buffer. An
 #: in-process receiver (same PE, or the inproc transport) reads them here instead of opening
@@ -157,7 +157,7 @@ class DeviceTransfers:
         if type(into) is np.ndarray:
             self._check_posted(into, "host", dtype, shape)
             return into, None
-        posted_kind = _kind_of(into)
+        posted_kind = kind_of(into)
         assert posted_kind is not None  # Channel.recv checked it
         native = posted_kind.native(into)
         self._check_posted(native, posted_kind.name, dtype, shape)
@@ -173,12 +173,6 @@ class DeviceTransfers:
                 f"which posted a {what} array of shape {tuple(into.shape)} and dtype {into.dtype}; "
                 "post a buffer of the same shape and dtype"
             )
-
-
-def _kind_of(obj: Any) -> ArrayKind | None:
-    from ..gpu.kinds import kind_of
-
-    return kind_of(obj)
 
 
 def transfers(rt: "Runtime | None" = None) -> DeviceTransfers:
@@ -279,15 +273,6 @@ class posting:
 
     def __exit__(self, *exc: Any) -> None:
         self.dt.posted = None
-
-
-def path_report(rt: "Runtime") -> dict[str, str]:
-    """This PE's device and path for each kind of device memory used so far (``shoal info``
-    reports the same decision without a job)."""
-    dt = rt.devices
-    if dt is None:
-        return {}
-    return {f"{st.ops.name} device": f"{st.device}; path {st.path} ({st.why})" for st in dt._states.values()}
 
 
 def my_device() -> int:

@@ -20,6 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from ..gpu.kinds import kind_of
+from .devices import reduce_device
+
 __all__ = [
     "Kind",
     "HEADER",
@@ -123,8 +126,6 @@ def _device_reduction(obj: Any) -> Any:
     cls = type(obj)
     if cls in _HOST_TYPES:
         return NotImplemented
-    from ..gpu.kinds import kind_of
-
     kind = kind_of(obj)
     if kind is None:
         if len(_HOST_TYPES) < _CACHE_LIMIT and not hasattr(cls, "is_cuda"):
@@ -132,8 +133,6 @@ def _device_reduction(obj: Any) -> Any:
         return NotImplemented
     done = _device_memo.get(id(obj))
     if done is None:  # an encoder that pickles again (see _Encoder) must not lend a buffer twice
-        from .devices import reduce_device
-
         done = _device_memo[id(obj)] = (reduce_device(obj, kind, _shared > 0), obj)
     return done[0]
 

@@ -11,13 +11,13 @@ job: :mod:`.kinds` (recognising and rebuilding arrays; :func:`register` adds a k
 
 from __future__ import annotations
 
-from .kinds import ArrayKind, kind_of, kinds, register
+from .kinds import ArrayKind, kind_of, register
 from .ops import CupyOps, DeviceOps, cupy_missing
 from .paths import PATHS, choose_device, choose_path
 from .staging import DEFAULT_CHUNK, Stager, chunks
 
 __all__ = [
-    "ArrayKind", "register", "kind_of", "kinds",
+    "ArrayKind", "register", "kind_of",
     "DeviceOps", "CupyOps", "cupy_missing",
     "PATHS", "choose_path", "choose_device",
     "DEFAULT_CHUNK", "Stager", "chunks",

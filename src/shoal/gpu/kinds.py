@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .ops import DeviceOps, cupy_ops
 
-__all__ = ["ArrayKind", "register", "kind_of", "kind_named", "kinds"]
+__all__ = ["ArrayKind", "register", "kind_of", "kind_named"]
 
 
 class ArrayKind:
@@ -106,8 +106,3 @@ def kind_of(obj: Any) -> ArrayKind | None:
 def kind_named(name: str) -> ArrayKind | None:
     """The registered kind called ``name``, or None."""
     return _KINDS.get(name)
-
-
-def kinds() -> list[str]:
-    """The names of the registered kinds."""
-    return list(_KINDS)
