@@ -469,3 +469,135 @@ def test_coroutines_resume_on_the_compiled_path(mpi_job):
     assert "twice 42" in job.stdout, job
     assert "raised from the coroutine" in job.stdout, job
     assert "refused True" in job.stdout, job
+
+
+@BOTH
+def test_simple_arguments_arrive_as_sent(mpi_job, native):
+    """None, bools, floats and 64-bit ints are pickled by the compiled send itself
+    (send.c: pickle_simple); each arrives as the same value of the same type, and
+    anything else (bigger ints, float and int subclasses) still goes through pickle."""
+    job = mpi_job(
+        """
+        import enum, math
+        import numpy as np
+        import shoal
+
+        class Colour(enum.IntEnum):
+            RED = 1
+
+        class Echo(shoal.Chare):
+            def back(self, *args):
+                return args
+
+        def main(args):
+            far = shoal.Array(Echo, 2)[1]
+            cases = [
+                (), (None,), (True, False), (0, -1, 1), (2**31 - 1, -2**31, 2**31, -2**31 - 1),
+                (2**63 - 1, -2**63), (2**63, -2**63 - 1, 10**40),
+                (0.0, -0.0, 1.5, -2.25e-300, 5e-324, 1.7976931348623157e308, math.inf, -math.inf),
+                tuple(range(16)), (np.float64(2.5), np.int64(7), Colour.RED, 3, 4.0),
+            ]
+            for sent in cases:
+                got = far.back(*sent, ret=True).get()
+                assert len(got) == len(sent), (sent, got)
+                for w, h in zip(sent, got):
+                    assert type(h) is type(w) and h == w and repr(h) == repr(w), (w, h)  # repr: -0.0 is not 0.0
+            nan = far.back(math.nan, ret=True).get()[0]
+            assert type(nan) is float and math.isnan(nan)
+            print("simple ok")
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert "simple ok" in job.stdout
+
+
+def test_allreduces_give_the_python_results(mpi_job):
+    """All-reduces of every built-in reducer, of numbers, arrays and mixed values, on 3
+    PEs (a PE outside the power of two folds in and gets the result last), back to back
+    (values that arrive before the PE gets there), with several elements per PE, with a
+    rendezvous-sized array and with a reducer of the program's own: the compiled
+    exchange (_native/exchange.c) gives exactly what the Python reference gives, and
+    takes the one-element-per-PE case without entering the Python manager."""
+    program = """
+        import math
+        import numpy as np
+        import shoal
+        from shoal._runtime import reductions
+
+        starts = []
+        python_exchange = reductions.ReductionManager._exchange
+        def counted(self, *args):
+            starts.append(args[0])
+            return python_exchange(self, *args)
+        reductions.ReductionManager._exchange = counted
+
+        def longest(values):
+            return max(values, key=len)
+
+        class W(shoal.Chare):
+            async def run(self):
+                me = self.index if isinstance(self.index, int) else self.index[0]
+                r = shoal.reducers
+                out = []
+                for red in ("sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum"):
+                    for value in (me + 1, (me + 1) * 0.1, me == 1, np.arange(3.0) * (me + 1),
+                                  np.array([me, -me], np.int32)):
+                        if red == "exact_sum" and not isinstance(value, (float, np.ndarray)):
+                            continue
+                        got = await self.allreduce(value, getattr(r, red))
+                        out.append((red, type(value).__name__, got.tolist() if isinstance(got, np.ndarray) else got,
+                                    got.dtype.str if isinstance(got, np.ndarray) else type(got).__name__))
+                out.append(("mixed", await self.allreduce(1 if me % 2 else 1.5)))
+                out.append(("nan", repr(await self.allreduce(math.nan if me == 0 else 1.0, r.max))))
+                out.append(("default", await self.allreduce(me)))
+                futs = [self.allreduce(float(me * k)) for k in range(50)]
+                out.append(("back to back", [await f for f in futs]))
+                big = await self.allreduce(np.full(300_000, me, np.float64))
+                out.append(("big", float(big[0]), float(big[-1]), big.shape))
+                out.append(("own", await self.allreduce(["x"] * (me + 1), longest)))
+                return out
+
+            async def bad(self):
+                return await self.allreduce(np.zeros(2 + self.index), shoal.reducers.sum)
+
+        def main(args):
+            group = shoal.Group(W).run(ret=True).get()
+            assert all(g == group[0] for g in group), group
+            for line in group[0]:
+                print("group", line)
+            print("python starts", len(starts))
+            per_pe = shoal.Array(W, 2 * shoal.num_pes()).run(ret=True).get()
+            assert all(p == per_pe[0] for p in per_pe)
+            for line in per_pe[0]:
+                print("array", line)
+            shoal.Group(W).bad(ret=True).get()
+
+        shoal.start(main)
+        """
+    runs = {native: mpi_job(program, n=3, env={"SHOAL_NATIVE": native}) for native in ("1", "0")}
+    results = {}
+    for native, job in runs.items():
+        assert job.returncode != 0, job
+        assert "cannot be combined element-wise" in job.stderr, job
+        results[native] = [line for line in job.stdout.splitlines() if line.startswith(("group", "array"))]
+    lines = results["1"]
+    assert len(lines) == 2 * 44, runs["1"].stdout
+    assert lines == results["0"], "the compiled exchange differs from the Python reference"
+    for want in ("group ('sum', 'int', 6, 'int')", "group ('max', 'bool', True, 'bool')",
+                 "group ('product', 'bool', 0, 'int')", "group ('nop', 'float', None, 'NoneType')",
+                 "group ('sum', 'ndarray', [0.0, 6.0, 12.0], '<f8')", "group ('nan', 'nan')", "group ('default', 3)",
+                 "group ('big', 3.0, 3.0, (300000,))", "group ('own', ['x', 'x', 'x'])",
+                 f"group ('back to back', {[3.0 * k for k in range(50)]})"):
+        assert want in lines, (want, lines)
+    starts = {native: int(job.stdout.split("python starts ")[1].split()[0]) for native, job in runs.items()}
+    assert starts["1"] == 0 and starts["0"] > 0, starts
+
+
+def test_the_core_runs_every_exchangeable_reducer():
+    from shoal._runtime.native_core import EXCHANGE_REDUCERS
+    from shoal._runtime.reductions import _EXCHANGEABLE
+
+    assert set(EXCHANGE_REDUCERS) == _EXCHANGEABLE

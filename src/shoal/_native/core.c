@@ -146,6 +146,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->set_cls);
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
+    exchanges_free(self->exchanges);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -175,6 +176,13 @@ static PyMethodDef Core_methods[] = {
     {"set_post", (PyCFunction)(void (*)(void))Core_set_post, METH_FASTCALL, "set_post(set, fallback) -> the receive set's compiled post()"},
     {"task_resume", (PyCFunction)(void (*)(void))Core_task_resume, METH_FASTCALL, "task_resume(task, fallback) -> the task's compiled resume()"},
     {"task_wake_now", (PyCFunction)(void (*)(void))Core_task_wake_now, METH_FASTCALL, "task_wake_now(task, fallback) -> the task's compiled wake_now(fut)"},
+    {"use_exchanges", (PyCFunction)(void (*)(void))Core_use_exchanges, METH_FASTCALL,
+     "use_exchanges(manager, npes, post_value, ResultFuture, Chare, CollectionState, context, reducers, ufuncs): all-reduces compiled"},
+    {"exchange", (PyCFunction)(void (*)(void))Core_exchange, METH_FASTCALL, "exchange(coll, seq, value, reducer, fut): start an all-reduce"},
+    {"exchange_arrive", (PyCFunction)(void (*)(void))Core_exchange_arrive, METH_FASTCALL, "exchange_arrive(coll, seq, round, value)"},
+    {"exchange_forget", (PyCFunction)Core_exchange_forget, METH_O, "exchange_forget(coll): drop a destroyed collection's all-reduces"},
+    {"exchanges_under_way", (PyCFunction)Core_exchanges_under_way, METH_NOARGS, "exchanges_under_way() -> [(coll, seq, started, stage)]"},
+    {"allreduce", (PyCFunction)(void (*)(void))Core_allreduce, METH_FASTCALL, "allreduce(el, value, reducer) -> Future, or None: not a compiled case"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };

@@ -42,6 +42,7 @@
 #define SEQ_MASK 0xFFFF  /* channel sequence numbers wrap at 2**16 (they travel in the entry field) */
 
 typedef struct Core Core;
+typedef struct Exchanges Exchanges;
 extern PyTypeObject CoreType;
 
 /* A received eager frame for the runtime: 1 delivered; 0 not a case the compiled path
@@ -94,6 +95,7 @@ struct Core {
     Py_ssize_t off_load;   /* Chare._shoal_load: the element's load counters (float64[2]) */
     Py_ssize_t off_held;   /* Chare._shoal_held: messages held back for order after a move, or None */
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
+    Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
     uint32_t pe;
     long long sent, received, depth, calls;
     double busy;             /* ticks in outermost entry methods: the PE's busy time (background load) */
@@ -234,6 +236,18 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t 
                     const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames);
 /* A queued channel message of one array between elements of this PE. 1 done; 0 Python path. */
 int local_channel(Core *c, PyObject *header, PyObject *body);
+
+/* exchange.c */
+/* An EXCHANGE frame's value (borrowed) for round `round` of all-reduce `seq` of `coll`:
+ * 1 done; 0 no compiled exchanges (the Python handler takes it); -1 error. */
+int exchange_deliver(Core *c, uint16_t round, uint32_t seq, uint64_t coll, PyObject *value);
+void exchanges_free(Exchanges *x);
+PyObject *Core_use_exchanges(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_exchange(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_exchange_arrive(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_exchange_forget(Core *c, PyObject *coll);
+PyObject *Core_exchanges_under_way(Core *c, PyObject *unused);
+PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs);
 
 /* sets.c */
 /* Land one array message (descriptor `desc`, `nbytes` of `data`) in the buffer that set

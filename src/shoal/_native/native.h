@@ -11,7 +11,9 @@
  *   receive.c   the receive paths: from a received frame to the method call;
  *   channels.c  channel messages: completing a receive, or joining the inbox;
  *   sets.c      receive sets: posting a round, landing messages, queueing then();
- *   proxies.c   element proxies' entry methods as C descriptors and bound calls.
+ *   proxies.c   element proxies' entry methods as C descriptors and bound calls;
+ *   tasks.c     a coroutine's resumption (Task.step);
+ *   exchange.c  the butterfly all-reduce, from Chare.allreduce to the waiter's resumption.
  *
  * The Python code they shadow (_transport/mpi.py, _runtime/scheduler.py,
  * _runtime/sending.py, _runtime/proxy.py, _runtime/receive_sets.py) is the readable
@@ -72,5 +74,6 @@ int frames_restart(Frames *self);
 int core_init(PyObject *module);
 int proxies_init(PyObject *module);
 int tasks_init(PyObject *module);
+int exchange_init(void);
 
 #endif

@@ -228,6 +228,10 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, ui
     if (!args) return 0;
     if (PyTuple_GET_SIZE(args) != 1 || frames_restart(frames)) { Py_DECREF(args); return PyErr_Occurred() ? -1 : 0; }
     if (coll != SYSTEM_ID) c->received++;
+    if ((kind & KIND_MASK) == KIND_EXCHANGE) {
+        int done = exchange_deliver(c, entry, aux, coll, PyTuple_GET_ITEM(args, 0));
+        if (done) { Py_DECREF(args); return done; }
+    }
     PyObject *r = PyObject_CallFunction(c->on_value, "iIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)aux,
                                         (unsigned long long)coll, PyTuple_GET_ITEM(args, 0));
     Py_DECREF(args);

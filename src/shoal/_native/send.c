@@ -247,6 +247,52 @@ int core_send_kw(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_
     return sent;
 }
 
+/* Room for the pickle of MAX_ARGS simple values: 2 + 10 each + 3. */
+#define SIMPLE_PICKLE_MAX (8 + 10 * MAX_ARGS)
+
+/* The tuple `args` as pickle.loads reads it (protocol 5, the opcodes pickle.dumps uses),
+ * written here when every item is None, a bool, a float or an int of 64 bits: the
+ * arguments of most calls that carry no arrays, and the values of most reductions, go
+ * out without the Python encoder. Its length, or 0 if an item is of another kind. */
+static Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs > MAX_ARGS) return 0;
+    char *p = out;
+    *p++ = '\x80'; /* PROTO 5 */
+    *p++ = 5;
+    if (nargs > 3) *p++ = '('; /* MARK */
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *o = args[i];
+        if (o == Py_None) *p++ = 'N';
+        else if (o == Py_True) *p++ = '\x88'; /* NEWTRUE */
+        else if (o == Py_False) *p++ = '\x89'; /* NEWFALSE */
+        else if (PyFloat_CheckExact(o)) {
+            *p++ = 'G'; /* BINFLOAT: 8 bytes, big-endian */
+            if (PyFloat_Pack8(PyFloat_AS_DOUBLE(o), p, 0) < 0) { PyErr_Clear(); return 0; }
+            p += 8;
+        } else if (PyLong_CheckExact(o)) {
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+            if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+            if (v >= INT32_MIN && v <= INT32_MAX) {
+                int32_t w = (int32_t)v; /* BININT: 4 bytes, little-endian, signed */
+                *p++ = 'J';
+                for (int k = 0; k < 4; k++) *p++ = (char)((uint32_t)w >> (8 * k));
+            } else {
+                *p++ = '\x8a'; /* LONG1: 8 bytes, little-endian two's complement */
+                *p++ = 8;
+                for (int k = 0; k < 8; k++) *p++ = (char)((uint64_t)v >> (8 * k));
+            }
+        } else {
+            return 0;
+        }
+    }
+    if (nargs == 0) *p++ = ')'; /* EMPTY_TUPLE */
+    else if (nargs <= 3) *p++ = (char)(0x84 + nargs); /* TUPLE1, TUPLE2, TUPLE3 */
+    else *p++ = 't'; /* TUPLE */
+    *p++ = '.'; /* STOP */
+    return p - out;
+}
+
 /* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them
  * to PE `dest` with the header (kind, entry, this PE, aux, coll, index). 1 sent; 0 not
  * handled (nothing done); -1 error. */
@@ -287,6 +333,13 @@ int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsi
             Py_DECREF(list);
         }
     } else {
+        char simple[SIMPLE_PICKLE_MAX];
+        Py_ssize_t slen = pickle_simple(simple, args, nargs);
+        if (slen > 0) {
+            const char *seg = simple;
+            sent = frames_send_inline(c->frames, (int)dest, header, hlen, &seg, &slen, 1);
+            if (sent != 0) goto counted;
+        }
         PyObject *tuple = PyTuple_New(nargs);
         if (!tuple) return -1;
         for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tuple, i, args[i]); }
@@ -296,6 +349,7 @@ int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsi
         sent = send_segments(c, dest, header, hlen, segments);
         Py_DECREF(segments);
     }
+counted:
     if (sent > 0 && cid != SYSTEM_ID) c->sent++;
     return sent;
 }

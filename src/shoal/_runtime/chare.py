@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from .context import current
 
+#: the compiled core's all-reduce (``Core.allreduce``: a future, or None where it does not
+#: apply), while a runtime of this process has a core (native_core.py sets it)
+compiled_allreduce: Any = None
+
 if TYPE_CHECKING:
     from .futures import Future
     from .proxy import CollectionProxy, ElementProxy, SectionProxy
@@ -164,6 +168,10 @@ class Chare:
         ``section``, the reduction runs over that section's members only. It counts as one
         of the element's contributions, in order with :meth:`contribute`.
         """
+        if section is None and compiled_allreduce is not None:
+            fut = compiled_allreduce(self, value, reducer)  # the compiled butterfly, where it applies
+            if fut is not None:
+                return fut
         return current("Chare.allreduce()").reductions.allreduce(self, value, reducer, section)
 
     def at_sync(self) -> None:

@@ -12,7 +12,9 @@ import pickle
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from . import context, message
+import numpy as np
+
+from . import chare, context, message
 from .channels import Channel
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
@@ -20,11 +22,18 @@ from .futures import _DONE, _PENDING, Future, Task
 from .location import Locations
 from .proxy import ElementProxy, EntryRef, use_native_entries
 from .receive_sets import ReceiveSet
+from .reducers import reducers
+from .reductions import _ResultFuture
 
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["attach_core", "make_core", "slow_call", "TickClock"]
+__all__ = ["attach_core", "make_core", "slow_call", "TickClock", "EXCHANGE_REDUCERS"]
+
+#: the built-in reducers whose all-reduces the core runs, in the order of exchange.c's
+#: R_SUM ... R_EXACT (the ufuncs given with them: add, multiply, maximum, minimum); it
+#: combines all but exact_sum itself
+EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum")
 
 
 class TickClock:
@@ -92,5 +101,11 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         rt.new_load = module.Load
     module.configure_proxies(vars(context), slow_call, EntryRef)
     module.configure_tasks(Task, Future)
+    core.use_exchanges(
+        rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, CollectionState, vars(context),
+        tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS), (np.add, np.multiply, np.maximum, np.minimum),
+    )
+    rt.reductions.use_core(core)
+    chare.compiled_allreduce = core.allreduce
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
     return core

@@ -126,12 +126,21 @@ class ReductionManager:
         self.this_call: dict[tuple, tuple] = {}
         self.call_mark: tuple = ()
         self.steps: tuple | None = None  # this PE's butterfly (made on first use)
+        #: the compiled core, once the runtime has one: every butterfly all-reduce then
+        #: runs in it (_native/exchange.c), and the exchanges above stay empty
+        self.core: Any = None
+
+    def use_core(self, core: Any) -> None:
+        """Run the butterfly all-reduces in the compiled ``core`` from now on."""
+        self.core = core
 
     def forget_collection(self, coll: int) -> None:
         """Drop the reductions of collection ``coll`` under way here (it was destroyed)."""
         for table in (self.partials, self.waiters, self.exchanges, self.remote_waiters):
             for key in [k for k in table if isinstance(k[0], tuple) and k[0][:1] == (coll,)]:
                 del table[key]
+        if self.core is not None:
+            self.core.exchange_forget(coll)
 
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
@@ -180,12 +189,12 @@ class ReductionManager:
         if reducer.ordered:
             value = [(_order_key(el, section), value)]
         if waiter is not None:
-            self.waiters.setdefault((domain, seq), []).append(waiter)
             if section is None and reducer.name in _EXCHANGEABLE and not el._shoal_away:
                 cs = self.rt.colls.get(domain[0])  # the one element here: straight to the butterfly
                 if cs is not None and cs.done and cs.count == 1 and len(cs.hosts) == self.rt.npes:
-                    self._exchange((domain, seq), value, reducer)
+                    self._exchange((domain, seq), value, reducer, waiter)
                     return
+            self.waiters.setdefault((domain, seq), []).append(waiter)
         self.add_from(el, domain, seq, value, reducer, target, section)
 
     def add_from(self, el: "Chare", domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, section: Any) -> None:
@@ -336,8 +345,14 @@ class ReductionManager:
             fut._resolve(value)
 
     # -- the butterfly all-reduce ------------------------------------------------
-    def _exchange(self, key: tuple, value: Any, reducer: Reducer) -> None:
-        """Start the exchange rounds of all-reduce ``key`` with this PE's partial ``value``."""
+    def _exchange(self, key: tuple, value: Any, reducer: Reducer, waiter: Future | None = None) -> None:
+        """Start the exchange rounds of all-reduce ``key`` with this PE's partial ``value``;
+        ``waiter`` (if given) gets the result, as do the waiters already listed for it."""
+        if self.core is not None:
+            self.core.exchange(key[0][0], key[1], value, reducer, waiter)
+            return
+        if waiter is not None:
+            self.waiters.setdefault(key, []).append(waiter)
         ex = self.exchanges.get(key)
         if ex is None:
             ex = self.exchanges[key] = _Exchange()
@@ -350,6 +365,9 @@ class ReductionManager:
 
     def on_exchange(self, coll: int, seq: int, round: int, value: Any) -> None:
         """A partner's value for one round of all-reduce ``seq`` of collection ``coll``."""
+        if self.core is not None:  # a value that came the Python way (rendezvous, an ordered source)
+            self.core.exchange_arrive(coll, seq, round, value)
+            return
         key = ((coll,), seq)
         ex = self.exchanges.get(key)
         if ex is None:

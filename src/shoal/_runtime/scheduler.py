@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..settings import Settings
-from . import tree
+from . import chare, tree
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import Future, Task
@@ -222,6 +222,7 @@ class Runtime(Receiving, Sending):
         """Stop the compiled core serving this runtime (the job is over)."""
         if self._core is not None:
             self._core.detach()
+            chare.compiled_allreduce = None
 
     def stop(self, code: int) -> None:
         self.stopped = True
