@@ -32,10 +32,13 @@ import importlib
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..blocks import BlockGrid, split
 from ..report import AppReport, jacobi_report
+
+if TYPE_CHECKING:
+    from .arrays import BlockArrays
 
 __all__ = ["TARGETS", "DEFAULT_STEPS", "HELP", "Config", "add_options", "configure", "parse_size", "layout",
            "cuda_missing", "make_report"]
@@ -197,7 +200,8 @@ def _initial_sum(cfg: Config) -> float:
 
 def make_report(cfg: Config, pes: int, elapsed: float, compute: Sequence[float], checksum: float,
                 decomposition: str, extra: dict[str, Any] | None = None,
-                lines: list[tuple[str, str]] | None = None, arrays: Any = None) -> AppReport:
+                lines: list[tuple[str, str]] | None = None,
+                arrays: type[BlockArrays] | None = None) -> AppReport:
     """The report of a run: ``elapsed`` seconds over the timed steps, ``compute`` the
     seconds each PE spent in the kernel, ``checksum`` the exact-sum checksum; ``arrays``
     the :class:`.arrays.BlockArrays` class the blocks lived in (``cfg.device``'s by default),
