@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["AppReport", "jacobi_report"]
+__all__ = ["AppReport", "jacobi_report", "KERNELS"]
 
 
 def _ms(seconds: float | None) -> str:
@@ -68,14 +68,20 @@ class AppReport:
         (out or sys.stdout).flush()
 
 
+#: the kernels a Jacobi run may name (its JSON ``kernels``) -> how the report says it
+KERNELS = {"numba": "Numba", "numpy": "NumPy (Numba is not installed)",
+           "cuda": "CUDA (CuPy RawKernel, --fmad=false: the CPU kernel's bits)"}
+
+
 def jacobi_report(app: str, cfg: Any, shape: tuple, pes: int, elapsed: float, compute: list[float],
-                  checksum: float, decomposition: str, reference: Any, initial_sum: Any, numba: bool,
+                  checksum: float, decomposition: str, reference: Any, initial_sum: Any, kernels: str,
                   check_limit: int, extra: dict[str, Any] | None = None,
                   lines: list[tuple[str, str]] | None = None) -> AppReport:
     """The report of a Jacobi run (jacobi2d, jacobi3d): ``elapsed`` seconds over the timed
     steps, ``compute`` the seconds each PE spent in the kernel, ``checksum`` the exact-sum
     checksum, checked against ``reference()`` (the sequential run's) while the grid times
-    the steps stays within ``check_limit``, else against ``[0, initial_sum()]``."""
+    the steps stays within ``check_limit``, else against ``[0, initial_sum()]``;
+    ``kernels`` a key of :data:`KERNELS`."""
     import struct
 
     steps = cfg.steps
@@ -101,12 +107,12 @@ def jacobi_report(app: str, cfg: Any, shape: tuple, pes: int, elapsed: float, co
     rate = points * steps / elapsed / 1e6 if elapsed > 0 else float("inf")
     all_lines = [("decomposition", decomposition), ("rate", f"{rate:.1f} Mpoint-updates/s"),
                  ("compute balance", f"busiest PE / mean = {imbalance:.3f}"),
-                 ("kernels", "Numba" if numba else "NumPy (Numba is not installed)"), *(lines or [])]
+                 ("kernels", KERNELS[kernels]), *(lines or [])]
     fields: dict[str, Any] = {
         "shape": list(shape), "checksum": checksum, "checksum_hex": checksum.hex(), "check": check,
         "odf": cfg.odf if cfg.target == "shoal" else None, "rate_mupdates_per_s": rate,
         "compute_imbalance": imbalance, "compute_per_pe": [c / steps for c in compute],
-        "kernels": "numba" if numba else "numpy", "elapsed": elapsed,
+        "kernels": kernels, "elapsed": elapsed,
     }
     fields.update(extra or {})
     bits = struct.unpack("<Q", struct.pack("<d", checksum))[0]  # AppReport's int checksum: the float's bits

@@ -133,4 +133,5 @@ def make_report(cfg: Config, pes: int, elapsed: float, compute: Sequence[float],
     from .kernels import NUMBA
 
     return jacobi_report("jacobi2d", cfg, (cfg.N, cfg.M), pes, elapsed, list(compute), checksum, decomposition,
-                         lambda: reference(cfg), lambda: _initial_sum(cfg), NUMBA, CHECK_LIMIT, extra, lines)
+                         lambda: reference(cfg), lambda: _initial_sum(cfg), "numba" if NUMBA else "numpy",
+                         CHECK_LIMIT, extra, lines)

@@ -13,9 +13,16 @@ Verification, as jacobi2d's: when the problem is small (at most :data:`CHECK_LIM
 updates), PE 0 reruns it sequentially and the checksums must be equal; otherwise it
 checks the maximum principle (the checksum is finite and no larger than the initial sum).
 
-``--device cuda`` (blocks on the GPU with CuPy, halos ``--staging host|direct``) is
-refused before any job starts: with the reason when CuPy or a CUDA device is missing,
-and as not implemented when both are there.
+``--device cuda`` puts the blocks on the GPU as CuPy arrays (:mod:`.arrays`; each PE's
+GPU: ``shoal.my_device()`` for shoal, the rank on its node for mpi4py) and sweeps them
+with a CUDA kernel that gives the CPU kernel's bits (:mod:`.kernels`), so the checksum
+is the same as on the CPU. ``--staging`` says how halos go between PEs: ``host`` (the
+default) copies each face to host memory, sends it as a NumPy array and copies it back
+to the device on the other side; ``direct`` sends the device arrays themselves (shoal:
+through its channels, CUDA IPC between PEs of one node; mpi4py: to MPI, only where the
+library says it is CUDA-aware). Targets sequential, shoal and mpi4py; charm4py is
+refused. Without CuPy or a CUDA device the option stops the command before any job
+starts, naming what is missing (exit code 2).
 """
 
 from __future__ import annotations
@@ -25,10 +32,13 @@ import importlib
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..blocks import BlockGrid, split
 from ..report import AppReport, jacobi_report
+
+if TYPE_CHECKING:
+    from .arrays import BlockArrays
 
 __all__ = ["TARGETS", "DEFAULT_STEPS", "HELP", "Config", "add_options", "configure", "parse_size", "layout",
            "cuda_missing", "make_report"]
@@ -47,6 +57,8 @@ DEFAULT_SIZE = "128"
 #: above this many point updates (N * M * K * S) the report checks bounds instead of rerunning sequentially
 CHECK_LIMIT = 250_000_000
 AXES = "xyz"
+#: --staging: how halos travel between devices
+STAGING = ("host", "direct")
 
 
 @dataclass(frozen=True)
@@ -61,8 +73,8 @@ class Config:
     mpiexec: str | None = None
     transport: str = "mpi"  # shoal: "inproc" runs every PE in this process
     odf: int = 1  # shoal, charm4py: blocks per PE
-    device: str = "cpu"
-    staging: str = "host"  # --device cuda: how halos travel
+    device: str = "cpu"  # where the blocks live: a key of .arrays.ARRAYS
+    staging: str | None = None  # how halos travel between devices: "host" or "direct"; None on the CPU
 
     def with_pes(self, pes: int) -> "Config":
         return replace(self, pes=pes)
@@ -78,9 +90,14 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help=f"interior points: N for N x N x N, or NxMxK ({DEFAULT_SIZE})")
     g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal, charm4py: blocks (chares) per PE ({Config.odf})")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where the blocks live: cpu, or cuda (CuPy; needs a CUDA GPU) (cpu)")
-    g.add_argument("--staging", choices=("host", "direct"), default=None,
-                   help="--device cuda: halos staged through host memory, or device-direct (host)")
+                   help="where the blocks live: cpu (NumPy, a Numba kernel), or cuda (CuPy arrays on each "
+                        "PE's GPU, a CUDA kernel with the CPU kernel's bits; targets shoal, mpi4py, "
+                        "sequential; needs CuPy and a CUDA GPU) (cpu)")
+    g.add_argument("--staging", choices=STAGING, default=None,
+                   help="--device cuda, shoal and mpi4py: how halos travel. host: device to host, sent as "
+                        "host arrays, host to device; direct: shoal sends the device arrays through its "
+                        "channels (CUDA IPC between PEs of a node), mpi4py hands them to MPI (needs a "
+                        "CUDA-aware MPI, else refused) (host)")
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -121,13 +138,21 @@ def configure(ns: argparse.Namespace) -> Config:
         raise ValueError(f"--odf {ns.odf}: need at least 1 block per PE")
     if ns.device == "cpu" and ns.staging is not None:
         raise ValueError(f"--staging {ns.staging}: only with --device cuda (halos on the CPU need no staging)")
+    staging = None
     if ns.device == "cuda":
+        if ns.target == "charm4py":
+            raise ValueError("--target charm4py --device cuda: the Charm4py program keeps its blocks in host "
+                             "memory (its channels carry NumPy arrays); use --target shoal, mpi4py or "
+                             "sequential on the GPU, or charm4py without --device")
+        if ns.target == "sequential" and ns.staging is not None:
+            raise ValueError(f"--staging {ns.staging}: --target sequential has one block and no halos to "
+                             "stage; leave --staging out")
         why = cuda_missing()
         if why is not None:
             raise ValueError(f"{why}; run without --device (the CPU) instead")
-        raise ValueError(f"--device cuda (--staging {ns.staging or 'host'}) is not implemented in jacobi3d yet; "
-                         f"run without --device (the CPU) instead")
-    cfg = Config(shape, ns.steps, ns.target, ns.pes, ns.json, ns.mpiexec, ns.transport, ns.odf)
+        staging = None if ns.target == "sequential" else ns.staging or "host"
+    cfg = Config(shape, ns.steps, ns.target, ns.pes, ns.json, ns.mpiexec, ns.transport, ns.odf,
+                 ns.device, staging)
     try:
         layout(cfg)
     except ValueError as exc:
@@ -161,7 +186,7 @@ def shape_text(shape: Sequence[int]) -> str:
 
 
 def reference(cfg: Config) -> float:
-    """The sequential checksum of ``cfg``'s problem."""
+    """The sequential checksum of ``cfg``'s problem, on the CPU."""
     from .sequential import simulate
 
     return simulate(cfg.shape, cfg.steps)[0]
@@ -175,10 +200,17 @@ def _initial_sum(cfg: Config) -> float:
 
 def make_report(cfg: Config, pes: int, elapsed: float, compute: Sequence[float], checksum: float,
                 decomposition: str, extra: dict[str, Any] | None = None,
-                lines: list[tuple[str, str]] | None = None) -> AppReport:
+                lines: list[tuple[str, str]] | None = None,
+                arrays: type[BlockArrays] | None = None) -> AppReport:
     """The report of a run: ``elapsed`` seconds over the timed steps, ``compute`` the
-    seconds each PE spent in the kernel, ``checksum`` the exact-sum checksum."""
-    from .kernels import NUMBA
+    seconds each PE spent in the kernel, ``checksum`` the exact-sum checksum; ``arrays``
+    the :class:`.arrays.BlockArrays` class the blocks lived in (``cfg.device``'s by default),
+    which names the device and the kernel. A GPU run is checked against the CPU's checksum."""
+    from .arrays import arrays_for
 
+    arrays = arrays or arrays_for(cfg.device)
+    fields = {"device": arrays.name, "staging": cfg.staging, **(extra or {})}
+    where = [("device", f"{arrays.name}{f' (--staging {cfg.staging})' if cfg.staging else ''}")]
     return jacobi_report("jacobi3d", cfg, tuple(cfg.shape), pes, elapsed, list(compute), checksum, decomposition,
-                         lambda: reference(cfg), lambda: _initial_sum(cfg), NUMBA, CHECK_LIMIT, {"device": cfg.device, **(extra or {})}, lines)
+                         lambda: reference(cfg), lambda: _initial_sum(cfg), arrays.kernels, CHECK_LIMIT, fields,
+                         [*where, *(lines or [])])

@@ -18,17 +18,23 @@ decomposition starts from the same bits.
 The checksum is jacobi2d's (:func:`exact_sum`, :func:`to_float`): the exact sum of the
 final interior rounded once to a float, bit-identical across targets, PE counts and
 decompositions.
+
+``--device cuda`` runs :data:`CUDA_SOURCE` instead, the same update as a CUDA kernel
+(compiled by CuPy in :class:`.arrays.CudaArrays`), written so that it gives the CPU
+kernel's bits: see the comment above :data:`CUDA_SOURCE`.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import math
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..jacobi2d.kernels import compile_kernel, exact_sum, to_float
 
-__all__ = ["NUMBA", "SIXTH", "jacobi_step", "warm", "initial_block", "face", "exact_sum", "to_float"]
+__all__ = ["NUMBA", "SIXTH", "jacobi_step", "warm", "initial_block", "face", "exact_sum", "to_float",
+           "CUDA_SOURCE", "CUDA_KERNEL", "CUDA_OPTIONS", "CUDA_BLOCK", "launch_shape"]
 
 SIXTH = 1.0 / 6.0
 
@@ -76,3 +82,54 @@ def face(u: np.ndarray, axis: int, k: int) -> np.ndarray:
     strided view of ``u`` (every face skips ghost points; along the last axis every
     point is a row apart)."""
     return u[tuple(k if d == axis else slice(1, -1) for d in range(u.ndim))]
+
+
+# Why the CUDA kernel gives the CPU kernel's bits:
+# * Every operation is one IEEE-754 binary64 add or multiply, correctly rounded to nearest
+#   even, on the CPU (SSE2/AVX) and on the GPU (PTX add.rn.f64 / mul.rn.f64) alike; the
+#   kernel below evaluates the CPU kernel's expression in the CPU kernel's order, so each
+#   intermediate, and the result, is the same double.
+# * No fused multiply-add: nvcc and NVRTC contract a multiply followed by an add into one
+#   FMA by default (one rounding instead of two, so other bits). ``--fmad=false`` turns that
+#   off: the adds and the multiply come out as add.rn/mul.rn, which ptxas never fuses. This
+#   expression has no multiply-then-add today; the flag keeps the guarantee when someone
+#   edits it (a weighted stencil would have one). Numba compiles the CPU kernel without
+#   fastmath, so it neither contracts nor reassociates either.
+# * SIXTH is passed in, the very double the CPU kernel multiplies by.
+# * Double precision on a GPU never flushes subnormals to zero (ftz is single-precision only).
+# * A Jacobi sweep reads u and writes v only, so the order in which threads run does not matter.
+# tests/test_app_jacobi3d.py compiles this source with g++ (indices emulated) and compares it
+# with jacobi_step bit for bit, and asks nvcc for its PTX and checks there is no FMA in it.
+
+#: the kernel's name in :data:`CUDA_SOURCE`
+CUDA_KERNEL = "jacobi7"
+#: NVRTC options: no contraction into fused multiply-adds (see above)
+CUDA_OPTIONS = ("--fmad=false",)
+#: threads per CUDA block (x along the last axis, so a warp reads consecutive doubles)
+CUDA_BLOCK = (32, 8, 1)
+#: u and v: C-contiguous float64 arrays of n1 x n2 x n3 points (ghost layers included);
+#: one thread per (j, k) interior column, looping over i in steps of the grid's z size
+CUDA_SOURCE = r"""
+extern "C" __global__
+void jacobi7(const double* __restrict__ u, double* __restrict__ v,
+             const long long n1, const long long n2, const long long n3, const double sixth)
+{
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x + 1;
+    const long long j = (long long)blockIdx.y * blockDim.y + threadIdx.y + 1;
+    if (j >= n2 - 1 || k >= n3 - 1) return;
+    const long long s1 = n2 * n3, s2 = n3;
+    for (long long i = (long long)blockIdx.z + 1; i < n1 - 1; i += gridDim.z) {
+        const long long c = i * s1 + j * s2 + k;
+        v[c] = (((((u[c - s1] + u[c + s1]) + u[c - s2]) + u[c + s2]) + u[c - 1]) + u[c + 1]) * sixth;
+    }
+}
+"""
+
+
+def launch_shape(shape: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of :data:`CUDA_SOURCE` for arrays of ``shape`` (ghosts included):
+    enough blocks to cover every interior (j, k), and up to 65535 (CUDA's limit) along i."""
+    n1, n2, n3 = (int(n) for n in shape)
+    bx, by, bz = CUDA_BLOCK
+    grid = (max(1, math.ceil((n3 - 2) / bx)), max(1, math.ceil((n2 - 2) / by)), max(1, min(n1 - 2, 65535)))
+    return grid, (bx, by, bz)
