@@ -133,17 +133,26 @@ class CupyOps(DeviceOps):
     def flat(self, arr: Any) -> Any:
         return arr.reshape(-1).view(self.cp.uint8)
 
+    def _after_program(self) -> Any:
+        """The ops' stream, made to wait for the work queued so far on the program's
+        current stream: a kernel that just wrote an array being sent, or still reads a
+        buffer a message is about to land in (the ops' stream is non-blocking, so nothing
+        else orders the two)."""
+        stream = self.stream
+        stream.wait_event(self.cp.cuda.get_current_stream().record())
+        return stream
+
     def copy(self, dst: Any, src: Any) -> None:
         if src.nbytes:
-            dst.data.copy_from_device_async(src.data, src.nbytes, self.stream)
+            dst.data.copy_from_device_async(src.data, src.nbytes, self._after_program())
 
     def to_host(self, host: np.ndarray, src: Any) -> None:
         if src.nbytes:
-            src.data.copy_to_host_async(ctypes.c_void_p(host.ctypes.data), src.nbytes, self.stream)
+            src.data.copy_to_host_async(ctypes.c_void_p(host.ctypes.data), src.nbytes, self._after_program())
 
     def from_host(self, dst: Any, host: np.ndarray) -> None:
         if host.nbytes:
-            dst.data.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.nbytes, self.stream)
+            dst.data.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.nbytes, self._after_program())
 
     def record(self) -> Any:
         return self.stream.record()
