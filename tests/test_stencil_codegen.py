@@ -254,25 +254,40 @@ def test_cache_bound_comes_from_the_environment():
 
 
 def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
-    """With the device check passed by hand and host memory for "managed" memory, a
-    CUDA stencil records CUDA kernels, allocates its tiles through the managed-memory
-    hook, and a launch on this GPU-less machine raises DeviceError naming the statement
-    and the CUDA runtime's message."""
-    import shoal.stencil.backend as tiles
-    from shoal.stencil import DeviceError, build
+    """A device with CUDA kernels whose tiles are resident in host memory: a stencil
+    records CUDA kernels (nvcc compiles them), allocates its tiles through the device's
+    memory, and calls the launch with the pointers and the stream, which on this
+    GPU-less machine fails with a DeviceError naming the PE, the statement and the
+    CUDA runtime's message."""
+    from shoal.stencil import DeviceError, devices
+    from shoal.stencil.build import find_nvcc
+    from shoal.stencil.cuda import cuda_status
+    from shoal.stencil.memory import HostMemory
 
-    if build.find_nvcc() is None or build._cudart() is None:
-        pytest.skip("needs nvcc and libcudart")
-    if build.cuda_status() is None:
+    if find_nvcc() is None:
+        pytest.skip("needs nvcc")
+    if cuda_status() is None:
         pytest.skip("a CUDA device is present: the real path runs instead")
     allocated = []
-    monkeypatch.setattr(build, "cuda_status", lambda: None)
-    monkeypatch.setattr(tiles, "managed_zeros", lambda n, dt: allocated.append(dt) or np.zeros(n, dt))
+    streams = []
 
+    class OnHost(HostMemory):
+        resident = True
+        kernel_args = (0,)  # the default stream
+        reduce_args = (0, 0)
+
+        def zeros(self, count, dtype):
+            allocated.append(dtype)
+            return super().zeros(count, dtype)
+
+        def note(self, where):
+            streams.append(where)
+
+    monkeypatch.setitem(devices._DEVICES, "cuda-on-host", devices.Device("cuda-on-host", "cuda", OnHost, lambda: None))
     seen = {}
 
     def body():
-        g = Grid((16, 8), device="cuda")
+        g = Grid((16, 8), device="cuda-on-host")
         g.v[1:-1, :] = g.u[2:, :] + g.u[:-2, :]  # the marker line
         seen["sources"] = [e.source for e in g._rec.statements.values()]
         seen["describe"] = g.describe()
@@ -281,7 +296,9 @@ def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
     with pytest.raises(DeviceError) as info:
         run_on(1, body)
     assert allocated == ["float64", "float64", "float32"]
-    assert all("__global__ void shoal_body" in src for src in seen["sources"])
+    assert all("__global__ void shoal_body" in src and "void *stream" in src for src in seen["sources"])
     assert "CUDA kernels" in seen["describe"]
+    assert len(streams) == 1 and "the marker line" in streams[0]  # noted before the launch
     message = str(info.value)
-    assert "CUDA error in a generated kernel" in message and "the marker line" in message, message
+    assert message.startswith("PE 0: ") and "CUDA error in a generated kernel" in message, message
+    assert "the marker line" in message, message

@@ -7,7 +7,7 @@ docstrings below.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -16,13 +16,18 @@ __all__ = ["aligned", "whole_rows", "first_written"]
 _LINE = 64  # bytes: a cache line, and an AVX-512 vector
 
 
-def aligned(local: tuple[int, ...], dtype: str, column: int,
-             zeros: Callable[[int, str], np.ndarray] = np.zeros) -> tuple[np.ndarray, np.ndarray]:
+def _host_address(arr: np.ndarray) -> int:
+    return int(arr.ctypes.data)
+
+
+def aligned(local: tuple[int, ...], dtype: str, column: int, zeros: Callable[[int, str], Any] = np.zeros,
+            address: Callable[[Any], int] = _host_address) -> tuple[Any, Any]:
     """Zeros of shape ``local`` laid out for the kernels: local index ``column`` of every
     row (on the last axis) starts a cache line, and rows are padded to whole lines (all
     dtypes get the same row length in elements, so the kernels share one set of
-    strides). Returns the padded array and the view of shape ``local``;
-    ``zeros(count, dtype)`` allocates (CUDA managed memory for GPU tiles).
+    strides). Returns the padded array and the view of shape ``local``.
+    ``zeros(count, dtype)`` allocates and ``address(array)`` says where an array starts:
+    a tile's :class:`~shoal.stencil.memory.Memory` (device memory for GPU tiles).
 
     Unaligned rows cost the vectorized kernels a split store on every vector: the
     Burgers kernel took 131 ms on rows of 8194 doubles, 105 ms aligned (8192² grid)."""
@@ -33,7 +38,7 @@ def aligned(local: tuple[int, ...], dtype: str, column: int,
     padded = width + lead if len(local) == 1 else -(-(width + 15) // 16) * 16
     rows = int(np.prod(local[:-1], dtype=np.int64))
     flat = zeros(rows * padded + per, dt.name)
-    start = (-flat.ctypes.data % _LINE) // dt.itemsize
+    start = (-address(flat) % _LINE) // dt.itemsize
     raw = flat[start:start + rows * padded].reshape(*local[:-1], padded)
     return raw, raw[..., lead:lead + width]
 
