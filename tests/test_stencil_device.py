@@ -177,3 +177,27 @@ def test_a_job_without_cupy_or_a_gpu_ends_naming_the_pe(mpi_job):
     text = job.stdout + job.stderr
     assert "device='cuda' needs CuPy, a CUDA GPU and nvcc on every PE that holds tiles" in text, job
     assert "PE 0: device='cuda'" in text or "PE 1: device='cuda'" in text, job
+
+
+ONE_PE_KNOWS = """
+import shoal
+from shoal.stencil import Stencil, devices
+
+shoal.attach()  # from here on, PE 0 alone runs the script: only it registers the device
+devices.register(devices.named("cpu")._replace(name="mine"))
+
+
+class Grid(Stencil):
+    fields = ("u",)
+
+
+Grid((16, 16), device="mine").u.to_numpy()
+print("unreachable")
+"""
+
+
+@pytest.mark.mpi
+def test_a_device_registered_on_one_pe_only_fails_naming_the_other(mpi_job):
+    job = mpi_job(ONE_PE_KNOWS, n=2, timeout=120)
+    assert job.returncode != 0 and "unreachable" not in job.stdout, job
+    assert "PE 1: device='mine': use 'cpu' or 'cuda': register the device on every PE" in job.stderr, job

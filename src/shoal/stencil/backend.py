@@ -26,7 +26,8 @@ import shoal
 from .blocking import BlockStatement, TimeBlocker, cache_budget, in_order, plan
 from .build import load_kernel
 from .deep_halo import DeepLoop, Pass, Use, applies, ghost_depths
-from .devices import named
+from .devices import Device, named
+from .errors import DeviceError
 from .halo import Halos
 from .interface import GridSpec, tile_bounds
 from .layout import aligned, first_written, whole_rows
@@ -68,6 +69,15 @@ def _steps_as_loops(items: tuple) -> list:
     return out
 
 
+def _device(name: str) -> Device:
+    """The device ``name`` as registered on this PE; a DeviceError naming the PE otherwise."""
+    try:
+        return named(name)
+    except ValueError as exc:
+        raise DeviceError(f"PE {shoal.my_pe()}: {exc}: register the device on every PE "
+                          "(shoal.stencil.devices.register, at import)") from None
+
+
 def _noting(fn: Callable, mem: Any, where: str) -> Callable:
     """``fn`` that first tells ``mem`` which statement it launches: an asynchronous
     kernel's failure surfaces at a later synchronization, whose error names it."""
@@ -102,10 +112,12 @@ class Tile(Halos, shoal.Chare):
         self.deep = applies(spec, dims)
         self.ghosts = ghost_depths(spec.shape, dims, spec.ghost, self.deep)
         local = tuple(s + 2 * g for s, g in zip(self.size, self.ghosts))
-        self.mem = mem = named(spec.device).memory()  # DeviceError naming this PE if its device is missing
+        device = _device(spec.device)
+        self.mem = mem = device.memory()  # DeviceError naming this PE if its device is missing
+        self.target = device.target  # what its kernels are compiled for: "cpu" or "cuda"
         self.raw: list[Any] = []
         self.arrays: list[Any] = []
-        self.inner: list[tuple] = []  # where each field's view lies in its padded array (for host copies)
+        self.inner: list[tuple] = []  # device tiles: where each field's view lies in its padded array
         column = first_written(self.lo[-1], self.hi[-1], spec.ghost, self.ghosts[-1])
         g = self.ghosts[-1]
         # whole rows alias their ghost columns: host tiles only (device copies would write one place twice)
@@ -115,8 +127,9 @@ class Tile(Halos, shoal.Chare):
                                                                                mem.address)
             self.raw.append(raw)
             self.arrays.append(view)
-            lead = (mem.address(view) - mem.address(raw)) // view.itemsize
-            self.inner.append((..., slice(lead, lead + local[-1])))
+            if mem.resident:
+                lead = (mem.address(view) - mem.address(raw)) // view.itemsize
+                self.inner.append((..., slice(lead, lead + local[-1])))
         self.copy_args: dict[tuple, tuple] = {}
         self.strides = (ctypes.c_long * len(local))(*(s // self.arrays[0].itemsize for s in self.arrays[0].strides))
         self.chan: dict[tuple[int, int], shoal.Channel] = {}
@@ -431,8 +444,8 @@ class Tile(Halos, shoal.Chare):
                     run_statement(stmt, offsets, steps, arrays, tb)
 
             return _Prepared(box, run_numpy, steps, low.kernel.scratch)
-        target = named(self.spec.device).target
-        fn = load_kernel(e.source, False, self.spec.fast_math, self.spec.cflags, where=f"{e.where}: ", device=target)
+        fn = load_kernel(e.source, False, self.spec.fast_math, self.spec.cflags, where=f"{e.where}: ",
+                         device=self.target)
         scratch = None
         if low.kernel.scratch and box is not None:
             count, dt = int(np.prod([n for _, n in box])), low.kernel.target_dtype or "float64"
@@ -476,7 +489,7 @@ class Tile(Halos, shoal.Chare):
                     fields, set(), lambda arrays: run_reduction(kind, expr, offsets, steps, arrays, tb)), steps, False)
             arrays = self.arrays
             return _Prepared(box, lambda tb: run_reduction(kind, expr, offsets, steps, arrays, tb), steps, False)
-        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags, device=named(self.spec.device).target)
+        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags, device=self.target)
         ptrs = self._ptrs(low.binding, None)
         strides = self.strides
         d = len(steps)

@@ -122,7 +122,7 @@ class Halos:
         key = (f, a, start, stop)
         args = self.copy_args.get(key)
         if args is None:
-            if self.spec.backend != "c" or self.mem.resident:
+            if self.spec.backend != "c":
                 return None
             d = len(self.size)
             arr = self.arrays[f]
