@@ -361,3 +361,10 @@ def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
     message = str(info.value)
     assert message.startswith("PE 0: ") and "CUDA error in a generated kernel" in message, message
     assert "the marker line" in message, message
+
+    def reduction():
+        g = Grid((16, 8), device="cuda-on-host")
+        return g.u.max().get()  # a reduction's launch: the stream and the partials buffer
+
+    with pytest.raises(DeviceError, match="PE 0: .*CUDA error in a generated kernel"):
+        run_on(1, reduction)

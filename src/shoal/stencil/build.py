@@ -172,9 +172,10 @@ def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags:
         lib = _open(source, fast_math, extra_flags, where, device)
         raw = lib.shoal_reduce if reduce else lib.shoal_kernel
         long_p = ctypes.POINTER(ctypes.c_long)
-        raw.argtypes = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
-        if device == "cuda":
-            raw.argtypes += [ctypes.c_void_p, ctypes.c_void_p] if reduce else [ctypes.c_void_p]
+        args: list = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
+        if device == "cuda":  # the stream; a reduction's partials buffer
+            args += [ctypes.c_void_p, ctypes.c_void_p] if reduce else [ctypes.c_void_p]
+        raw.argtypes = args
         raw.restype = ctypes.c_double if reduce else None
         fn = raw
         if device == "cuda":
