@@ -43,8 +43,7 @@ def aligned(local: tuple[int, ...], dtype: str, column: int, zeros: Callable[[in
     return raw, raw[..., lead:lead + width]
 
 
-def whole_rows(local: tuple[int, ...], dtype: str, column: int, ghost: int,
-                zeros: Callable[[int, str], np.ndarray] = np.zeros) -> tuple[np.ndarray, np.ndarray]:
+def whole_rows(local: tuple[int, ...], dtype: str, column: int, ghost: int) -> tuple[np.ndarray, np.ndarray]:
     """Like :func:`aligned`, for a tile that spans the whole last axis: rows hold the
     owned points only (padded to 16 elements), and the view's ghost columns alias the
     ends of the neighbouring rows.
@@ -54,13 +53,14 @@ def whole_rows(local: tuple[int, ...], dtype: str, column: int, ghost: int,
     that axis), so they need no memory of their own. What this buys: a row of 8192
     doubles is 64 KiB, not 65 664 bytes; the Burgers kernel took 96 ms per step on such
     rows and 100 ms on padded ones (8192², standalone, medians of 10), as the
-    hand-written loop on plain 8192-wide arrays does."""
+    hand-written loop on plain 8192-wide arrays does. Host memory only: a device's
+    parallel copy into the aliased columns would write one place twice."""
     dt = np.dtype(dtype)
     per = _LINE // dt.itemsize
     width = local[-1] - 2 * ghost
     stride = -(-width // 16) * 16
     rows = int(np.prod(local[:-1], dtype=np.int64))
-    flat = zeros(rows * stride + 2 * ghost + 2 * per, dt.name)
+    flat = np.zeros(rows * stride + 2 * ghost + 2 * per, dt.name)
     first = (-flat.ctypes.data % _LINE) // dt.itemsize + (-(column - ghost)) % per  # owned column 0 of row 0
     while first < ghost:
         first += per
