@@ -82,3 +82,80 @@ def test_bench_stencil_pipeline_runs_its_worker_as_a_shoal_job():
     )
     assert proc.returncode == 0, proc.stderr
     assert "2 PE(s)" in proc.stdout and "backend_freq=5" in proc.stdout and "failed" not in proc.stdout
+
+
+# -- --device cuda ------------------------------------------------------------------------------
+def test_cuda_systems_are_the_gpu_peers_then_the_cpu_backend():
+    got = dict(cli.systems("burgers", 64, 10, [1, 2], odf=2, threads=2, numba=True, device="cuda", cpu_pes=[2]))
+    assert list(got) == ["cupy", "cupy-raw", "shoal-cuda-1pe", "shoal-cuda-2pe", "shoal-2pe"]
+    assert got["cupy-raw"][-6:] == ["cupy-raw", "burgers", "64", "10", "1", "0"]  # Burgers: every step on a GPU
+    assert got["shoal-cuda-2pe"][:6] == [sys.executable, "-m", "shoal", "run", "-n", "2"]
+    assert got["shoal-cuda-2pe"][-6:] == ["shoal-cuda", "burgers", "64", "10", "1", "2"]
+    assert got["shoal-2pe"][-6:] == ["shoal", "burgers", "64", "10", "1", "2"]
+
+
+def test_cuda_table_compares_with_the_cpu_backend_and_hand_cupy(capsys):
+    ns = cli.build_parser().parse_args(["--device", "cuda", "--n", "64", "--steps", "3", "--trials", "1"])
+    rows = {"cupy-raw": {"median_s": 0.001, "identical": True, "check": "131x131, 10 steps"},
+            "shoal-cuda-1pe": {"median_s": 0.002, "identical": False, "check": "131x131, 10 steps"},
+            "shoal-1pe": {"median_s": 0.05}, "shoal-2pe": {"median_s": 0.04}, "cupy": {"error": "failed: x"}}
+    cli._cuda_table({"jacobi": rows}, ns)
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "shoal-cuda-1pe" in ln)
+    assert "20.0x shoal-2pe" in line and "2.00x" in line and "NO (131x131, 10 steps)" in line
+    assert "yes (131x131" in next(ln for ln in out.splitlines() if ln.split()[1:2] == ["cupy-raw"])
+    assert "failed: x" in out
+
+
+def test_bench_stencil_on_cuda_without_a_gpu_exits_2_with_the_reason():
+    from shoal.stencil.cuda import cuda_status
+
+    why = cuda_status()
+    if why is None:
+        pytest.skip("a GPU is present: .ci/gpu-check runs the benchmark")
+    proc = subprocess.run([sys.executable, "-m", "shoal", "bench", "stencil", "--device", "cuda", "--n", "64"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"shoal bench stencil --device cuda: needs a CUDA GPU, CuPy and nvcc: {why}" in proc.stderr
+    out = jobs.run_worker_record(jobs.worker_command(cli.WORKER, ["cupy-raw", "jacobi", "16", "2", "1", "0"]), 120)
+    assert isinstance(out, str) and "worker.py cupy-raw: needs a CUDA GPU" in out
+
+
+def test_the_device_worker_checks_its_bits_against_numpy():
+    """What the shoal-cuda worker runs, on the simulated device (C kernels standing in
+    for CUDA): a small grid's fields after the check's steps equal NumPy's."""
+    import stencil_sim  # noqa: F401 - registers the device "sim"
+    from shoal.bench.stencil import worker
+    from stencil_support import run_on
+
+    for problem in ("jacobi", "burgers"):
+        times, same = run_on(2, lambda: worker._shoal(problem, 24, 2, 1, 2, device="sim"))
+        assert same and len(times) == 1 and times[0] > 0
+    zeros = [np.zeros((worker.CHECK_N, worker.CHECK_N))] * 2
+    assert not worker._identical("jacobi", zeros)
+
+
+def test_result_records_carry_facts_beside_the_times(capsys):
+    jobs.emit([0.5, 0.25], identical=True, check="131x131, 10 steps")
+    line = capsys.readouterr().out.strip()
+    assert json.loads(line[len("RESULT "):]) == {"identical": True, "check": "131x131, 10 steps", "times": [0.5, 0.25]}
+    jobs.emit([1.0])
+    assert capsys.readouterr().out.strip() == "RESULT [1.0]"
+
+
+def test_hand_written_cupy_kernels_compile_without_fused_multiply_add(tmp_path):
+    from shoal.bench.stencil.cupy_peers import KERNELS
+    from shoal.stencil.build import CUDA_FLAGS, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    src = tmp_path / "peers.cu"
+    src.write_text(KERNELS)
+    flags = [f for f in CUDA_FLAGS if f not in ("-Xcompiler", "-fPIC", "-shared", "-cudart", "shared")]
+    proc = subprocess.run([nvcc, *flags, "--ptx", str(src), "-o", str(tmp_path / "peers.ptx")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    ptx = (tmp_path / "peers.ptx").read_text()
+    assert ".entry jacobi" in ptx and ".entry burgers" in ptx
+    assert "mul.rn.f64" in ptx and "fma." not in ptx and "mad." not in ptx

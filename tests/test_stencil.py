@@ -496,7 +496,7 @@ def test_frontend_pe_can_be_kept_free_of_tiles():
 
 def test_device_cuda_without_a_gpu_fails_clearly():
     from shoal.stencil import DeviceError
-    from shoal.stencil.build import cuda_status
+    from shoal.stencil.cuda import cuda_status
 
     why = cuda_status()
     if why is None:

@@ -147,20 +147,7 @@ def test_cuda_printer_output_compiles_with_nvcc(tmp_path, monkeypatch):
         pytest.skip("nvcc is not installed")
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
 
-    def body():
-        kernels = []
-        for shape in [(23,), (17, 13), (9, 7, 11)]:
-            g, _ = start(shape, np.random.default_rng(0), ghost_depth=2)
-            with np.errstate(all="ignore"):
-                program(g.u, g.v, g.w, len(shape))
-                grouped(g.u, g.v, g.w, len(shape))
-                for r in (norm(g.u - g.v), norm(g.u - g.v, np.inf), g.w.sum(), g.u.max(), g.v.min()):
-                    r.get()
-            kernels += [e.lowered.kernel for e in g._rec.statements.values() if e.source is not None]
-            kernels += [e.lowered.kernel for e in g._rec.reductions.values() if e.source is not None]
-        return kernels
-
-    kernels = run_on(1, body)
+    kernels = _cuda_kernels()
     assert any(k.more for k in kernels) and any(k.scratch for k in kernels) and any(k.reduce for k in kernels)
     assert {k.ndim for k in kernels} == {1, 2, 3} and any(max(k.steps) > 1 for k in kernels)
     sources = [print_cuda_kernel(k, f"kernel {i}") for i, k in enumerate(kernels)]
@@ -176,6 +163,78 @@ def test_cuda_printer_output_compiles_with_nvcc(tmp_path, monkeypatch):
     assert proc.returncode == 0, proc.stderr
     text = ptx.read_text()
     assert "mul.rn.f" in text and "fma." not in text and "mad." not in text
+
+
+def _cuda_kernels():
+    """Lowered kernels of every shape the test programs produce, on 1-3 axes."""
+
+    def body():
+        kernels = []
+        for shape in [(23,), (17, 13), (9, 7, 11)]:
+            g, _ = start(shape, np.random.default_rng(0), ghost_depth=2)
+            with np.errstate(all="ignore"):
+                program(g.u, g.v, g.w, len(shape))
+                grouped(g.u, g.v, g.w, len(shape))
+                for r in (norm(g.u - g.v), norm(g.u - g.v, np.inf), g.w.sum(), g.u.max(), g.v.min()):
+                    r.get()
+            kernels += [e.lowered.kernel for e in g._rec.statements.values() if e.source is not None]
+            kernels += [e.lowered.kernel for e in g._rec.reductions.values() if e.source is not None]
+        return kernels
+
+    return run_on(1, body)
+
+
+def test_cuda_kernels_compute_what_the_c_kernels_do_emulated_on_the_cpu():
+    """The CUDA printer's thread mapping, scratch copy-back, groups, strides and
+    reductions, run thread by thread on the CPU (cuda_emulator), give the C kernels'
+    bits on the same arrays; also with a grid too small for the box (cap), where
+    threads loop. Sums may differ from C's in the last bits (another order)."""
+    from cuda_emulator import emulated
+    from shoal.stencil.build import find_compiler, load_kernel
+    from shoal.stencil.printer_c import print_kernel
+    from shoal.stencil.printer_cuda import print_cuda_kernel
+    import ctypes
+
+    if find_compiler() is None:
+        pytest.skip("no C compiler")
+    chosen = {}
+    for k in _cuda_kernels():  # a few of each kind per number of axes (each is two compiles)
+        kind = (k.ndim, k.reduce or ("scratch" if k.scratch else "group" if k.more else
+                                     "strided" if max(k.steps) > 1 else "plain"))
+        chosen.setdefault(kind, k)
+    assert {kind for _, kind in chosen} >= {"plain", "scratch", "group", "strided", "max", "sumsq", "sum", "min"}
+    rng = np.random.default_rng(11)
+    L = ctypes.c_long
+    for (d, kind), k in sorted(chosen.items(), key=lambda item: str(item[0])):
+        cpu = load_kernel(print_kernel(k), k.reduce is not None)
+        emu = emulated(print_cuda_kernel(k), d, k.reduce is not None)
+        sizes = [[5, 7, 9][:d]] + ([[3, 2, 600][-d:]] if k.reduce else [])
+        for n in sizes:
+            b = [4] * d
+            shape = [bb + st * nn + 4 for bb, st, nn in zip(b, k.steps, n)]
+            start_arrays = [rng.standard_normal(shape).astype(dt) for dt in k.slots]
+            strides = (L * d)(*(s // start_arrays[0].itemsize for s in start_arrays[0].strides))
+            runs = []
+            for who, cap in (("c", None), ("cuda", 0), ("cuda", 2), ("cuda", 1)):
+                arrays = [a.copy() for a in start_arrays]
+                ptr_list = [a.ctypes.data for a in arrays]
+                if k.scratch:
+                    scratch = np.zeros(int(np.prod(n)), k.target_dtype)
+                    ptr_list.append(scratch.ctypes.data)
+                ptrs = (ctypes.c_void_p * len(ptr_list))(*ptr_list)
+                args = (ptrs, (L * d)(*b), (L * d)(*n), strides)
+                with np.errstate(all="ignore"):
+                    value = cpu(*args) if who == "c" else emu(*args, cap)
+                runs.append((value, arrays))
+            (want, want_arrays), *others = runs
+            for cap, (value, arrays) in zip((0, 2, 1), others):
+                where = f"{d}-d {kind} kernel, box {n}, cap {cap}"
+                for got_a, want_a in zip(arrays, want_arrays):
+                    assert same(got_a, want_a), where
+                if k.reduce in ("sum", "sumsq"):
+                    assert np.isclose(value, want, rtol=1e-12, atol=0), where
+                elif k.reduce is not None:
+                    assert value == want or (np.isnan(value) and np.isnan(want)), where
 
 
 def test_cuda_keeps_inexact_functions_on_numpy():
@@ -254,25 +313,40 @@ def test_cache_bound_comes_from_the_environment():
 
 
 def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
-    """With the device check passed by hand and host memory for "managed" memory, a
-    CUDA stencil records CUDA kernels, allocates its tiles through the managed-memory
-    hook, and a launch on this GPU-less machine raises DeviceError naming the statement
-    and the CUDA runtime's message."""
-    import shoal.stencil.backend as tiles
-    from shoal.stencil import DeviceError, build
+    """A device with CUDA kernels whose tiles are resident in host memory: a stencil
+    records CUDA kernels (nvcc compiles them), allocates its tiles through the device's
+    memory, and calls the launch with the pointers and the stream, which on this
+    GPU-less machine fails with a DeviceError naming the PE, the statement and the
+    CUDA runtime's message."""
+    from shoal.stencil import DeviceError, devices
+    from shoal.stencil.build import find_nvcc
+    from shoal.stencil.cuda import cuda_status
+    from shoal.stencil.memory import HostMemory
 
-    if build.find_nvcc() is None or build._cudart() is None:
-        pytest.skip("needs nvcc and libcudart")
-    if build.cuda_status() is None:
+    if find_nvcc() is None:
+        pytest.skip("needs nvcc")
+    if cuda_status() is None:
         pytest.skip("a CUDA device is present: the real path runs instead")
     allocated = []
-    monkeypatch.setattr(build, "cuda_status", lambda: None)
-    monkeypatch.setattr(tiles, "managed_zeros", lambda n, dt: allocated.append(dt) or np.zeros(n, dt))
+    streams = []
 
+    class OnHost(HostMemory):
+        resident = True
+        kernel_args = (0,)  # the default stream
+        reduce_args = (0, 0)
+
+        def zeros(self, count, dtype):
+            allocated.append(dtype)
+            return super().zeros(count, dtype)
+
+        def note(self, where):
+            streams.append(where)
+
+    monkeypatch.setitem(devices._DEVICES, "cuda-on-host", devices.Device("cuda-on-host", "cuda", OnHost, lambda: None))
     seen = {}
 
     def body():
-        g = Grid((16, 8), device="cuda")
+        g = Grid((16, 8), device="cuda-on-host")
         g.v[1:-1, :] = g.u[2:, :] + g.u[:-2, :]  # the marker line
         seen["sources"] = [e.source for e in g._rec.statements.values()]
         seen["describe"] = g.describe()
@@ -281,7 +355,16 @@ def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
     with pytest.raises(DeviceError) as info:
         run_on(1, body)
     assert allocated == ["float64", "float64", "float32"]
-    assert all("__global__ void shoal_body" in src for src in seen["sources"])
+    assert all("__global__ void shoal_body" in src and "void *stream" in src for src in seen["sources"])
     assert "CUDA kernels" in seen["describe"]
+    assert len(streams) == 1 and "the marker line" in streams[0]  # noted before the launch
     message = str(info.value)
-    assert "CUDA error in a generated kernel" in message and "the marker line" in message, message
+    assert message.startswith("PE 0: ") and "CUDA error in a generated kernel" in message, message
+    assert "the marker line" in message, message
+
+    def reduction():
+        g = Grid((16, 8), device="cuda-on-host")
+        return g.u.max().get()  # a reduction's launch: the stream and the partials buffer
+
+    with pytest.raises(DeviceError, match="PE 0: .*CUDA error in a generated kernel"):
+        run_on(1, reduction)

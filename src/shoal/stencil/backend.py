@@ -8,7 +8,10 @@ order, one at a time, in an ``async`` driver; awaiting halos or a reduction lets
 PE's other tiles run.
 
 Halos move over one channel per neighbour (:mod:`shoal.stencil.halo`); tile arrays are
-laid out for the kernels as :mod:`shoal.stencil.layout` describes.
+laid out for the kernels as :mod:`shoal.stencil.layout` describes, in the memory of the
+stencil's device (:mod:`shoal.stencil.memory`: NumPy arrays for ``device="cpu"``, GPU
+memory for ``device="cuda"``, where every kernel and copy is queued on the PE's one
+stream and the tile waits for it where the host needs the results: :mod:`.cuda`).
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ import numpy as np
 import shoal
 
 from .blocking import BlockStatement, TimeBlocker, cache_budget, in_order, plan
-from .build import load_kernel, managed_zeros
+from .build import load_kernel
 from .deep_halo import DeepLoop, Pass, Use, applies, ghost_depths
+from .devices import Device, named
+from .errors import DeviceError
 from .halo import Halos
 from .interface import GridSpec, tile_bounds
 from .layout import aligned, first_written, whole_rows
 from .lowering import tile_box
+from .nodes import Read, walk
 from .numpy_eval import run_reduction, run_statement
 from .program import Batch, Check, Loop, ReductionEntry, StatementEntry, Step
 
@@ -63,6 +69,26 @@ def _steps_as_loops(items: tuple) -> list:
     return out
 
 
+def _device(name: str) -> Device:
+    """The device ``name`` as registered on this PE; a DeviceError naming the PE otherwise."""
+    try:
+        return named(name)
+    except ValueError as exc:
+        raise DeviceError(f"PE {shoal.my_pe()}: {exc}: register the device on every PE "
+                          "(shoal.stencil.devices.register, at import)") from None
+
+
+def _noting(fn: Callable, mem: Any, where: str) -> Callable:
+    """``fn`` that first tells ``mem`` which statement it launches: an asynchronous
+    kernel's failure surfaces at a later synchronization, whose error names it."""
+
+    def launch(*args: Any) -> None:
+        mem.note(where)
+        fn(*args)
+
+    return launch
+
+
 class _Prepared:
     """A statement or reduction ready to run on one tile: its box here, and a call."""
 
@@ -86,16 +112,24 @@ class Tile(Halos, shoal.Chare):
         self.deep = applies(spec, dims)
         self.ghosts = ghost_depths(spec.shape, dims, spec.ghost, self.deep)
         local = tuple(s + 2 * g for s, g in zip(self.size, self.ghosts))
-        self.raw: list[np.ndarray] = []
-        self.arrays: list[np.ndarray] = []
+        device = _device(spec.device)
+        self.mem = mem = device.memory()  # DeviceError naming this PE if its device is missing
+        self.target = device.target  # what its kernels are compiled for: "cpu" or "cuda"
+        self.raw: list[Any] = []
+        self.arrays: list[Any] = []
+        self.inner: list[tuple] = []  # device tiles: where each field's view lies in its padded array
         column = first_written(self.lo[-1], self.hi[-1], spec.ghost, self.ghosts[-1])
-        zeros = managed_zeros if spec.device == "cuda" else np.zeros
         g = self.ghosts[-1]
-        whole = len(local) > 1 and dims[-1] == 1 and g > 0
+        # whole rows alias their ghost columns: host tiles only (device copies would write one place twice)
+        whole = len(local) > 1 and dims[-1] == 1 and g > 0 and not mem.resident
         for dt in spec.dtypes:
-            raw, view = whole_rows(local, dt, column, g, zeros) if whole else aligned(local, dt, column, zeros)
+            raw, view = whole_rows(local, dt, column, g) if whole else aligned(local, dt, column, mem.zeros,
+                                                                               mem.address)
             self.raw.append(raw)
             self.arrays.append(view)
+            if mem.resident:
+                lead = (mem.address(view) - mem.address(raw)) // view.itemsize
+                self.inner.append((..., slice(lead, lead + local[-1])))
         self.copy_args: dict[tuple, tuple] = {}
         self.strides = (ctypes.c_long * len(local))(*(s // self.arrays[0].itemsize for s in self.arrays[0].strides))
         self.chan: dict[tuple[int, int], shoal.Channel] = {}
@@ -110,8 +144,9 @@ class Tile(Halos, shoal.Chare):
         self.running = False
         self.stmts: dict[int, tuple[StatementEntry, _Prepared]] = {}
         self.reds: dict[int, tuple[ReductionEntry, _Prepared]] = {}
-        self.bufs: dict[tuple, np.ndarray] = {}  # receive buffers of inner-axis faces
+        self.bufs: dict[tuple, Any] = {}  # receive buffers of inner-axis faces
         self.buf_ptrs: dict[tuple, int] = {}
+        self.packed: dict[tuple, Any] = {}  # device tiles: send buffers of inner-axis faces
         self.split: dict[tuple, Any] = {}
         self.solve_id = -1
         self.solve_steps = 0
@@ -149,7 +184,10 @@ class Tile(Halos, shoal.Chare):
         return dict(self.blocked, index=self.index, ghosts=self.ghosts)
 
     def free(self) -> None:
+        self.mem.sync()
         self.arrays, self.raw = [], []
+        self.bufs.clear()
+        self.packed.clear()
         self.copy_args.clear()
         self.stmts.clear()
         self.blockers.clear()
@@ -184,11 +222,11 @@ class Tile(Halos, shoal.Chare):
         return tuple(slice(g, g + s) for g, s in zip(self.ghosts, self.size))
 
     def _gather(self, field: int, fut: shoal.Future) -> None:
-        piece = self.arrays[field][self._owned()].copy()
+        piece = self.mem.to_host(self.arrays[field][self._owned()])
         self.contribute((self.lo, self.hi, piece), shoal.reducers.gather, fut)
 
     def _scatter(self, field: int, piece: np.ndarray) -> None:
-        self.arrays[field][self._owned()] = piece
+        self.mem.from_host(self.arrays[field][self._owned()], piece)
 
     # -- batches ---------------------------------------------------------------------------
     async def _batch(self, batch: Batch, fut: shoal.Future) -> None:
@@ -213,6 +251,7 @@ class Tile(Halos, shoal.Chare):
                 if converged >= 0:
                     self.stopped = batch.solve
                     break
+        self.mem.sync()  # a batch is done when its kernels are (and a failed one is reported here)
         self.contribute(converged, shoal.reducers.max, fut)
 
     async def _loop(self, item: Loop) -> bool:
@@ -367,39 +406,61 @@ class Tile(Halos, shoal.Chare):
         return await self._check(check)
 
     # -- statements ---------------------------------------------------------------------------
-    def _ptrs(self, binding: tuple, scratch: np.ndarray | None) -> Any:
-        data = [self.arrays[f].ctypes.data for f in binding]
+    def _ptrs(self, binding: tuple, scratch: Any) -> Any:
+        data = [self.mem.address(self.arrays[f]) for f in binding]
         if scratch is not None:
-            data.append(scratch.ctypes.data)
+            data.append(self.mem.address(scratch))
         return (ctypes.c_void_p * len(data))(*data)
+
+    def _on_host(self, fields: set[int], written: set[int], run: Callable[[list], Any]) -> Any:
+        """``run(arrays)`` with NumPy on host copies of ``fields`` (device tiles: NumPy
+        cannot read device memory; the other entries are None), then the fields
+        ``written`` copied back whole. Slow (whole fields cross the bus), but NumPy's bits."""
+        arrays: list[Any] = [None] * len(self.arrays)
+        raws = {}
+        for f in fields | written:
+            raws[f] = self.mem.to_host(self.raw[f])
+            arrays[f] = raws[f][self.inner[f]]
+        out = run(arrays)
+        for f in written:
+            self.mem.from_host(self.raw[f], raws[f])
+        return out
 
     def _prepare_statement(self, e: StatementEntry) -> _Prepared:
         low = e.lowered
         box = tile_box(low.box, self.lo, self.hi, self.ghosts)
         steps = low.kernel.steps
         if e.source is None:
-            arrays, stmt, offsets = self.arrays, e.stmt, e.offsets
+            stmt, offsets = e.stmt, e.offsets
+            if self.mem.resident:
+                fields, written = {f for f, _ in e.accesses}, {stmt.target.field}
 
-            def run_numpy(tb: Any) -> None:
-                run_statement(stmt, offsets, steps, arrays, tb)
+                def run_numpy(tb: Any) -> None:
+                    self._on_host(fields, written, lambda arrays: run_statement(stmt, offsets, steps, arrays, tb))
+            else:
+                arrays = self.arrays
+
+                def run_numpy(tb: Any) -> None:
+                    run_statement(stmt, offsets, steps, arrays, tb)
 
             return _Prepared(box, run_numpy, steps, low.kernel.scratch)
         fn = load_kernel(e.source, False, self.spec.fast_math, self.spec.cflags, where=f"{e.where}: ",
-                         device=self.spec.device)
+                         device=self.target)
         scratch = None
         if low.kernel.scratch and box is not None:
             count, dt = int(np.prod([n for _, n in box])), low.kernel.target_dtype or "float64"
-            # a GPU kernel writes it: managed memory there
-            scratch = managed_zeros(count, dt) if self.spec.device == "cuda" else np.empty(count, dtype=dt)
+            scratch = self.mem.empty((count,), dt)  # the kernel writes it: the tile's memory
         ptrs = self._ptrs(low.binding, scratch)
         strides = self.strides
         d = len(steps)
         keep = (scratch, self.arrays)  # the kernel holds raw pointers to these: keep them alive
+        more = self.mem.kernel_args  # CUDA: the stream
+        launch = _noting(fn, self.mem, e.where) if self.mem.resident else fn
 
         def run_c(tb: Any) -> None:
             b = (ctypes.c_long * d)(*(x for x, _ in tb))
             n = (ctypes.c_long * d)(*(x for _, x in tb))
-            fn(ptrs, b, n, strides)
+            launch(ptrs, b, n, strides, *more)
             assert keep
 
         if box is not None:
@@ -409,7 +470,7 @@ class Tile(Halos, shoal.Chare):
 
             def run_c_fast(tb: Any) -> None:
                 if tb is whole:
-                    fn(ptrs, b0, n0, strides)
+                    launch(ptrs, b0, n0, strides, *more)
                 else:
                     run_c(tb)
 
@@ -421,17 +482,23 @@ class Tile(Halos, shoal.Chare):
         box = tile_box(low.box, self.lo, self.hi, self.ghosts)
         steps = low.kernel.steps
         if r.source is None:
-            arrays, expr, offsets, kind = self.arrays, r.expr, r.offsets, r.kind
+            expr, offsets, kind = r.expr, r.offsets, r.kind
+            if self.mem.resident:
+                fields = {n.field for n in walk(expr) if isinstance(n, Read)}
+                return _Prepared(box, lambda tb: self._on_host(
+                    fields, set(), lambda arrays: run_reduction(kind, expr, offsets, steps, arrays, tb)), steps, False)
+            arrays = self.arrays
             return _Prepared(box, lambda tb: run_reduction(kind, expr, offsets, steps, arrays, tb), steps, False)
-        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags, device=self.spec.device)
+        fn = load_kernel(r.source, True, self.spec.fast_math, self.spec.cflags, device=self.target)
         ptrs = self._ptrs(low.binding, None)
         strides = self.strides
         d = len(steps)
+        more = self.mem.reduce_args  # CUDA: the stream and the partials buffer (the kernel waits for its value)
 
         def run_c(tb: Any) -> float:
             b = (ctypes.c_long * d)(*(x for x, _ in tb))
             n = (ctypes.c_long * d)(*(x for _, x in tb))
-            return float(fn(ptrs, b, n, strides))
+            return float(fn(ptrs, b, n, strides, *more))
 
         return _Prepared(box, run_c, steps, False)
 

@@ -1,7 +1,8 @@
 """The build step: compile a kernel's C (or CUDA) source once into a shared object, load it.
 
-This is the one place the stencil DSL runs a compiler (and, for ``device="cuda"``, the
-one place it calls the CUDA runtime: device checks and managed memory). Objects are cached on disk
+This is the one place the stencil DSL runs a compiler (C, or nvcc for CUDA kernels;
+the CUDA calls themselves are in the generated code and, for tile memory, in
+:mod:`.cuda`). Objects are cached on disk
 under ``<cache>/stencil/<hash>.so`` (``$SHOAL_CACHE_DIR``, else ``~/.cache/shoal``),
 keyed by the source, the compiler and its flags; PEs that need the same kernel at
 once wait on a file lock instead of all compiling. A failed compile raises
@@ -21,15 +22,12 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
-
 from ..native import cache_dir
 from .errors import CompilerError, DeviceError
 from .printer_c import print_copy, print_wavefront
 
 __all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
-           "CUDA_FLAGS", "find_nvcc", "cuda_status", "managed_zeros", "cache_limit", "cache_usage",
-           "prune_cache", "clear_cache", "load_wavefront"]
+           "CUDA_FLAGS", "find_nvcc", "cache_limit", "cache_usage", "prune_cache", "clear_cache", "load_wavefront"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
@@ -99,7 +97,7 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
         cc = find_nvcc()
         if cc is None:
             raise CompilerError("device='cuda' needs nvcc: set NVCC or put nvcc on PATH")
-        flags = [*CUDA_FLAGS, *(CUDA_FAST_FLAGS if fast_math else ()), *extra_flags]
+        flags = [*CUDA_FLAGS, *_cuda_rpath(cc), *(CUDA_FAST_FLAGS if fast_math else ()), *extra_flags]
         suffix = "cu"
     else:
         found = find_compiler()
@@ -162,17 +160,22 @@ def _open(source: str, fast_math: bool, extra_flags: Sequence[str], where: str, 
 
 def load_kernel(source: str, reduce: bool, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "",
                 device: str = "cpu") -> Callable:
-    """The kernel function of ``source`` (built and loaded once per process).
+    """The kernel function of ``source`` (built and loaded once per process):
+    ``f(ptrs, b, n, s)`` for C; for CUDA (``device="cuda"``) ``f(ptrs, b, n, s, stream)``,
+    a reduction ``f(ptrs, b, n, s, stream, partials)`` (see :mod:`.printer_cuda`).
 
-    A CUDA kernel's function checks the device's error after each call and raises
-    :class:`DeviceError` with it."""
+    A CUDA kernel's function checks the CUDA error after each call and raises
+    :class:`DeviceError` with it, naming the PE and ``where`` (the statement)."""
     memo = source if not extra_flags else source + "\0" + "\0".join(extra_flags)
     fn = _loaded.get(memo)
     if fn is None:
         lib = _open(source, fast_math, extra_flags, where, device)
         raw = lib.shoal_reduce if reduce else lib.shoal_kernel
         long_p = ctypes.POINTER(ctypes.c_long)
-        raw.argtypes = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
+        args: list = [ctypes.POINTER(ctypes.c_void_p), long_p, long_p, long_p]
+        if device == "cuda":  # the stream; a reduction's partials buffer
+            args += [ctypes.c_void_p, ctypes.c_void_p] if reduce else [ctypes.c_void_p]
+        raw.argtypes = args
         raw.restype = ctypes.c_double if reduce else None
         fn = raw
         if device == "cuda":
@@ -190,7 +193,9 @@ def _checked(raw: Callable, lib: ctypes.CDLL, where: str) -> Callable:
         out = raw(*args)
         text = error()
         if text:
-            raise DeviceError(f"{where}CUDA error in a generated kernel: {text.decode()}")
+            import shoal
+
+            raise DeviceError(f"PE {shoal.my_pe()}: {where}CUDA error in a generated kernel: {text.decode()}")
         return out
 
     return call
@@ -203,61 +208,28 @@ CUDA_FLAGS = ("-O3", "--fmad=false", "-prec-div=true", "-prec-sqrt=true", "-ftz=
 CUDA_FAST_FLAGS = ("--use_fast_math",)
 
 
+@functools.lru_cache(maxsize=None)
+def _cuda_rpath(nvcc: str) -> tuple[str, ...]:
+    """Linker flags that let a kernel's object find the CUDA runtime library it links
+    (``-cudart shared``) where nvcc's own toolkit keeps it, whether or not the loader's
+    search path has that folder (nvcc --dryrun names it)."""
+    try:
+        out = subprocess.run([nvcc, "--dryrun", "-x", "cu", os.devnull, "-o", os.devnull], capture_output=True,
+                             text=True, timeout=60).stderr
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    folders = [part.strip('"')[2:] for line in out.splitlines() if "LIBRARIES=" in line
+               for part in line.split() if part.strip('"').startswith("-L")]
+    return tuple(f"-Xlinker=-rpath={os.path.normpath(f)}" for f in folders
+                 if not f.rstrip("/").endswith("stubs") and os.path.isdir(f))
+
+
 def find_nvcc() -> str | None:
     """The CUDA compiler: ``$NVCC``, else nvcc on PATH or in /usr/local/cuda/bin."""
     for name in (os.environ.get("NVCC"), "nvcc", "/usr/local/cuda/bin/nvcc"):
         if name and shutil.which(name):
             return shutil.which(name)
     return None
-
-
-@functools.lru_cache(maxsize=None)
-def _cudart() -> ctypes.CDLL | None:
-    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-                 "/usr/local/cuda/lib64/libcudart.so"):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    return None
-
-
-def cuda_status() -> str | None:
-    """Why CUDA kernels cannot run in this process, or None if they can: nvcc, the CUDA
-    runtime library, and at least one device it can see are all needed."""
-    if find_nvcc() is None:
-        return "nvcc was not found (set NVCC or put it on PATH)"
-    rt = _cudart()
-    if rt is None:
-        return "the CUDA runtime library (libcudart.so) was not found"
-    count = ctypes.c_int(0)
-    code = rt.cudaGetDeviceCount(ctypes.byref(count))
-    if code != 0:
-        rt.cudaGetErrorString.restype = ctypes.c_char_p
-        return f"cudaGetDeviceCount failed: {rt.cudaGetErrorString(code).decode()} (error {code})"
-    if count.value < 1:
-        return "the CUDA runtime sees no device"
-    return None
-
-
-def managed_zeros(count: int, dtype: str) -> np.ndarray:
-    """``count`` zeros of ``dtype`` in CUDA managed memory (reachable from host and GPU);
-    freed when the array is."""
-    import weakref
-
-    rt = _cudart()
-    if rt is None:
-        raise DeviceError("the CUDA runtime library (libcudart.so) was not found")
-    nbytes = max(1, count * np.dtype(dtype).itemsize)
-    ptr = ctypes.c_void_p()
-    code = rt.cudaMallocManaged(ctypes.byref(ptr), ctypes.c_size_t(nbytes), ctypes.c_uint(1))
-    if code != 0 or not ptr.value:
-        raise DeviceError(f"cudaMallocManaged of {nbytes} bytes failed (error {code})")
-    rt.cudaMemset(ptr, 0, ctypes.c_size_t(nbytes))
-    rt.cudaDeviceSynchronize()
-    buf = (ctypes.c_uint8 * nbytes).from_address(ptr.value)
-    weakref.finalize(buf, rt.cudaFree, ctypes.c_void_p(ptr.value))
-    return np.frombuffer(memoryview(buf), dtype=dtype, count=count)
 
 
 _copies: dict[tuple, tuple[Callable, Callable]] = {}

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import devices
 from .errors import DeviceError, ShapeError, StencilError, UnsupportedOperationError, at_user, user_location
 from .expr import Condition, Expr, Field, Reduction, _operand, index_axes
 from .interface import GridSpec, Interface, connect
@@ -132,8 +133,9 @@ class Stencil(TimeLoop):
         differ from NumPy in the last bits); ``interface``: the backend to use (None:
         the PEs of this job); ``frontend_tiles=False``: with several PEs, keep PE 0 for
         the frontend and put the tiles on the other PEs only; ``device="cuda"``: run the
-        compiled statements as CUDA kernels on tiles in managed memory (needs a GPU, the
-        CUDA runtime and nvcc; raises :class:`DeviceError` otherwise);
+        compiled statements as CUDA kernels on tiles in GPU memory, halos exchanged
+        device to device (needs CuPy, a GPU and nvcc; raises :class:`DeviceError`
+        otherwise);
         ``time_blocking=False``: run every step of a backend loop as its own pass over
         the tile, even where several steps per pass would be exact (see blocking.py).
         """
@@ -148,23 +150,23 @@ class Stencil(TimeLoop):
             raise at_user(ValueError, f"odf={odf} must be at least 1")
         if backend not in ("auto", "c", "numpy"):
             raise at_user(ValueError, f"backend={backend!r}: use 'auto', 'c' or 'numpy'")
-        if device not in ("cpu", "cuda"):
-            raise at_user(ValueError, f"device={device!r}: use 'cpu' or 'cuda'")
-        if device == "cuda":
-            from .build import cuda_status
-
-            why = cuda_status()
+        try:
+            dev = devices.named(device)
+        except ValueError as exc:
+            raise at_user(ValueError, str(exc)) from None
+        if dev.name != "cpu":
+            why = dev.missing()
             if why is not None:
-                raise at_user(DeviceError, f"device='cuda' cannot run here: {why}; "
+                raise at_user(DeviceError, f"device={device!r} cannot run here: {why}; "
                               "use device='cpu' (the default)")
             if backend == "numpy":
-                raise at_user(ValueError, "device='cuda' runs compiled kernels: it needs backend='auto' or 'c'")
+                raise at_user(ValueError, f"device={device!r} runs compiled kernels: it needs backend='auto' or 'c'")
         names, dtypes = _field_table(fields, num_fields, dtype)
         self.shape = shape
         self.ghost_depth = ghost_depth
         self.backend_freq = backend_freq
         self._fields = [Field(self, i, nm, dt) for i, (nm, dt) in enumerate(zip(names, dtypes))]
-        self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags, device)
+        self._rec = Recorder(names, dtypes, len(shape), ghost_depth, backend, fast_math, cflags, dev.target)
         self._rec.made_by = getattr(self, "_made_by", None) or "self.initialize(...)"
         self._iface = connect(interface)
         spec = GridSpec(shape, tuple(names), tuple(dtypes), ghost_depth, odf, fast_math, tuple(cflags), frontend_tiles,
@@ -191,7 +193,7 @@ class Stencil(TimeLoop):
 
     def describe(self) -> str:
         """The tiles, PEs and backend of this stencil, in one line."""
-        kernels = "CUDA kernels" if self._rec.device == "cuda" else "C kernels"
+        kernels = "CUDA kernels" if self._rec.target == "cuda" else "C kernels"
         return f"{self._iface.describe(self._handle)}; statements run with {kernels if self.backend == 'c' else 'NumPy'}"
 
     # -- statements -----------------------------------------------------------------

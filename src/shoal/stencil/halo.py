@@ -6,7 +6,14 @@ and is sent as it is and received straight into the ghost layer (``recv(into=)``
 other faces are packed into a buffer and unpacked from one by generated C (NumPy's
 strided copies without compiled kernels). After sending its faces, a tile computes the
 part of the next statement that reads no ghost, then receives and computes the rim.
-Messages stay below the transport's rendezvous threshold (see :meth:`Halos._send`).
+Host messages stay below the transport's rendezvous threshold (see :meth:`Halos._send`).
+
+Tiles in device memory (``device="cuda"``) exchange device to device: faces of inner
+axes are packed into device buffers by a strided device copy (CuPy's elementwise copy:
+one launch per face, on the tile's stream, no generated code to keep), every face goes
+as one device array (over CUDA IPC between PEs of one node: ``docs/gpu.md``) into a
+posted device buffer, and is unpacked on the device. The tile waits for its stream
+once per phase, before sending: the runtime copies a face out on a stream of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import shoal
 
 from .build import load_copy
 from .interface import GridSpec
+from .memory import Memory
 
 __all__ = ["Halos"]
 
@@ -31,19 +39,21 @@ class Halos:
     spec: GridSpec
     size: list[int]
     ghosts: tuple[int, ...]  # ghost layers held per axis
-    arrays: list[np.ndarray]
-    raw: list[np.ndarray]
+    arrays: list[Any]
+    raw: list[Any]
+    mem: Memory
     chan: dict[tuple[int, int], shoal.Channel]
     copy_args: dict[tuple, tuple]
     strides: Any
-    bufs: dict[tuple, np.ndarray]
+    bufs: dict[tuple, Any]
     buf_ptrs: dict[tuple, int]
+    packed: dict[tuple, Any]
     split: dict[tuple, Any]
     piece_bytes: int
     stmts: dict[int, tuple[Any, Any]]
     _run: Callable[[int, Any], None]  # run statement `sid` on `boxes` (None: its whole box)
 
-    def _face(self, f: int, a: int, start: int, stop: int) -> np.ndarray:
+    def _face(self, f: int, a: int, start: int, stop: int) -> Any:
         idx = [slice(None)] * len(self.size)
         idx[a] = slice(start, stop)
         return self.arrays[f][tuple(idx)]
@@ -57,41 +67,51 @@ class Halos:
         phases = [[a] for a in range(d)] if corners else [list(range(d))]
         overlap = then is not None and not corners
         for phase in phases:
+            out, into = [], []
             for f, lo, hi in items:
                 for a in phase:
                     low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
                     g = gs[a]
                     if low is not None and hi[a]:
-                        self._send(low, self._outgoing(f, a, g, g + hi[a]))
+                        out.append((low, self._outgoing(f, a, g, g + hi[a])))
                     if high is not None and lo[a]:
-                        self._send(high, self._outgoing(f, a, g + self.size[a] - lo[a], g + self.size[a]))
+                        out.append((high, self._outgoing(f, a, g + self.size[a] - lo[a], g + self.size[a])))
+                    if low is not None and lo[a]:
+                        into.append((low, f, a, g - lo[a], g))
+                    if high is not None and hi[a]:
+                        into.append((high, f, a, g + self.size[a], g + self.size[a] + hi[a]))
+            if out or into:
+                # device tiles: the faces (and the kernels before) are done, and no queued
+                # unpacking still reads a buffer this phase receives into
+                self.mem.sync()
+            for ch, face in out:
+                self._send(ch, face)
             rim = None
             if overlap:
                 assert then is not None
                 rim = self._interior_first(op, then)
-            for f, lo, hi in items:
-                for a in phase:
-                    low, high = self.chan.get((a, -1)), self.chan.get((a, 1))
-                    g = gs[a]
-                    if low is not None and lo[a]:
-                        await self._recv(low, f, a, g - lo[a], g)
-                    if high is not None and hi[a]:
-                        await self._recv(high, f, a, g + self.size[a], g + self.size[a] + hi[a])
+            for ch, f, a, start, stop in into:
+                await self._recv(ch, f, a, start, stop)
             if overlap:
                 self._run(then, rim)  # type: ignore[arg-type]
         if then is not None and not overlap:
             self._run(then, None)
 
-    def _send(self, ch: shoal.Channel, face: np.ndarray) -> None:
-        """Send a (contiguous) face in pieces below the rendezvous threshold. A rendezvous
-        send returns only once the receiver has taken the data, and a neighbour busy in a
-        kernel takes it only when the kernel ends: neighbours would compute in turn."""
+    def _send(self, ch: shoal.Channel, face: Any) -> None:
+        """Send a (contiguous) face: a device face as one device array (its bytes do not
+        travel in the message on one node); a host face in pieces below the rendezvous
+        threshold. A rendezvous send returns only once the receiver has taken the data,
+        and a neighbour busy in a kernel takes it only when the kernel ends: neighbours
+        would compute in turn."""
+        if self.mem.resident:
+            ch.send(self.mem.message(face))
+            return
         flat = face.reshape(-1)
         step = self._piece(flat.itemsize)
         for i in range(0, flat.size, step):
             ch.send(flat[i:i + step])
 
-    def _slab(self, f: int, start: int, stop: int) -> np.ndarray:
+    def _slab(self, f: int, start: int, stop: int) -> Any:
         """Layers ``[start, stop)`` of the outer axis, as one contiguous array (whole
         padded rows: neighbours along the outer axis have the same row layout)."""
         return self.arrays[f][start:stop] if len(self.size) == 1 else self.raw[f][start:stop]
@@ -114,11 +134,20 @@ class Halos:
                                           (ctypes.c_long * d)(*n), tuple(n))
         return args
 
-    def _outgoing(self, f: int, a: int, start: int, stop: int) -> np.ndarray:
+    def _outgoing(self, f: int, a: int, start: int, stop: int) -> Any:
         """A face to send, contiguous: an outer-axis face is sent as it lies; the others
-        are packed into a new buffer (the transport may still hold the last one)."""
+        are packed into a new buffer (the transport may still hold the last one), or on
+        a device into this face's own buffer (a device array is copied out at the send)."""
         if a == 0:
             return self._slab(f, start, stop)
+        if self.mem.resident:
+            key = (f, a, start, stop)
+            face = self._face(f, a, start, stop)
+            buf = self.packed.get(key)
+            if buf is None:
+                buf = self.packed[key] = self.mem.empty(face.shape, face.dtype)
+            self.mem.copy(buf, face)
+            return buf
         c = self._copier(f, a, start, stop)
         if c is None:
             return np.ascontiguousarray(self._face(f, a, start, stop))
@@ -128,15 +157,20 @@ class Halos:
         return buf
 
     async def _recv(self, ch: shoal.Channel, f: int, a: int, start: int, stop: int) -> None:
+        key = (f, a, start, stop)
         if a == 0:
             buf = self._slab(f, start, stop)  # contiguous: receive in place
         else:
-            key = (f, a, start, stop)
             if key not in self.bufs:
                 view = self._face(f, a, start, stop)
-                self.bufs[key] = np.empty(view.shape, view.dtype)
-                self.buf_ptrs[key] = self.bufs[key].ctypes.data
+                self.bufs[key] = self.mem.empty(view.shape, view.dtype)
+                self.buf_ptrs[key] = self.mem.address(self.bufs[key])
             buf = self.bufs[key]
+        if self.mem.resident:  # one device array, copied into `buf` before the receive returns
+            await ch.recv(into=self.mem.message(buf))
+            if a != 0:
+                self.mem.copy(self._face(f, a, start, stop), buf)
+            return
         flat = buf.reshape(-1)
         step = self._piece(flat.itemsize)
         for i in range(0, flat.size, step):

@@ -33,7 +33,7 @@ class GridSpec(NamedTuple):
     cflags: tuple[str, ...] = ()
     frontend_tiles: bool = True  # PE 0 (the frontend's PE) hosts tiles too
     backend: str = "c"  # "c": halos are packed by generated C too; "numpy": NumPy only
-    device: str = "cpu"  # "cuda": tiles in managed memory, statements as CUDA kernels
+    device: str = "cpu"  # a name of shoal.stencil.devices: "cuda": tiles in GPU memory, CUDA kernels
     time_blocking: bool = True  # several steps of a backend loop per pass where valid (blocking.py)
 
 

@@ -112,7 +112,7 @@ class Recorder:
     """The frontend's record of a stencil program (no data, no backend)."""
 
     def __init__(self, field_names: list[str], field_dtypes: list[str], ndim: int, ghost_depth: int,
-                 backend: str, fast_math: bool, cflags: Sequence[str], device: str = "cpu"):
+                 backend: str, fast_math: bool, cflags: Sequence[str], target: str = "cpu"):
         self.names = field_names
         self.dtypes = field_dtypes
         self.ndim = ndim
@@ -121,8 +121,8 @@ class Recorder:
         self.made_by = "initialize()"
         self.fast_math = fast_math
         self.cflags = tuple(cflags)
-        self.device = device
-        self.printer = print_cuda_kernel if device == "cuda" else print_kernel
+        self.target = target  # what kernels compile for: "cpu" (C) or "cuda"
+        self.printer = print_cuda_kernel if target == "cuda" else print_kernel
         if backend == "auto":
             backend = "c" if find_compiler() else "numpy"
             if backend == "numpy":
@@ -156,7 +156,7 @@ class Recorder:
     def _entry(self, stmt: Assign, info: StatementInfo, where: str) -> StatementEntry:
         lowered = lower_statement(stmt, info, self.dtypes, self.fast_math)
         point = all(a.squeezed for a in stmt.target.axes)
-        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes, point, self.device)
+        reason = None if self.fast_math else numpy_only_reason(stmt.value, self.dtypes, point, self.target)
         source = None
         if self.backend == "c" and reason is None:
             source = self.printer(lowered.kernel, where.replace("*/", "* /"))
@@ -297,7 +297,7 @@ class Recorder:
         entry = self.reductions.get(key)
         if entry is None:
             lowered = lower_reduction(kind, expr, base.axes, info.offsets, self.dtypes, self.fast_math)
-            reason = None if self.fast_math else numpy_only_reason(expr, self.dtypes, device=self.device)
+            reason = None if self.fast_math else numpy_only_reason(expr, self.dtypes, device=self.target)
             source = None
             if self.backend == "c" and reason is None:
                 source = self.printer(lowered.kernel, f"{kind} {where}".replace("*/", "* /"))
@@ -310,7 +310,7 @@ class Recorder:
 
     def _build(self, source: str, reduce: bool, where: str) -> None:
         """Compile (and load) a kernel now, so that a compiler error names the statement."""
-        load_kernel(source, reduce, self.fast_math, self.cflags, where=f"{where}: ", device=self.device)
+        load_kernel(source, reduce, self.fast_math, self.cflags, where=f"{where}: ", device=self.target)
 
     def take_unsent(self) -> tuple[tuple, tuple]:
         s, r = tuple(self.unsent), tuple(self.unsent_reductions)

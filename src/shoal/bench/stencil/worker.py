@@ -5,11 +5,16 @@
     shoal run -n P worker.py shoal PROBLEM N STEPS TRIALS ODF
 
 ``SYSTEM`` is ``numpy``, ``c`` (``EXTRA`` threads: 1 is the plain loop, more build it
-with OpenMP), ``numba`` (``EXTRA`` threads) or ``shoal`` (``EXTRA`` tiles per PE; 1 PE
-in this process, more when started by ``shoal run``). ``PROBLEM`` is ``jacobi`` or
-``burgers`` on an N×N float64 grid, or ``laplace3d`` on an N×N×N one. After an untimed
-warm-up of STEPS/5 steps it runs TRIALS timed runs of STEPS steps and prints their
-seconds per step on one ``RESULT`` line (:mod:`.jobs`). ``cli`` (the driver) starts one such process per system and round.
+with OpenMP), ``numba`` (``EXTRA`` threads), ``shoal`` (``EXTRA`` tiles per PE; 1 PE
+in this process, more when started by ``shoal run``), or on a GPU ``shoal-cuda`` (the
+same with ``device="cuda"``), ``cupy`` or ``cupy-raw`` (:mod:`.cupy_peers`; ``EXTRA``
+unused). ``PROBLEM`` is ``jacobi`` or ``burgers`` on an N×N float64 grid, or
+``laplace3d`` on an N×N×N one. After an untimed warm-up of STEPS/5 steps it runs TRIALS
+timed runs of STEPS steps and prints their seconds per step on one ``RESULT`` line
+(:mod:`.jobs`); a GPU system first runs :data:`CHECK_STEPS` steps on a
+:data:`CHECK_N`² grid and reports beside its timings whether every field equals
+NumPy's bit for bit (``identical``). ``cli`` (the driver) starts one such process per
+system and round.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from shoal.bench.stencil.jobs import emit
 from shoal.bench.stencil.problems import (
     HAND_C, NU, PROBLEMS, burgers_consts, burgers_numpy, initial, jacobi_numpy, laplace3d_numpy, line_aligned,
@@ -27,7 +34,34 @@ from shoal.bench.stencil.problems import (
 __all__ = ["SYSTEMS", "main"]
 
 #: the systems a worker can run
-SYSTEMS = ("numpy", "c", "numba", "shoal")
+SYSTEMS = ("numpy", "c", "numba", "shoal", "shoal-cuda", "cupy", "cupy-raw")
+#: the systems that run on a GPU (each checks its bits against NumPy first)
+GPU_SYSTEMS = ("shoal-cuda", "cupy", "cupy-raw")
+#: the bit-identity check of a GPU system: steps on a CHECK_N x CHECK_N grid (odd: tiles of unequal sizes)
+CHECK_N, CHECK_STEPS = 131, 10
+
+
+def _numpy_steps(problem: str, arrays: list, n: int, steps: int) -> list:
+    """``steps`` steps of ``problem`` with NumPy on ``arrays``; the arrays in their final roles."""
+    a = list(arrays)
+    for _ in range(steps):
+        if problem == "jacobi":
+            jacobi_numpy(a[0], a[1])
+            a[0], a[1] = a[1], a[0]
+        elif problem == "laplace3d":
+            laplace3d_numpy(a[0], a[1])
+            a[0], a[1] = a[1], a[0]
+        else:
+            burgers_numpy(a[0], a[1], a[2], a[3], n)
+            a[0], a[2] = a[2], a[0]
+            a[1], a[3] = a[3], a[1]
+    return a
+
+
+def _identical(problem: str, got: list) -> bool:
+    """Whether ``got`` (host arrays after CHECK_STEPS steps on CHECK_N²) is NumPy's, bit for bit."""
+    want = _numpy_steps(problem, initial(problem, CHECK_N), CHECK_N, CHECK_STEPS)
+    return all(g.shape == w.shape and np.array_equal(g, w) for g, w in zip(got, want))
 
 
 def _time_runs(run: Callable[[int], Any], steps: int, trials: int) -> list[float]:
@@ -44,20 +78,32 @@ def _numpy(problem: str, n: int, steps: int, trials: int) -> list[float]:
     arrays = initial(problem, n)
 
     def run(k: int) -> None:
-        a = arrays
-        for _ in range(k):
-            if problem == "jacobi":
-                jacobi_numpy(a[0], a[1])
-                a[0], a[1] = a[1], a[0]
-            elif problem == "laplace3d":
-                laplace3d_numpy(a[0], a[1])
-                a[0], a[1] = a[1], a[0]
-            else:
-                burgers_numpy(a[0], a[1], a[2], a[3], n)
-                a[0], a[2] = a[2], a[0]
-                a[1], a[3] = a[3], a[1]
+        arrays[:] = _numpy_steps(problem, arrays, n, k)
 
     return _time_runs(run, steps, trials)
+
+
+def _cupy(system: str, problem: str, n: int, steps: int, trials: int) -> tuple[list[float], bool]:
+    """A hand-written CuPy peer: its timings, and whether its bits are NumPy's."""
+    import cupy
+
+    from shoal.bench.stencil.cupy_peers import stepper, synchronize
+
+    small = [cupy.asarray(a) for a in initial(problem, CHECK_N)]
+    one = stepper(system, problem, CHECK_N, small)
+    for _ in range(CHECK_STEPS):
+        one()
+    same = _identical(problem, [cupy.asnumpy(a) for a in small])
+    del small
+    arrays = [cupy.asarray(a) for a in initial(problem, n)]
+    step = stepper(system, problem, n, arrays)
+
+    def run(k: int) -> None:
+        for _ in range(k):
+            step()
+        synchronize()
+
+    return _time_runs(run, steps, trials), same
 
 
 def _c(problem: str, n: int, steps: int, trials: int, threads: int) -> list[float]:
@@ -128,7 +174,9 @@ def _numba(problem: str, n: int, steps: int, trials: int, threads: int) -> list[
     return _time_runs(lambda k: burg(*arrays, k, dx, dy, dt, NU), steps, trials)
 
 
-def _shoal(problem: str, n: int, steps: int, trials: int, odf: int) -> list[float]:
+def _grid(problem: str, n: int, odf: int, device: str) -> tuple[Any, Callable[[], list]]:
+    """The problem as a stencil, its fields set to the initial arrays; and a function
+    giving the fields' values now, in :func:`initial`'s order."""
     from shoal.stencil import Stencil
 
     if problem == "jacobi":
@@ -139,9 +187,7 @@ def _shoal(problem: str, n: int, steps: int, trials: int, odf: int) -> list[floa
                 jacobi_numpy(self.x, self.y)
                 self.x, self.y = self.y, self.x
 
-        grid: Any = Jacobi((n, n), odf=odf)
-        grid.x.from_numpy(initial(problem, n)[0])
-        grid.y.from_numpy(initial(problem, n)[0])
+        grid: Any = Jacobi((n, n), odf=odf, device=device)
     elif problem == "laplace3d":
         class Laplace3D(Stencil):
             fields = ("a", "b")
@@ -150,11 +196,7 @@ def _shoal(problem: str, n: int, steps: int, trials: int, odf: int) -> list[floa
                 laplace3d_numpy(self.a, self.b)
                 self.a, self.b = self.b, self.a
 
-        grid = Laplace3D((n, n, n), odf=odf)
-        start = initial(problem, n)
-        grid.a.from_numpy(start[0])
-        grid.b.from_numpy(start[1])
-        del start
+        grid = Laplace3D((n, n, n), odf=odf, device=device)
     else:
         class Burgers(Stencil):
             fields = ("u", "v", "un", "vn")
@@ -164,15 +206,32 @@ def _shoal(problem: str, n: int, steps: int, trials: int, odf: int) -> list[floa
                 self.u, self.un = self.un, self.u
                 self.v, self.vn = self.vn, self.v
 
-        grid = Burgers((n, n), odf=odf)
-        for f, a in zip((grid.u, grid.v, grid.un, grid.vn), initial(problem, n)):
-            f.from_numpy(a)
+        grid = Burgers((n, n), odf=odf, device=device)
+    names = type(grid).fields  # in initial()'s order
+
+    def handles() -> list:
+        return [getattr(grid, name) for name in names]
+
+    for f, a in zip(handles(), initial(problem, n)):
+        f.from_numpy(a)
+    return grid, lambda: [f.to_numpy() for f in handles()]
+
+
+def _shoal(problem: str, n: int, steps: int, trials: int, odf: int, device: str = "cpu") -> tuple[list[float], bool]:
+    """The DSL on this job's PEs: its timings, and (on a GPU) whether its bits are NumPy's."""
+    same = True
+    if device != "cpu":
+        small, values = _grid(problem, CHECK_N, odf, device)
+        small.solve(steps=CHECK_STEPS)
+        same = _identical(problem, values())
+        small.close()
+    grid, _ = _grid(problem, n, odf, device)
 
     def run(k: int) -> None:
         grid.solve(steps=k)
         grid.sync()
 
-    return _time_runs(run, steps, trials)
+    return _time_runs(run, steps, trials), same
 
 
 def main(argv: Sequence[str]) -> int:
@@ -183,6 +242,19 @@ def main(argv: Sequence[str]) -> int:
         return 2
     system, problem = argv[0], argv[1]
     n, steps, trials, extra = (int(a) for a in argv[2:])
+    if system in GPU_SYSTEMS:
+        from shoal.stencil.cuda import cuda_status
+
+        why = cuda_status()
+        if why is not None:
+            print(f"worker.py {system}: needs a CUDA GPU: {why}", file=sys.stderr)
+            return 2
+        if system == "shoal-cuda":
+            times, same = _shoal(problem, n, steps, trials, extra, "cuda")
+        else:
+            times, same = _cupy(system, problem, n, steps, trials)
+        emit(times, identical=same, check=f"{CHECK_N}x{CHECK_N}, {CHECK_STEPS} steps")
+        return 0
     if system == "numpy":
         times = _numpy(problem, n, steps, trials)
     elif system == "c":
@@ -190,7 +262,7 @@ def main(argv: Sequence[str]) -> int:
     elif system == "numba":
         times = _numba(problem, n, steps, trials, extra)
     else:
-        times = _shoal(problem, n, steps, trials, extra)
+        times = _shoal(problem, n, steps, trials, extra)[0]
     emit(times)
     return 0
 
