@@ -53,10 +53,24 @@ class Halos:
     stmts: dict[int, tuple[Any, Any]]
     _run: Callable[[int, Any], None]  # run statement `sid` on `boxes` (None: its whole box)
 
+    def _face_box(self, a: int, start: int, stop: int) -> tuple[slice, ...]:
+        """Where the face ``[start, stop)`` of axis ``a`` lies: along every other axis,
+        the layers that hold grid points (the owned ones, and the ghosts on a side with a
+        neighbour, which carry corners when axes are exchanged in turn). The ghosts on a
+        side without one lie outside the grid: nothing there is worth sending, and a tile
+        spanning the whole last axis holds no memory of its own there (its ghost columns
+        alias the ends of the adjacent rows: ``layout.whole_rows``), so a face unpacked
+        with them would write stale points into the receiver's owned rows."""
+        box = []
+        for k, (g, n) in enumerate(zip(self.ghosts, self.size)):
+            if k == a:
+                box.append(slice(start, stop))
+            else:
+                box.append(slice(0 if (k, -1) in self.chan else g, g + n + (g if (k, 1) in self.chan else 0)))
+        return tuple(box)
+
     def _face(self, f: int, a: int, start: int, stop: int) -> Any:
-        idx = [slice(None)] * len(self.size)
-        idx[a] = slice(start, stop)
-        return self.arrays[f][tuple(idx)]
+        return self.arrays[f][self._face_box(a, start, stop)]
 
     async def _exchange(self, op: tuple, then: int | None) -> None:
         """Exchange ghosts (``op``), computing the interior of statement ``then``
@@ -113,7 +127,9 @@ class Halos:
 
     def _slab(self, f: int, start: int, stop: int) -> Any:
         """Layers ``[start, stop)`` of the outer axis, as one contiguous array (whole
-        padded rows: neighbours along the outer axis have the same row layout)."""
+        padded rows: neighbours along the outer axis have the same row layout; rows of
+        ``layout.whole_rows`` hold the owned columns only, so the aliased ghost columns
+        never travel)."""
         return self.arrays[f][start:stop] if len(self.size) == 1 else self.raw[f][start:stop]
 
     def _copier(self, f: int, a: int, start: int, stop: int) -> tuple | None:
@@ -126,9 +142,9 @@ class Halos:
                 return None
             d = len(self.size)
             arr = self.arrays[f]
-            b = [0] * d
-            n = list(arr.shape)
-            b[a], n[a] = start, stop - start
+            box = self._face_box(a, start, stop)
+            b = [s.start for s in box]
+            n = [s.stop - s.start for s in box]
             pack, unpack = load_copy(d, self.spec.dtypes[f], self.spec.cflags)
             args = self.copy_args[key] = (pack, unpack, arr.ctypes.data, (ctypes.c_long * d)(*b),
                                           (ctypes.c_long * d)(*n), tuple(n))

@@ -49,11 +49,12 @@ def whole_rows(local: tuple[int, ...], dtype: str, column: int, ghost: int) -> t
     ends of the neighbouring rows.
 
     Those ghost columns lie outside the grid, and nothing reads or writes outside the
-    grid (slices cannot reach there, and there is no neighbour to exchange with along
-    that axis), so they need no memory of their own. What this buys: a row of 8192
-    doubles is 64 KiB, not 65 664 bytes; the Burgers kernel took 96 ms per step on such
-    rows and 100 ms on padded ones (8192², standalone, medians of 10), as the
-    hand-written loop on plain 8192-wide arrays does. Host memory only: a device's
+    grid (slices cannot reach there, there is no neighbour to exchange with along that
+    axis, and faces of the other axes span only the owned columns:
+    ``halo.Halos._face_box``), so they need no memory of their own. What this buys: a
+    row of 8192 doubles is 64 KiB, not 65 664 bytes; the Burgers kernel took 96 ms per
+    step on such rows and 100 ms on padded ones (8192², standalone, medians of 10), as
+    the hand-written loop on plain 8192-wide arrays does. Host memory only: a device's
     parallel copy into the aliased columns would write one place twice."""
     dt = np.dtype(dtype)
     per = _LINE // dt.itemsize
