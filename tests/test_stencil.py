@@ -24,6 +24,7 @@ from shoal.stencil import (
     Stencil,
     UnsupportedOperationError,
     norm,
+    where,
 )
 from shoal.stencil.interface import decompose, tile_bounds
 from shoal.stencil.nodes import Assign, Axis, Binary, Const, Read, digest, dumps, loads
@@ -134,6 +135,28 @@ def test_both_backends_and_multi_axis_tiles(backend, monkeypatch):
         assert same(got[name], ref[name]), name
     assert bool(loaded) == (backend == "c")
     assert {dt for _, dt, _ in loaded} <= {"float64", "float32"}
+
+
+def test_where_of_integer_scalars_is_numpy_s():
+    """where() with a NumPy integer scalar: the Python number beside it counts as what it
+    is (NEP 50: float64 with 0.5, int64 with 2), and the values reach float32 and float64
+    fields as NumPy stores them (found by the random-statement property test)."""
+
+    def body():
+        rng = np.random.default_rng(5)
+        g, arrays = start((9, 7), rng)
+        u, w = g.u, g.w
+        for _ in range(2):
+            u[1:-1, 1:-1] = where(u[1:-1, 1:-1] < 0.0, np.absolute(-3), 0.5) + where(u[1:-1, 1:-1] > 1.0, np.int64(3), 2)
+            w[1:-1, 1:-1] = where(w[1:-1, 1:-1] < 0.0, np.int64(-4), w[1:-1, 1:-1])
+        a, b = arrays["u"], arrays["w"]
+        for _ in range(2):
+            a[1:-1, 1:-1] = np.where(a[1:-1, 1:-1] < 0.0, np.absolute(-3), 0.5) + np.where(a[1:-1, 1:-1] > 1.0, np.int64(3), 2)
+            b[1:-1, 1:-1] = np.where(b[1:-1, 1:-1] < 0.0, np.int64(-4), b[1:-1, 1:-1])
+        got = finish(g)
+        return same(got["u"], a) and same(got["w"], b)
+
+    assert run_on(2, body)
 
 
 def test_fields_start_as_zeros_and_values_come_back():

@@ -84,14 +84,26 @@ def _common(a: Meta, b: Meta, what: str) -> tuple:
     )
 
 
-def where_meta(c: Meta, a: Meta, b: Meta) -> Meta:
+def where_type(a: str, b: str, na: Node, nb: Node) -> str:
+    """The element type of ``where(c, a, b)`` with operands ``na``, ``nb`` of types ``a``,
+    ``b``: as :func:`promote`, but a Python number (weak) meeting an integer type counts
+    as what it is, as NumPy's NEP 50 rules say (``where(c, np.int64(3), 0.5)`` is float64,
+    ``where(c, np.int64(3), 2)`` int64); two Python numbers give NumPy's default float."""
+    dtype = promote(a, b)
+    if dtype == WEAK:
+        return "float64"
+    weak = na if a == WEAK else nb if b == WEAK else None
+    if isinstance(weak, Const) and dtype != BOOL and np.dtype(dtype).kind in "iu":
+        dtype = np.result_type(np.dtype(dtype), weak.value).name
+    return dtype
+
+
+def where_meta(c: Meta, a: Meta, b: Meta, na: Node, nb: Node) -> Meta:
     if c.dtype != BOOL:
         raise UnsupportedOperationError("where(condition, a, b): the condition must be a comparison such as x > 0")
     ab_shape, ab_axes = _common(a, b, "where(...)")
     shape, axes = _common(c, Meta(ab_shape, ab_axes, WEAK), "where(...)")
-    dtype = promote(a.dtype, b.dtype)
-    if dtype == WEAK:  # where(c, 1.0, 0.0): two Python numbers give NumPy's default float
-        dtype = "float64"
+    dtype = where_type(a.dtype, b.dtype, na, nb)
     if dtype == BOOL:
         raise UnsupportedOperationError("where(condition, a, b): a and b must be numbers or fields, not comparisons")
     return Meta(shape, axes, dtype)
@@ -110,8 +122,7 @@ def dtype_of(node: Node, field_dtypes: Sequence[str]) -> str:
             return BOOL
         return promote(dtype_of(node.left, field_dtypes), dtype_of(node.right, field_dtypes))
     if isinstance(node, Where):
-        dt = promote(dtype_of(node.a, field_dtypes), dtype_of(node.b, field_dtypes))
-        return "float64" if dt == WEAK else dt
+        return where_type(dtype_of(node.a, field_dtypes), dtype_of(node.b, field_dtypes), node.a, node.b)
     raise TypeError(f"not an expression: {node!r}")
 
 

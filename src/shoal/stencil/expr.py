@@ -391,7 +391,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
     na, ma = _operand(a, "where")
     nb, mb = _operand(b, "where")
     try:
-        meta = where_meta(mc, ma, mb)
+        meta = where_meta(mc, ma, mb, na, nb)
     except Exception as exc:
         _raise(exc)
     return Expr(_stencil_of(cond, a, b), Where(nc, na, nb), meta)

@@ -144,7 +144,10 @@ class _Lowerer:
 
     def _dtype(self, node: Node) -> str:
         dt = dtype_of(node, self.field_dtypes)
-        return "float64" if dt == WEAK else dt
+        # a where() of integer scalars (where(c, np.int64(3), 2)) is an integer in NumPy,
+        # converted to the field's type when stored: its values go in as float64 literals
+        # (exact below 2**53), since kernels compute in floating point only
+        return "float64" if dt == WEAK or (dt != BOOL and np.dtype(dt).kind in "iu") else dt
 
 
 def _exact(value: float | int | bool, dtype: str) -> float:
