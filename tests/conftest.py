@@ -71,3 +71,13 @@ def silent_compiler(tmp_path: Path) -> Path:
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
     return fake
+
+
+@pytest.fixture(autouse=True)
+def _simulated_device_back_on_device_0():
+    """In-process jobs share one simulated device (tests/gpu_sim.py) among their PEs, and
+    the last PE to choose its device leaves it current: start every test on device 0."""
+    yield
+    sim = sys.modules.get("gpu_sim")
+    if sim is not None:
+        sim.OPS.current = 0

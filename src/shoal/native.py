@@ -39,7 +39,7 @@ __all__ = [
 
 _FOLDER = Path(__file__).parent / "_native"
 #: the C files of the extension (one module), and the headers they include
-SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "query.c")]
+SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "broadcasts.c", "query.c")]
 HEADERS = sorted(_FOLDER.glob("*.h"))
 #: the extension's module name in the package (frames.c defines its PyInit__shoal_native)
 EXTENSION = "_shoal_native"

@@ -147,6 +147,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
     exchanges_free(self->exchanges);
+    broadcasts_free(self->broadcasts);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -183,6 +184,12 @@ static PyMethodDef Core_methods[] = {
     {"exchange_forget", (PyCFunction)Core_exchange_forget, METH_O, "exchange_forget(coll): drop a destroyed collection's all-reduces"},
     {"exchanges_under_way", (PyCFunction)Core_exchanges_under_way, METH_NOARGS, "exchanges_under_way() -> [(coll, seq, started, stage)]"},
     {"allreduce", (PyCFunction)(void (*)(void))Core_allreduce, METH_FASTCALL, "allreduce(el, value, reducer) -> Future, or None: not a compiled case"},
+    {"use_broadcasts", (PyCFunction)(void (*)(void))Core_use_broadcasts, METH_FASTCALL,
+     "use_broadcasts(manager, tree_from, holding, Block, PENDING, CollectionState, CollectionInfo, Tree): broadcasts compiled"},
+    {"gathers_forget", (PyCFunction)Core_gathers_forget, METH_O, "gathers_forget(coll): drop a destroyed collection's gathers"},
+    {"gather_offer", (PyCFunction)(void (*)(void))Core_gather_offer, METH_FASTCALL,
+     "gather_offer(coll, fid, src, first, values) -> bool: a reply that came the Python way, if the core's"},
+    {"gathers_under_way", (PyCFunction)Core_gathers_under_way, METH_NOARGS, "gathers_under_way() -> [(coll, src, fid, got, expected)]"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };

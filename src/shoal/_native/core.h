@@ -34,6 +34,7 @@
 #define SYSTEM_ID 0      /* system.SYSTEM_ID */
 #define NO_COLL 1        /* system.NO_COLL: the collection field of messages of no collection (futures) */
 #define KIND_INVOKE 0    /* message.Kind.INVOKE, and so on */
+#define KIND_BROADCAST 1
 #define KIND_FUTURE 3
 #define KIND_REDUCE 4
 #define KIND_RESULT 5
@@ -43,6 +44,7 @@
 
 typedef struct Core Core;
 typedef struct Exchanges Exchanges;
+typedef struct Broadcasts Broadcasts;
 extern PyTypeObject CoreType;
 
 /* A received eager frame for the runtime: 1 delivered; 0 not a case the compiled path
@@ -96,6 +98,7 @@ struct Core {
     Py_ssize_t off_held;   /* Chare._shoal_held: messages held back for order after a move, or None */
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
+    Broadcasts *broadcasts;  /* the compiled broadcasts (broadcasts.c), once use_broadcasts() was called */
     uint32_t pe;
     long long sent, received, depth, calls;
     double busy;             /* ticks in outermost entry methods: the PE's busy time (background load) */
@@ -184,6 +187,11 @@ static inline int future_pending(Core *c, PyObject *fut) {
     return state ? PyObject_RichCompareBool(state, c->fut_pending, Py_EQ) : 0;
 }
 
+/* Mark a future just allocated (its state unset) pending: Future.__init__'s state. */
+static inline void future_set_pending(Core *c, PyObject *fut) {
+    Py_XSETREF(SLOT(fut, c->off_state), Py_NewRef(c->fut_pending));
+}
+
 /* Mark future `fut` done (its value is set apart): Future._resolve's state change. */
 static inline void future_set_done(Core *c, PyObject *fut) {
     Py_XSETREF(SLOT(fut, c->off_state), Py_NewRef(c->fut_done));
@@ -214,6 +222,7 @@ char *describe(char *p, char *end, PyArrayObject *a);
 int plain_array(PyObject *o);
 int fill_array(PyArrayObject *a, const char *data);
 PyObject *copy_plain(PyArrayObject *a);
+int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObject *segments);
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
@@ -222,6 +231,20 @@ PyObject *Core_send(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* receive.c */
+/* Where a broadcast's local calls put their values (run_each_into): a call's value is
+ * appended to `collect`; a call that raised or returned a coroutine appends `pending`
+ * and is handed to the runtime with its replier, `make_reply(el)` or, without one,
+ * `replier(ctx, el)` (a new reference, NULL with an error). */
+typedef struct {
+    PyObject *collect, *make_reply, *pending;
+    Py_ssize_t npending;
+    PyObject *(*replier)(void *ctx, PyObject *el);
+    void *ctx;
+} Collect;
+/* Entry method `entry` on every element of the list `elements` (a broadcast's local part):
+ * with `into`, each value is collected there; without, values are dropped and errors go to
+ * the runtime's handler. 0, or -1 with an error. */
+int run_each_into(Core *c, PyObject *elements, long entry, PyObject *args, PyObject *kwargs, Collect *into);
 PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid);
 PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
@@ -248,6 +271,27 @@ PyObject *Core_exchange_arrive(Core *c, PyObject *const *args, Py_ssize_t nargs)
 PyObject *Core_exchange_forget(Core *c, PyObject *coll);
 PyObject *Core_exchanges_under_way(Core *c, PyObject *unused);
 PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs);
+
+/* broadcasts.c */
+/* A BROADCAST message passed on down the tree and run here (its frame in the receive
+ * buffer if `frames`, else one of this PE's queue with segments `pysegs`); 1 done; 0 for
+ * the Python path (nothing done); -1 error. */
+int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const *segs, const Py_ssize_t *lens,
+                      Py_ssize_t nseg, Frames *frames, PyObject *pysegs);
+/* A queued BROADCAST of this PE's own: 1 done; 0 Python path; -1 error. */
+int local_broadcast(Core *c, PyObject *header, PyObject *body);
+/* Replies to a ret=True broadcast's gather: a lone block (RET_BLOCK frame) or a list of
+ * items (RET_GATHER value); 1 taken, 0 not a gather the core holds (Python), -1 error. */
+int gather_block_deliver(Core *c, uint32_t fid, uint64_t coll, const unsigned char *index, int nidx,
+                         const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, uint8_t kind, Frames *frames);
+int gather_items_deliver(Core *c, uint32_t fid, uint64_t coll, PyObject *value);
+void broadcasts_free(Broadcasts *b);
+PyObject *Core_use_broadcasts(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_gathers_forget(Core *c, PyObject *coll);
+PyObject *Core_gather_offer(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_gathers_under_way(Core *c, PyObject *unused);
+#define RET_GATHER 0xFFFF /* reductions.RET_GATHER */
+#define RET_BLOCK 0xFFFE  /* reductions.RET_BLOCK */
 
 /* sets.c */
 /* Land one array message (descriptor `desc`, `nbytes` of `data`) in the buffer that set

@@ -410,7 +410,7 @@ static PyObject *new_future(Core *c, Exchanges *x, PyObject *el) {
     SLOT(fut, x->off_rt) = Py_NewRef(c->rt);
     SLOT(fut, x->off_owner) = Py_NewRef(x->pe);
     SLOT(fut, c->off_fid) = PyLong_FromLong(0);
-    SLOT(fut, c->off_state) = Py_NewRef(c->fut_pending);
+    future_set_pending(c, fut);
     SLOT(fut, c->off_value) = Py_NewRef(Py_None);
     SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None);
     SLOT(fut, x->off_origin) = origin;

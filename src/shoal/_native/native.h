@@ -13,7 +13,8 @@
  *   sets.c      receive sets: posting a round, landing messages, queueing then();
  *   proxies.c   element proxies' entry methods as C descriptors and bound calls;
  *   tasks.c     a coroutine's resumption (Task.step);
- *   exchange.c  the butterfly all-reduce, from Chare.allreduce to the waiter's resumption.
+ *   exchange.c  the butterfly all-reduce, from Chare.allreduce to the waiter's resumption;
+ *   broadcasts.c broadcasts passed on and run, and the values of ret=True ones gathered.
  *
  * The Python code they shadow (_transport/mpi.py, _runtime/scheduler.py,
  * _runtime/sending.py, _runtime/proxy.py, _runtime/receive_sets.py) is the readable
@@ -75,5 +76,6 @@ int core_init(PyObject *module);
 int proxies_init(PyObject *module);
 int tasks_init(PyObject *module);
 int exchange_init(void);
+int broadcasts_init(void);
 
 #endif

@@ -73,14 +73,6 @@ static int reply_failed(Core *c, PyObject *el, PyObject *fn, PyObject *value, ui
 
 /* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does;
  * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. */
-/* A call's value goes to future `fid` of PE `src` (fid 0: nowhere), or, with `collect`,
- * is appended to that list; a call that raised or returned a coroutine then appends
- * `pending` and is handed to the runtime with the replier `make_reply(el)`. */
-typedef struct {
-    PyObject *collect, *make_reply, *pending;
-    Py_ssize_t npending;
-} Collect;
-
 static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
                         Collect *into);
 
@@ -138,7 +130,8 @@ static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyO
         if (tb) PyException_SetTraceback(value, tb);
     }
     if (into) into->npending++;
-    PyObject *replier = into ? (PyList_Append(into->collect, into->pending) < 0 ? NULL : PyObject_CallOneArg(into->make_reply, el))
+    PyObject *replier = into ? (PyList_Append(into->collect, into->pending) < 0 ? NULL
+                                : into->make_reply ? PyObject_CallOneArg(into->make_reply, el) : into->replier(into->ctx, el))
                         : fid ? PyObject_CallFunction(c->replier, "II", src, fid) : Py_NewRef(Py_None);
     PyObject *follow = NULL;
     if (r == NULL) {
@@ -228,8 +221,9 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, ui
     if (!args) return 0;
     if (PyTuple_GET_SIZE(args) != 1 || frames_restart(frames)) { Py_DECREF(args); return PyErr_Occurred() ? -1 : 0; }
     if (coll != SYSTEM_ID) c->received++;
-    if ((kind & KIND_MASK) == KIND_EXCHANGE) {
-        int done = exchange_deliver(c, entry, aux, coll, PyTuple_GET_ITEM(args, 0));
+    if ((kind & KIND_MASK) == KIND_EXCHANGE || ((kind & KIND_MASK) == KIND_REDUCE && entry == RET_GATHER)) {
+        int done = (kind & KIND_MASK) == KIND_EXCHANGE ? exchange_deliver(c, entry, aux, coll, PyTuple_GET_ITEM(args, 0))
+                                                       : gather_items_deliver(c, aux, coll, PyTuple_GET_ITEM(args, 0));
         if (done) { Py_DECREF(args); return done; }
     }
     PyObject *r = PyObject_CallFunction(c->on_value, "iIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)aux,
@@ -256,6 +250,21 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     memcpy(&coll, h + H_COLL, 8);
     if (kind & KIND_FWD) return 0; /* forwarded: the Python path keeps the sender's order */
     int k = kind & KIND_MASK, channel = k == KIND_CHANNEL;
+    if (k == KIND_BROADCAST || (k == KIND_REDUCE && entry == RET_BLOCK)) {
+        const char *segs[MAX_ARGS + 1];
+        Py_ssize_t lens[MAX_ARGS + 1], pos = off + hlen;
+        if (nidx > MAX_INDEX || hlen != HSIZE + 8 * nidx) return 0;
+        for (Py_ssize_t i = 0; i < nseg; i++) {
+            uint64_t w;
+            memcpy(&w, frame + FRAME_PREFIX + FRAME_SEG * i, 8);
+            if ((w & FRAME_BULK) || (w >> 1) > (uint64_t)(n - pos)) return 0;
+            segs[i] = frame + pos;
+            lens[i] = (Py_ssize_t)(w >> 1);
+            pos += lens[i];
+        }
+        if (k == KIND_BROADCAST) return broadcast_deliver(c, (const char *)h, hlen, segs, lens, nseg, frames, NULL);
+        return gather_block_deliver(c, aux, coll, h + HSIZE, nidx, segs, lens, nseg, kind, frames);
+    }
     int value = k == KIND_EXCHANGE || k == KIND_FUTURE || (k == KIND_REDUCE && entry != 0) || (k == KIND_RESULT && entry == 1);
     int keywords = (kind & KIND_KWARGS) != 0;
     if (!(channel || value || k == KIND_INVOKE) || (keywords && (k != KIND_INVOKE || (kind & KIND_ARRAYS))) ||
@@ -336,6 +345,7 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         PyObject *r = NULL;
         if (header != Py_None) {
             int done = local_channel(c, header, body);
+            if (done == 0) done = local_broadcast(c, header, body);
             if (done < 0) { Py_DECREF(item); return NULL; }
             r = done ? Py_NewRef(Py_None) : PyObject_CallFunctionObjArgs(args[0], header, body, NULL);
         } else {
@@ -379,10 +389,15 @@ PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     }
     long entry = PyLong_AsLong(args[1]);
     if (entry == -1 && PyErr_Occurred()) return NULL;
-    PyObject *kwargs = args[3] == Py_None ? NULL : args[3];
-    PyObject *elements = args[0];
     Collect into = {0};
-    if (nargs == 7) into = (Collect){args[4], args[5], args[6]};
+    if (nargs == 7) into = (Collect){args[4], args[5], args[6], 0, NULL, NULL};
+    if (run_each_into(c, args[0], entry, args[2], args[3] == Py_None ? NULL : args[3], nargs == 7 ? &into : NULL) < 0)
+        return NULL;
+    if (nargs == 7) return PyLong_FromSsize_t(into.npending);
+    Py_RETURN_NONE;
+}
+
+int run_each_into(Core *c, PyObject *elements, long entry, PyObject *args, PyObject *kwargs, Collect *into) {
     /* the class's entry table `fn` was taken from: elements are mostly of one class, and a
      * call may swap the table (conditions.py), so it is compared by identity, per element */
     PyObject *funcs = NULL, *fn = NULL;
@@ -396,19 +411,18 @@ PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs) {
                 if (!PyErr_Occurred()) PyErr_Format(PyExc_IndexError, "entry method #%ld of %R", entry, el);
                 Py_DECREF(el);
                 Py_XDECREF(funcs);
-                return NULL;
+                return -1;
             }
         }
-        int err = run_entry_to(c, el, fn, args[2], kwargs, 0, 0, nargs == 7 ? &into : NULL);
+        int err = run_entry_to(c, el, fn, args, kwargs, 0, 0, into);
         Py_DECREF(el);
         if (err) {
             Py_DECREF(fn);
             Py_XDECREF(funcs);
-            return NULL;
+            return -1;
         }
     }
     Py_XDECREF(fn);
     Py_XDECREF(funcs);
-    if (nargs == 7) return PyLong_FromSsize_t(into.npending);
-    Py_RETURN_NONE;
+    return 0;
 }

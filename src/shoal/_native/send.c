@@ -201,7 +201,7 @@ static Py_ssize_t make_header(Core *c, char *header, uint8_t kind, uint16_t entr
 
 /* Send `segments` (a list of buffers: the pickle stream, then out-of-band buffers) after
  * `header`: one eager frame if they fit, else the Python transport. 1 sent; -1 error. */
-static int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObject *segments) {
+int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObject *segments) {
     if (!PyList_Check(segments)) {
         PyErr_Format(PyExc_TypeError, "message.encode returned %.200s, not a list", Py_TYPE(segments)->tp_name);
         return -1;

@@ -23,7 +23,8 @@ from .location import Locations
 from .proxy import ElementProxy, EntryRef, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
-from .reductions import _ResultFuture
+from .reductions import PENDING, Block, _ResultFuture
+from .tree import Tree
 
 if TYPE_CHECKING:
     from .scheduler import Runtime
@@ -105,6 +106,8 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, CollectionState, vars(context),
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS), (np.add, np.multiply, np.maximum, np.minimum),
     )
+    core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING, CollectionState,
+                        CollectionInfo, Tree)
     rt.reductions.use_core(core)
     chare.compiled_allreduce = core.allreduce
     use_native_entries(module.EntryDescriptor, module.BoundEntry)

@@ -23,7 +23,7 @@ from .collections import CollectionInfo, CollectionState
 from .futures import Failure, Future, Task, annotate, future_handle
 from .location import Locations, Route
 from .message import FWD, HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
-from .reductions import PENDING, Block
+from .reductions import PENDING, RET_BLOCK, Block
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:
@@ -351,6 +351,9 @@ class Receiving:
         fut._resolve(value)
 
     def _on_reduce(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
+        if entry == RET_BLOCK:  # one PE's values of a ret=True broadcast (broadcasts.c)
+            self.reductions.receive_block(coll, aux, index[0], index[1], decode_call(kind, segments)[0])
+            return
         if entry:  # compact (see ReductionManager._maybe_done)
             self.reductions.receive_compact(coll, aux, entry, decode_call(kind, segments)[0][0])
             return

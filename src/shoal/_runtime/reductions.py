@@ -73,6 +73,12 @@ class _ResultFuture(Future):
 _EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum"})
 _SEND, _SENDRECV, _RECV = 1, 2, 0  # what an exchange step does
 _LAST = 0xFFFF  # the round that hands the result to a PE outside the power of two
+#: the entry field of a compact REDUCE message carrying a ret=True broadcast's replies
+#: (built-in reducers' compact all-reduces use 1 + their number there): its value is
+#: (the broadcast's PE, [Blocks and (index, value) pairs]); RET_BLOCK: one PE's Block,
+#: its values as the message's arguments and (the broadcast's PE, first) as its index
+RET_GATHER = 0xFFFF
+RET_BLOCK = 0xFFFE
 _MISSING = object()
 _EXCHANGE_KIND = int(Kind.EXCHANGE)  # a plain int: an enum member costs a lookup per use
 
@@ -141,6 +147,7 @@ class ReductionManager:
                 del table[key]
         if self.core is not None:
             self.core.exchange_forget(coll)
+            self.core.gathers_forget(coll)
 
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
@@ -156,8 +163,44 @@ class ReductionManager:
             self.remote_waiters.setdefault((domain, seq), set()).add(payload[4])
         self.add(domain, seq, value, _unpack_reducer(reducer), target, 1, section)
 
+    def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
+        """A child's RET_BLOCK reply to ret=True broadcast ``fid`` of PE ``src``: the values
+        of a dense array's elements from number ``first`` on (a Block), or of a Group's
+        element ``first`` (a pair, as Python's path makes one)."""
+        if self.core is not None and self.core.gather_offer(coll, fid, src, first, values):
+            return  # the core gathers this broadcast's values here
+        shape = self.rt.infos[coll].shape
+        items = [Block(first, list(values), shape)] if shape is not None else list(enumerate(values, first))
+        self.add((coll, "ret", src, fid), 0, items, reducers.gather, future_handle(src, fid), 1, None)
+
+    # -- ret=True broadcasts gathered by the compiled core (_native/broadcasts.c) ----
+    def ret_key(self, coll: int, src: int, fid: int) -> tuple[tuple, Future]:
+        """The domain and target of the values of ret=True broadcast ``fid`` of PE ``src``."""
+        return (coll, "ret", src, fid), future_handle(src, fid)
+
+    def ret_adopt(self, domain: tuple, target: Future, items: list, count: int, parts: list) -> None:
+        """Take over a gather from the core (an element's call is pending): this PE's
+        ``items`` worth ``count`` values (the pending ones come as pairs later) and what
+        its children sent so far (``parts``, each a list of items)."""
+        if count:
+            self.add(domain, 0, items, reducers.gather, target, count, None)
+        for part in parts:
+            self.add(domain, 0, part, reducers.gather, target, 1, None)
+
+    def ret_gathered(self, domain: tuple, target: Future, items: list) -> None:
+        """Every value of a gather the core held is here, at the root, some as pairs."""
+        self._complete((domain, 0), items, reducers.gather, target, None)
+
     def receive_compact(self, coll: int, seq: int, rid: int, value: Any) -> None:
-        """A child's partial result of an all-reduce of a whole collection with a built-in reducer."""
+        """A child's partial result of an all-reduce of a whole collection with a built-in
+        reducer, or (``rid`` RET_GATHER) of the replies of a ``ret=True`` broadcast, whose
+        ``seq`` is the future's number and ``value`` the pair (its PE, the replies)."""
+        if rid == RET_GATHER:
+            src, replies = value
+            if self.core is not None and self.core.gather_offer(coll, seq, src, -1, replies):
+                return  # the core gathers this broadcast's values here
+            self.add((coll, "ret", src, seq), 0, replies, reducers.gather, future_handle(src, seq), 1, None)
+            return
         self.add((coll,), seq, value, BUILTINS[rid - 1], ALLREDUCE, 1, None)
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
@@ -297,19 +340,26 @@ class ReductionManager:
             if rid is not None:  # compact: the reducer's number in the entry field, the value alone
                 self.rt.post_value(span.parent, Kind.REDUCE, rid + 1, key[1], domain[0], value)
                 return
+            if len(domain) == 4 and section is None:  # a ret=True broadcast's replies (coll, "ret", src, fid)
+                self.rt.post_value(span.parent, Kind.REDUCE, RET_GATHER, domain[3], domain[0], (domain[2], value))
+                return
             payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target), value, section)
             self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
             return
-        if p.reducer.ordered:
+        self._complete(key, value, p.reducer, p.target, section)
+
+    def _complete(self, key: tuple, value: Any, reducer: Reducer, target: Any, section: Any) -> None:
+        """At the root: put ``value`` in order, finish it and hand it to ``target``."""
+        if reducer.ordered:
             value, plain = in_order(value)
             failed = None if plain else next((v for v in value if isinstance(v, Failure)), None)
             if failed is not None:  # a ret=True broadcast in which elements raised (each sent its
-                if isinstance(p.target, Future):  # error already): every outcome, for a future
-                    p.target.send(Outcomes(failed.exc, value))  # that wants them (each_outcome)
+                if isinstance(target, Future):  # error already): every outcome, for a future
+                    target.send(Outcomes(failed.exc, value))  # that wants them (each_outcome)
                 return
-        if p.reducer.finish is not None:
-            value = p.reducer.finish(value)
-        self.deliver(key, value, p.target, section)
+        if reducer.finish is not None:
+            value = reducer.finish(value)
+        self.deliver(key, value, target, section)
 
     def deliver(self, key: tuple, value: Any, target: Any, section: Any) -> None:
         """Hand a finished reduction to its target (at the root of the tree)."""
