@@ -402,3 +402,12 @@ def test_report_is_silent_for_a_job_that_finished():
     assert summarize({}, [], 2, 0) == (0, [])  # PEs that keep no records (no shoal on them)
     assert summarize(recs, [], 3, 15, verdict="PE 1 left early", guarded=True) == (
         1, ["the job failed (exit code 1): PE 1 left early"])
+
+
+def test_blas_pools_share_the_cores_unless_set(monkeypatch):
+    from shoal.launcher import BLAS_THREADS, blas_threads
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert blas_threads(2, {}) == {name: "4" for name in BLAS_THREADS}
+    assert blas_threads(16, {}) == {name: "1" for name in BLAS_THREADS}
+    assert blas_threads(2, {"MKL_NUM_THREADS": "3"}) == {}  # the user's choice stands

@@ -78,6 +78,7 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOut
     env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
     env["SHOAL_TRANSPORT"] = "mpi"
     env[JOB_DIR_VAR] = str(folder)
+    env.update(blas_threads(pes, env))
     env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
     cmd = [exe, "-n", str(pes), sys.executable, "-m", "shoal", *args]
     job = _Job(cmd, env, folder, pes)
@@ -305,6 +306,21 @@ def _exit_fd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
+
+
+#: the variables that size the thread pools of the BLAS libraries NumPy may use
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_threads(pes: int, env: dict[str, str]) -> dict[str, str]:
+    """Thread counts for the BLAS pools of ``pes`` PEs on this node, where the user set
+    none: the node's cores shared among them, at least one each. Each PE is a process
+    of its own: left alone, every one starts a pool of a thread per core, which starts
+    slower (NumPy's import) and oversubscribes the cores."""
+    if any(name in env for name in BLAS_THREADS):
+        return {}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return {name: str(max(1, cores // max(pes, 1))) for name in BLAS_THREADS}
 
 
 def _raise_file_limit(pes: int) -> None:
