@@ -101,15 +101,30 @@ static int gather_key(Broadcasts *b, Gather *g) {
     return 0;
 }
 
+/* Which gather a pending call belongs to (not the Gather itself: the calls run Python
+ * code, which may destroy the collection and with it the gather). */
+typedef struct {
+    uint64_t coll;
+    uint32_t src, fid;
+} GatherKey;
+
 /* The replier of an element whose call is pending: Receiving.contributor(domain, el, target). */
 static PyObject *pending_replier(void *ctx, PyObject *el) {
-    Gather *g = ctx;
+    GatherKey *k = ctx;
     Broadcasts *b = active ? active->broadcasts : NULL;
-    if (!b || gather_key(b, g) < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a compiled broadcast without its core");
+    if (!b) {
+        PyErr_SetString(PyExc_RuntimeError, "a compiled broadcast without its core");
         return NULL;
     }
-    return PyObject_CallMethod(active->rt, "contributor", "OOOO", g->domain, el, g->target, Py_None);
+    PyObject *key = PyObject_CallMethod(b->manager, "ret_key", "KII", (unsigned long long)k->coll, k->src, k->fid);
+    if (!key) return NULL;
+    PyObject *r = PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 2
+                      ? PyObject_CallMethod(active->rt, "contributor", "OOOO", PyTuple_GET_ITEM(key, 0), el,
+                                            PyTuple_GET_ITEM(key, 1), Py_None)
+                      : NULL;
+    if (!r && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "ReductionManager.ret_key must return (domain, target)");
+    Py_DECREF(key);
+    return r;
 }
 
 /* Append the items reducers.gather combines for `pair` = (first, values) to `items`: a
@@ -353,8 +368,9 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     PyMem_Free(later);
     Py_XDECREF(copies);
     Py_DECREF(children);
-    if (err) {
-        if (g) { gather_unlink(b, g); gather_free(g); Py_DECREF(values); }
+    if (err) { /* the gather, if sending let a message destroy the collection meanwhile, is gone */
+        if (g && (g = gather_find(b, coll, src, aux))) { gather_unlink(b, g); gather_free(g); }
+        Py_XDECREF(values);
         Py_DECREF(elements);
         Py_DECREF(args);
         return -1;
@@ -366,15 +382,16 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
         Py_DECREF(args);
         return err < 0 ? -1 : 1;
     }
-    Collect into = {values, NULL, b->pending, 0, pending_replier, g};
+    GatherKey which = {coll, src, aux};
+    Collect into = {values, NULL, b->pending, 0, pending_replier, &which};
     err = run_each_into(c, elements, entry, args, NULL, &into);
     Py_DECREF(elements);
     Py_DECREF(args);
-    if (err < 0) {
-        gather_unlink(b, g);
-        gather_free(g);
+    g = c->broadcasts == b ? gather_find(b, coll, src, aux) : NULL; /* the calls may have destroyed the collection */
+    if (err < 0 || !g) {
+        if (g) { gather_unlink(b, g); gather_free(g); }
         Py_DECREF(values);
-        return -1;
+        return err < 0 ? -1 : 1;
     }
     PyObject *first_obj = PyLong_FromLong(first);
     PyObject *pair = first_obj ? PyTuple_Pack(2, first_obj, values) : NULL;

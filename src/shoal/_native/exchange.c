@@ -194,14 +194,22 @@ static int complete(Core *c, Exchanges *x, uint64_t coll, uint32_t seq, PyObject
     return err;
 }
 
-/* Send `value` to `peer` for `round` of the exchange. */
-static int send_round(Core *c, Exchanges *x, Exchange *e, uint32_t peer, uint16_t round) {
-    int sent = send_to(c, (long)peer, KIND_EXCHANGE, round, e->seq, e->coll, NULL, 0, &e->value, 1);
+/* Send `value` to `peer` for `round` of all-reduce (coll, seq). */
+static int send_round(Core *c, Exchanges *x, uint64_t coll, uint32_t seq, PyObject *value, uint32_t peer, uint16_t round) {
+    int sent = send_to(c, (long)peer, KIND_EXCHANGE, round, seq, coll, NULL, 0, &value, 1);
     if (sent) return sent < 0 ? -1 : 0;
-    PyObject *r = PyObject_CallFunction(x->post_value, "IiHIKO", peer, KIND_EXCHANGE, round, e->seq,
-                                        (unsigned long long)e->coll, e->value);
+    PyObject *r = PyObject_CallFunction(x->post_value, "IiHIKO", peer, KIND_EXCHANGE, round, seq,
+                                        (unsigned long long)coll, value);
     if (!r) return -1;
     Py_DECREF(r);
+    return 0;
+}
+
+/* Whether `e` is still under way (Python code run meanwhile, a value's pickling or a
+ * reducer's function, may have destroyed the collection and with it the exchange). */
+static int alive(Exchanges *x, Exchange *e) {
+    for (Exchange *f = x->list; f; f = f->next)
+        if (f == e) return 1;
     return 0;
 }
 
@@ -210,7 +218,11 @@ static int advance(Core *c, Exchanges *x, Exchange *e) {
     while (e->stage < x->nsteps) {
         Step s = x->steps[e->stage];
         if (s.what != STEP_RECV && !e->sent) {
-            if (send_round(c, x, e, s.peer, s.round) < 0) return -1;
+            PyObject *held = Py_NewRef(e->value); /* the send may run Python code (see alive) */
+            int sent = send_round(c, x, e->coll, e->seq, held, s.peer, s.round);
+            Py_DECREF(held);
+            if (sent < 0) return -1;
+            if (!alive(x, e)) return 0;
             e->sent = 1;
             if (s.what == STEP_SEND) {
                 e->stage++;
@@ -219,15 +231,23 @@ static int advance(Core *c, Exchanges *x, Exchange *e) {
             }
         }
         int slot = round_slot(s.round);
+        if (slot < 0) {
+            PyErr_Format(PyExc_SystemError, "PE %u: an all-reduce step of round %u", c->pe, (unsigned)s.round);
+            return -1;
+        }
         PyObject *w = e->early[slot];
         if (!w) return 0; /* the partner's value has not come yet */
         e->early[slot] = NULL;
         if (s.round == LAST_ROUND) {
             Py_SETREF(e->value, w);
         } else {
-            PyObject *v = c->pe < s.peer ? combine(x, e->reducer, e->value, w) : combine(x, e->reducer, w, e->value);
+            PyObject *mine = Py_NewRef(e->value), *reducer = Py_NewRef(e->reducer);
+            PyObject *v = c->pe < s.peer ? combine(x, reducer, mine, w) : combine(x, reducer, w, mine);
+            Py_DECREF(mine);
+            Py_DECREF(reducer);
             Py_DECREF(w);
             if (!v) return -1;
+            if (!alive(x, e)) { Py_DECREF(v); return 0; }
             Py_SETREF(e->value, v);
         }
         e->stage++;
