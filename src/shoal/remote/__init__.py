@@ -5,7 +5,7 @@ The link runs stencils (``interface=conn``) and whole programs (:meth:`Connectio
 and ``%load_ext shoal`` adds the ``%%shoal`` cell magic.
 
 The names load on first use (PEP 562): ``shoal run`` builds its command line with
-:mod:`shoal.remote.server`'s options without importing the client (NumPy and the
+``shoal.remote.server``'s options without importing the client (NumPy and the
 stencil DSL) it would not use.
 """
 
