@@ -18,7 +18,7 @@ from stencil_support import finish, grouped, program, same, start  # noqa: E402
 
 from shoal.stencil import Stencil, maximum_of, minimum_of, norm, total  # noqa: E402
 
-__all__ = ["run_checks", "SHAPES"]
+__all__ = ["run_checks", "checks_program", "SHAPES"]
 
 #: a 1-d, a 2-d and a 3-d grid; (6, 40) splits along both axes on 4 tiles (inner-axis faces, corners)
 SHAPES = [(23,), (17, 13), (9, 7, 11), (6, 40)]
@@ -110,3 +110,22 @@ def run_checks(device: str, odf: int, shapes: list | None = None, loop_n: int = 
     if loop_n:
         out += _loop(device, loop_n, odf)
     return out
+
+
+def checks_program(device: str, setup: str = "") -> str:
+    """The text of a program that runs :func:`run_checks` for ``device`` on every PE of an
+    ``mpiexec`` job (odf from its first argument) after ``setup`` (imports that register
+    the device), prints each difference and ends with ``checks: OK``, or exit code 1."""
+    tests = str(Path(__file__).parent)
+    return f"""
+import sys
+sys.path.insert(0, {tests!r})
+{setup}
+from stencil_device_checks import run_checks
+
+problems = run_checks({device!r}, int(sys.argv[1]))
+for p in problems:
+    print("DIFFERS:", p)
+print("checks:", "OK" if not problems else "FAIL")
+sys.exit(1 if problems else 0)
+"""

@@ -7,18 +7,16 @@ programs run on the CPU with a simulated device in test_stencil_device.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from shoal.stencil.cuda import cuda_status
-from stencil_device_checks import run_checks
+from stencil_device_checks import checks_program, run_checks
 from stencil_support import run_on
 
 WHY = cuda_status()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(WHY is not None, reason=f"needs CuPy, a CUDA GPU and nvcc: {WHY}")]
 
-TESTS = str(Path(__file__).parent)
 
 
 @pytest.mark.parametrize("odf", [1, 3])
@@ -38,21 +36,11 @@ def test_cuda_stencils_on_one_pe_are_bit_for_bit_numpy(odf):
     assert held > 0 and len(gpus) == 1  # the tiles were in device memory, on one GPU
 
 
-CHECKS = """
-import sys
-sys.path.insert(0, {tests!r})
-from stencil_device_checks import run_checks
-
-problems = run_checks("cuda", int(sys.argv[1]))
-for p in problems:
-    print("DIFFERS:", p)
-print("checks:", "OK" if not problems else "FAIL")
-sys.exit(1 if problems else 0)
-"""
+CHECKS = checks_program("cuda")
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("odf, path", [(1, "ipc"), (2, "ipc"), (1, "staged")])
 def test_cuda_stencils_on_two_pes_are_bit_for_bit_numpy(mpi_job, odf, path):
-    job = mpi_job(CHECKS.format(tests=TESTS), n=2, args=(str(odf),), env={"SHOAL_GPU_PATH": path}, timeout=400)
+    job = mpi_job(CHECKS, n=2, args=(str(odf),), env={"SHOAL_GPU_PATH": path}, timeout=400)
     assert job.returncode == 0 and "checks: OK" in job.stdout, job

@@ -7,7 +7,6 @@ The same programs on a real GPU: test_stencil_cuda.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +15,9 @@ import gpu_sim
 import stencil_sim
 from shoal.stencil import DeviceError, Stencil
 from shoal.stencil import devices
-from stencil_device_checks import run_checks
+from stencil_device_checks import checks_program, run_checks
 from stencil_support import Grid, run_on, same
 
-TESTS = str(Path(__file__).parent)
 
 
 @pytest.mark.parametrize("pes, odf", [(1, 1), (1, 3), (2, 1), (3, 2)])
@@ -82,21 +80,7 @@ def test_one_tile_waits_for_the_device_only_at_the_end_of_a_batch():
     assert same(u, want)
 
 
-CHECKS = """
-import sys
-sys.path.insert(0, {tests!r})
-import stencil_sim  # every PE: the device "sim"
-from stencil_device_checks import run_checks
-
-import shoal
-import gpu_sim
-
-problems = run_checks("sim", int(sys.argv[1]))
-for p in problems:
-    print("DIFFERS:", p)
-print("checks:", "OK" if not problems else "FAIL")
-sys.exit(1 if problems else 0)
-"""
+CHECKS = checks_program("sim", "import stencil_sim  # every PE: the device 'sim'")
 
 
 @pytest.mark.mpi
@@ -104,7 +88,7 @@ sys.exit(1 if problems else 0)
 def test_device_resident_tiles_under_mpiexec(mpi_job, pes, odf, path):
     """Real processes: halos cross PEs as device arrays, lent over (simulated) CUDA IPC
     or staged through host memory."""
-    job = mpi_job(CHECKS.format(tests=TESTS), n=pes, args=(str(odf),), env={"SHOAL_GPU_PATH": path}, timeout=240)
+    job = mpi_job(CHECKS, n=pes, args=(str(odf),), env={"SHOAL_GPU_PATH": path}, timeout=240)
     assert job.returncode == 0 and "checks: OK" in job.stdout, job
 
 
