@@ -140,12 +140,15 @@ def _multi_lat(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float |
     return None if total is None else total / c.n
 
 
+#: the tests that can stage device buffers through host memory (the others need a CUDA-aware MPI)
+STAGED_TESTS = ("latency", "multi_lat", "bw", "bibw")
 _PICKLE_ROOM = 1024  # bytes of pickle framing around a buffer's data
 
 
 def _bw(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float | None:
     comm, MPI, W = c.comm, c.MPI, c.cfg.window
     pickle = c.cfg.api == "pickle"
+    staged = getattr(c.kind, "staged", False)
     sbuf, rbuf = c.send_buf(test, size), c.recv_buf(size, test)
     ack = bytearray(1)
     # a pickle-mode irecv needs room for the pickled object: one buffer per window slot
@@ -160,6 +163,9 @@ def _bw(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float | None:
             if pickle:
                 MPI.Request.waitall([comm.isend(sbuf, 1, 100) for _ in range(W)])
                 comm.recv(None, 1, 101)
+            elif staged:
+                MPI.Request.Waitall([comm.Isend(c.kind.sendable(sbuf), 1, 100) for _ in range(W)])
+                comm.Recv(ack, 1, 101)
             else:
                 MPI.Request.Waitall([comm.Isend(sbuf, 1, 100) for _ in range(W)])
                 comm.Recv(ack, 1, 101)
@@ -167,6 +173,9 @@ def _bw(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float | None:
             if pickle:
                 got = MPI.Request.waitall([comm.irecv(b, 0, 100) for b in slots])[-1]
                 comm.send(b"", 0, 101)
+            elif staged:
+                _staged_waitall(c, [], [(c.kind.receiver(rbuf), 0) for _ in range(W)])
+                comm.Send(ack, 0, 101)
             else:
                 MPI.Request.Waitall([comm.Irecv(rbuf, 0, 100) for _ in range(W)])
                 comm.Send(ack, 0, 101)
@@ -175,10 +184,23 @@ def _bw(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float | None:
     return size / 1e6 * iters * W / elapsed if c.rank == 0 else None
 
 
+def _staged_waitall(c: _Ctx, sends: list, receives: list) -> None:
+    """Post the window's receives into host buffers (``((into, done), source)``) and its
+    sends of host copies (to the partner), wait for all, then copy each arrival onto the
+    device: every message staged through host memory, the copies timed."""
+    peer = data.partner(c.rank, c.n)
+    reqs = [c.comm.Irecv(into, src, 100) for (into, _), src in receives]
+    reqs += [c.comm.Isend(host, peer, 100) for host in sends]
+    c.MPI.Request.Waitall(reqs)
+    for (_, done), _ in receives:
+        done()
+
+
 def _bibw(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float | None:
     comm, MPI, W = c.comm, c.MPI, c.cfg.window
     peer = data.partner(c.rank, c.n)
     pickle = c.cfg.api == "pickle"
+    staged = getattr(c.kind, "staged", False)
     sbuf, rbuf = c.send_buf(test, size), c.recv_buf(size, test)
     slots = [bytearray(size + _PICKLE_ROOM) for _ in range(W)] if pickle else []
     t0 = 0.0
@@ -190,6 +212,9 @@ def _bibw(c: _Ctx, test: Test, size: int, iters: int, warm: int) -> float | None
         if pickle:
             reqs = [comm.irecv(b, peer, 100) for b in slots] + [comm.isend(sbuf, peer, 100) for _ in range(W)]
             got = MPI.Request.waitall(reqs)[W - 1]
+        elif staged:
+            _staged_waitall(c, [c.kind.sendable(sbuf) for _ in range(W)], [(c.kind.receiver(rbuf), peer)
+                                                                           for _ in range(W)])
         else:
             reqs = [comm.Irecv(rbuf, peer, 100) for _ in range(W)] + [comm.Isend(sbuf, peer, 100) for _ in range(W)]
             MPI.Request.Waitall(reqs)
@@ -319,10 +344,10 @@ def _run(cfg: Config, MPI: Any) -> int:
     if comm.Get_size() != cfg.pes:
         raise SystemExit(f"shoal bench micro: PE {comm.Get_rank()}: the job has {comm.Get_size()} PEs, not -n {cfg.pes}")
     kind = buffers.get(cfg.buffer, staged=_staged(cfg))
-    if getattr(kind, "staged", False) and any(t not in ("latency", "multi_lat") for t in cfg.tests):
+    if getattr(kind, "staged", False) and any(t not in STAGED_TESTS for t in cfg.tests):
         raise SystemExit(
-            "shoal bench micro: staging GPU buffers through host memory is implemented for latency and "
-            "multi_lat only; use a CUDA-aware MPI (--gpu-path aware) for the other tests"
+            f"shoal bench micro: staging GPU buffers through host memory is implemented for {', '.join(STAGED_TESTS)} "
+            "only; use a CUDA-aware MPI (--gpu-path aware) for the other tests"
         )
     c = _Ctx(comm, MPI, kind, cfg)
     reporter = Reporter(cfg) if c.rank == 0 else None
