@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from shoal import launcher
+
 HANG_GUARD = 60
 
 
@@ -411,3 +413,15 @@ def test_blas_pools_share_the_cores_unless_set(monkeypatch):
     assert blas_threads(2, {}) == {name: "4" for name in BLAS_THREADS}
     assert blas_threads(16, {}) == {name: "1" for name in BLAS_THREADS}
     assert blas_threads(2, {"MKL_NUM_THREADS": "3"}) == {}  # the user's choice stands
+
+
+def test_start_up_imports_only_what_each_process_needs():
+    """`shoal run`'s command line leaves the server (asyncio, ssl) alone, and a PE's
+    `python -m shoal prog.py` leaves the launcher alone: start-up pays for neither."""
+    probe = ("import sys, shoal.cli; shoal.cli._parser(); "
+             "print(sorted(m for m in ('asyncio', 'ssl', 'shoal.remote.server', 'shoal.launcher') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out
+    from shoal import cli
+
+    assert cli.find_mpiexec is launcher.find_mpiexec and cli.launch_mpi is launcher.launch_mpi  # still there, on use

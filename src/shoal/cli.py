@@ -11,15 +11,27 @@ import argparse
 import os
 import runpy
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import jobwatch
 from .errors import exit_code
-from .launcher import JobOutcome, find_mpiexec, launch_mpi, run_job
 from .settings import MAX_PES, SettingsError, load_settings
 from ._transport import TRANSPORTS
 
+if TYPE_CHECKING:
+    from .launcher import JobOutcome, find_mpiexec, launch_mpi
+
 __all__ = ["main", "run_program", "find_mpiexec", "launch_mpi", "OptionParser"]
+
+
+def __getattr__(name: str) -> Any:
+    """``find_mpiexec`` and ``launch_mpi`` (PEP 562): the launcher module is loaded by the
+    commands that start jobs, not by every PE that runs ``python -m shoal prog.py``."""
+    if name in ("find_mpiexec", "launch_mpi"):
+        from . import launcher
+
+        return getattr(launcher, name)
+    raise AttributeError(f"module 'shoal.cli' has no attribute {name!r}")
 
 _COMMANDS = ("run", "serve", "info", "bench", "cache", "trace", "checkpoint")
 
@@ -70,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
     serve.add_argument("--stop", action="store_true",
                        help="stop the server of --connection-file (default: the one this user started last)")
-    from .remote.server import add_options
+    from .remote.options import add_options
 
     add_options(serve)
     sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
@@ -250,6 +262,8 @@ def _run(ns: argparse.Namespace) -> int:
     if not _check_settings("run", {k: v for k, v in environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return 2
     os.environ.update(options)  # launch_mpi hands this environment to every PE
+    from .launcher import launch_mpi
+
     return _run_recovering(ns) if ns.max_restarts > 0 else launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
 
 
@@ -259,6 +273,7 @@ def _run_recovering(ns: argparse.Namespace) -> int:
     from ._runtime.checkpoint import latest, read_manifest
     from .errors import CheckpointError
     from .jobreport import pe_list
+    from .launcher import run_job
 
     folder = os.environ.get("SHOAL_CHECKPOINT_DIR") or os.path.abspath("shoal.ckpt")
     args = [ns.program, *ns.args]
@@ -288,6 +303,8 @@ def _run_recovering(ns: argparse.Namespace) -> int:
 def _relaunch(args: list[str], ns: argparse.Namespace, lost: int) -> JobOutcome:
     """Run the job again on ``-n`` PEs or, while mpiexec cannot start that many (a node is
     gone, say), on ``lost`` fewer, then one fewer at a time down to 1."""
+    from .launcher import run_job
+
     counts = sorted({ns.pes, *range(1, ns.pes - lost + 1)}, reverse=True)
     job = run_job(args, counts[0], ns.mpiexec)
     for tried, fewer in zip(counts, counts[1:]):
@@ -301,14 +318,14 @@ def _relaunch(args: list[str], ns: argparse.Namespace, lost: int) -> JobOutcome:
 
 def _serve(ns: argparse.Namespace, argv: list[str]) -> int:
     """``shoal serve``: start the server job (or, under a launcher, be one of its PEs), or ``--stop`` one."""
-    from .remote import server
+    from .remote import options, server
 
     if ns.stop:
         return _stop_server(ns.connection_file)
     if not 1 <= ns.pes <= MAX_PES:
         print(f"shoal serve: -n {ns.pes} is not valid: a job has from 1 to {MAX_PES} PEs", file=sys.stderr)
         return 2
-    server.options_from(ns)  # refuse bad options here, before any PE starts
+    options.options_from(ns)  # refuse bad options here, before any PE starts
     program = os.path.join(os.path.dirname(server.__file__), "_program.py")
     args = _server_args(argv)
     from ._runtime.engine import under_mpi_launcher
@@ -319,6 +336,8 @@ def _serve(ns: argparse.Namespace, argv: list[str]) -> int:
         return run_program(program, args)
     if not _check_settings("serve", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return 2
+    from .launcher import launch_mpi
+
     return launch_mpi([program, *args], ns.pes, ns.mpiexec)
 
 

@@ -13,7 +13,8 @@ if sys.path and sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
 
 import shoal
 from shoal import jobwatch
-from shoal.remote.server import add_options, options_from, serve
+from shoal.remote.options import add_options, options_from
+from shoal.remote.server import serve
 
 parser = argparse.ArgumentParser(prog="shoal serve")
 add_options(parser)
