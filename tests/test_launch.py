@@ -425,3 +425,16 @@ def test_start_up_imports_only_what_each_process_needs():
     from shoal import cli
 
     assert cli.find_mpiexec is launcher.find_mpiexec and cli.launch_mpi is launcher.launch_mpi  # still there, on use
+
+
+def test_a_launcher_of_another_mpi_is_refused_not_run_as_single_pe_jobs(tmp_path):
+    """Open MPI's mpirun starting PEs whose mpi4py loaded MPICH (or the reverse, as on a
+    machine with both): each process sees a world of one. The job must refuse, naming
+    both sizes and the library, not run as several one-PE jobs or crash."""
+    prog = tmp_path / "prog.py"
+    prog.write_text("import shoal\nshoal.start(lambda args: print('ran on', shoal.num_pes(), 'PEs'))\n")
+    p = subprocess.run([sys.executable, "-m", "shoal", str(prog)], capture_output=True, text=True,
+                       timeout=HANG_GUARD, env=_env(OMPI_COMM_WORLD_SIZE="2"))
+    assert p.returncode != 0 and "ran on" not in p.stdout, p
+    assert "the launcher started 2 processes (OMPI_COMM_WORLD_SIZE=2), but MPI sees 1" in p.stderr, p.stderr
+    assert "MPI4PY_LIBMPI" in p.stderr

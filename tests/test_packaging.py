@@ -378,3 +378,24 @@ def test_many_processes_compile_a_new_kernel_once(tmp_path):
     assert len(compiles) == 1, compiles
     assert len(list((tmp_path / "cache" / "stencil").glob("*.so"))) == 1
     assert not list((tmp_path / "cache" / "stencil").glob("*.tmp*")), "a compile left its temporary object behind"
+
+
+def test_first_use_build_refuses_a_wrapper_of_another_mpi(tmp_path):
+    """A machine with two MPIs: mpi4py loaded one, and the mpicc found first belongs to the
+    other. Building with it would put a second MPI library in the process; the build is
+    refused with both names (and the Python path runs instead)."""
+    fake = tmp_path / "mpicc"
+    fake.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        # an Open MPI wrapper, as far as shoal's probe can tell: its probe program says so
+        out=""; prev=""
+        for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
+        printf '#!/bin/sh\\necho "Open MPI 4.1.6 (MPI 3.1)"\\necho "Open MPI v4.1.6, package: elsewhere"\\n' > "$out"
+        chmod +x "$out"
+        """))
+    fake.chmod(0o755)
+    with pytest.raises(native.BuildError) as err:
+        native._same_abi(str(fake))
+    assert "compiles against Open MPI 4.1.6 (MPI 3.1), but mpi4py loaded MPICH" in str(err.value), err.value
+    assert "set MPICC" in str(err.value)
+    native._same_abi(native.find_mpicc())  # this machine's own wrapper is of its MPI's family

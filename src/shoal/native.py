@@ -294,8 +294,34 @@ def _build_on_first_use() -> Path:
         with open(folder / "build.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not target.exists():
-                compile_extension(target)
+                mpicc = find_mpicc()
+                if mpicc is not None:
+                    _same_abi(mpicc)
+                compile_extension(target, mpicc)
     return target
+
+
+def _abi_family(text: str) -> str | None:
+    """``"Open MPI"`` or ``"MPICH"`` (MPICH and its derivatives share one ABI) for an MPI
+    header or library version string, or None where it says neither."""
+    if "Open MPI" in text:
+        return "Open MPI"
+    return "MPICH" if "MPICH" in text or "Intel(R) MPI" in text or "MVAPICH" in text else None
+
+
+def _same_abi(mpicc: str) -> None:
+    """Refuse to build with a wrapper of another MPI family than the library mpi4py
+    loaded: the extension would bring a second MPI library into the process (on a
+    machine with both, say, the image's Open MPI loaded and the mpich wheel's mpicc first
+    on PATH), which crashes at the first call."""
+    from mpi4py import MPI
+
+    header, _ = _probe(mpicc)
+    loaded = MPI.Get_library_version()
+    built, used = _abi_family(header), _abi_family(loaded)
+    if built is not None and used is not None and built != used:
+        raise BuildError(f"{mpicc} compiles against {header}, but mpi4py loaded {_first_line(loaded)}: "
+                         "set MPICC to the compiler wrapper of the MPI that mpi4py uses")
 
 
 def load_native() -> ModuleType | None:

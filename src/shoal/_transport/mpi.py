@@ -59,6 +59,7 @@ class MPITransport(Transport):
         self._user = world.Dup()
         self.rank = world.Get_rank()
         self.size = world.Get_size()
+        _check_launcher(self.rank, self.size)
         node = world.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_size = node.Get_size()
         self.local_rank = node.Get_rank()
@@ -324,6 +325,32 @@ def _reuse_heap(limit: int) -> None:
         libc.mallopt(-1, 4 * min(limit, 32 << 20))  # M_TRIM_THRESHOLD
     except (OSError, AttributeError):
         pass
+
+
+#: what a launcher tells each process it starts about the job's size (MPICH's Hydra and
+#: PMI; Open MPI's mpirun): set only in processes a launcher started
+_LAUNCHED_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE")
+
+
+def _check_launcher(rank: int, size: int) -> None:
+    """Refuse a job whose launcher started more processes than MPI sees: the MPI library
+    mpi4py loaded is not the launcher's (Open MPI under MPICH's mpiexec, say), so each
+    process runs alone, or crashes; without this a job of N PEs would run N jobs of one."""
+    for var in _LAUNCHED_SIZE:
+        value = os.environ.get(var, "")
+        if value.isdigit() and int(value) != size:
+            from ..errors import ShoalError
+
+            library = _first_line(MPI.Get_library_version())
+            raise ShoalError(
+                f"PE {rank}: the launcher started {value} processes ({var}={value}), but MPI sees {size}: the MPI "
+                f"library mpi4py loaded ({library}) is not the one whose mpiexec started the job. Start the job with "
+                f"that library's mpiexec, or point mpi4py at the launcher's library (MPI4PY_LIBMPI=/path/to/libmpi.so)"
+            )
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip() if text.strip() else "unknown"
 
 
 def _native_module() -> Any:
