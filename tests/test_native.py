@@ -471,6 +471,33 @@ def test_coroutines_resume_on_the_compiled_path(mpi_job):
     assert "refused True" in job.stdout, job
 
 
+def test_pickle_simple_gives_what_pickle_loads_back_and_declines_the_rest():
+    """message.encode_call's compiled pickle: every tuple of None, bools, floats and
+    64-bit ints loads back equal, item types included; anything else is declined (None)."""
+    import math
+    import pickle
+
+    import numpy as np
+
+    from shoal.native import load_native
+
+    module = load_native()
+    if module is None:
+        pytest.skip("the compiled path is not available here")
+    cases = [(), (None,), (True, False), (1.5, -0.0, math.inf), (0, -1, 2**31 - 1, -2**31, 2**31, -2**31 - 1),
+             (2**63 - 1, -2**63), tuple(range(7)), (None, 3, 2.5, True, -7, 1e300)]
+    for args in cases:
+        blob = module.pickle_simple(args)
+        back = pickle.loads(blob)
+        assert back == args and [type(a) for a in back] == [type(a) for a in args], (args, back)
+        assert math.copysign(1, pickle.loads(module.pickle_simple((-0.0,)))[0]) == -1
+    assert math.isnan(pickle.loads(module.pickle_simple((math.nan,)))[0])
+    for declined in [(2**63,), (-2**63 - 1,), ("x",), (np.float64(1.0),), (1, b"y"), ([1],), tuple(range(100))]:
+        assert module.pickle_simple(declined) is None, declined
+    with pytest.raises(TypeError):
+        module.pickle_simple([1, 2])
+
+
 @BOTH
 def test_simple_arguments_arrive_as_sent(mpi_job, native):
     """None, bools, floats and 64-bit ints are pickled by the compiled send itself

@@ -226,6 +226,7 @@ int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObj
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_send(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs);

@@ -293,6 +293,18 @@ static Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nar
     return p - out;
 }
 
+/* pickle_simple(args) -> bytes or None: the tuple `args` pickled as above, or None when
+ * an item is not None, a bool, a float or a 64-bit int (message.encode_call then pickles
+ * it in Python). The same bytes pickle.dumps(args, 5) loads back to. */
+PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyTuple_CheckExact(args[0])) { PyErr_SetString(PyExc_TypeError, "pickle_simple(tuple)"); return NULL; }
+    PyObject *t = args[0];
+    char out[SIMPLE_PICKLE_MAX];
+    Py_ssize_t len = pickle_simple(out, &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t));
+    if (len <= 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(out, len);
+}
+
 /* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them
  * to PE `dest` with the header (kind, entry, this PE, aux, coll, index). 1 sent; 0 not
  * handled (nothing done); -1 error. */

@@ -354,6 +354,11 @@ def _encode_arrays(args: tuple) -> list | None:
     return [desc, *args]
 
 
+#: ``pickle_simple(args)``: the compiled core's pickle of a tuple of None, bools, floats
+#: and 64-bit ints (None for anything else), once a core runs here (native_core.py)
+pickle_simple: Any = None
+
+
 def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
     """The kind flag and segments of an entry-method call's arguments."""
     if kwargs:
@@ -362,6 +367,10 @@ def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
         segments = _encode_arrays(args)
         if segments is not None:
             return ARRAYS, segments
+    if pickle_simple is not None:
+        simple = pickle_simple(args)
+        if simple is not None:
+            return 0, [simple]
     return 0, encode(args)
 
 

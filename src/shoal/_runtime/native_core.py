@@ -110,5 +110,6 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
                         CollectionInfo, Tree)
     rt.reductions.use_core(core)
     chare.compiled_allreduce = core.allreduce
+    message.pickle_simple = module.pickle_simple
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
     return core
