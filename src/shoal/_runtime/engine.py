@@ -138,7 +138,7 @@ class Engine:
         spin, max_sleep = self.settings.idle_spin, self.settings.idle_sleep_max
         previous = set_current(rts[0])
         nap = last = 0.0  # last: when this loop last found nothing to do
-        tracing = any(rt.tracer is not None for rt in rts)
+        tracing = rts[0].tracer is not None if len(rts) == 1 else any(rt.tracer is not None for rt in rts)
         self.idle_since = None
         try:
             while not done():
@@ -159,8 +159,9 @@ class Engine:
                 now = last = self.clock()
                 if self.idle_since is None:
                     self.idle_since = now
-                    continue
-                idle = now - self.idle_since
+                    if self.yield_when_idle:
+                        continue  # one more look before the first nap
+                idle = now - self.idle_since  # else on to the wait below, which polls first
                 if watch is not None:
                     watch(idle)
                 if self.yield_when_idle:
