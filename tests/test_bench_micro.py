@@ -455,3 +455,11 @@ def test_missing_charm4py_says_how_to_install(monkeypatch, capsys):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "charm4py" else real(name, *a))
     code, _out, err = run_main(capsys, "latency", "--target", "charm4py")
     assert code == 2 and err.count("\n") == 1 and "pip install charm4py" in err
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("api", ["entry", "channel"])
+def test_bandwidth_windows_of_lent_buffers_validate(api):
+    proc = micro("bw,bibw", "--api", api, "--lend", "--quick", "--validate", "-m", "8:262144", "-W", "8")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("262144") == 2, proc.stdout  # the last row of both tests

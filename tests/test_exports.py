@@ -12,7 +12,7 @@ import shoal.stencil
 
 PUBLIC = {
     "start", "run", "attach", "detach", "connect", "my_pe", "num_pes", "my_device", "GPUError",
-    "Chare", "Group", "Array", "destroy", "Future", "gather", "Channel", "ReceiveSet", "reducers", "Reducer",
+    "Chare", "Group", "Array", "destroy", "Future", "gather", "lend", "Loan", "Channel", "ReceiveSet", "reducers", "Reducer",
     "quiescence", "call_later", "mpi_comm", "pool", "Executor", "BrokenPool",
     "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",
     "ChannelError", "MigrationError", "CheckpointError", "register_strategy", "threaded", "when", "wait_until",

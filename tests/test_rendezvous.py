@@ -81,12 +81,13 @@ def test_a_busy_receiver_does_not_stall_the_sender(mpi_job):
 
 
 @pytest.mark.mpi
-def test_bench_stall_reports_its_three_figures(capsys):
+@pytest.mark.parametrize("lend, how", [(False, "sent by value"), (True, "lent")])
+def test_bench_stall_reports_its_three_figures(capsys, lend, how):
     from shoal.bench.stall.cli import main
 
-    assert main(["--mb", "8", "--compute", "0.05", "--trials", "1"]) == 0
+    assert main(["--mb", "8", "--compute", "0.05", "--trials", "1", *(["--lend"] if lend else [])]) == 0
     out = capsys.readouterr().out
-    assert "8 MiB sent to a PE computing for 50 ms, median of 1 trials:" in out
+    assert f"8 MiB {how} to a PE computing for 50 ms, median of 1 trials:" in out
     for line in ("the send call took", "pings PE 0 served meanwhile", "data arrived after the computation"):
         assert line in out
 

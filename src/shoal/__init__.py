@@ -27,6 +27,7 @@ if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal
     from ._runtime.engine import exit as exit  # qualified only (see below)
     from ._runtime.engine import call_later, mpi_comm, quiescence, run, start
     from ._runtime.futures import Future, gather
+    from ._runtime.loans import Loan, lend
     from ._runtime.proxy import CollectionProxy as CollectionProxy, ElementProxy as ElementProxy, SectionProxy as SectionProxy
     from ._runtime.receive_sets import ReceiveSet
     from ._runtime.reducers import Reducer, reducers
@@ -60,6 +61,8 @@ _LAZY = {
     "start": "._runtime.engine",
     "Future": "._runtime.futures",
     "gather": "._runtime.futures",
+    "Loan": "._runtime.loans",
+    "lend": "._runtime.loans",
     "CollectionProxy": "._runtime.proxy",
     "ElementProxy": "._runtime.proxy",
     "SectionProxy": "._runtime.proxy",
@@ -131,6 +134,8 @@ __all__ = [
     "destroy",
     "Future",
     "gather",
+    "lend",
+    "Loan",
     "Channel",
     "ReceiveSet",
     "reducers",

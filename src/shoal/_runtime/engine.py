@@ -139,6 +139,8 @@ class Engine:
         previous = set_current(rts[0])
         nap = last = 0.0  # last: when this loop last found nothing to do
         tracing = rts[0].tracer is not None if len(rts) == 1 else any(rt.tracer is not None for rt in rts)
+        transports = self.transports
+        moving = transports[0].in_flight if len(transports) == 1 else lambda: any(t.in_flight() for t in transports)
         self.idle_since = None
         try:
             while not done():
@@ -165,10 +167,11 @@ class Engine:
                 if watch is not None:
                     watch(idle)
                 if self.yield_when_idle:
-                    # more PEs than cores here: never spin, nap from 5 us so a PE with work runs
-                    nap = min(max(nap * 2, 2e-5), max_sleep)
+                    # more PEs than cores here: never spin, nap from 20 us so a PE with work
+                    # runs (the shortest nap while a large message moves: it needs our polls)
+                    nap = 2e-5 if moving() else min(max(nap * 2, 2e-5), max_sleep)
                     self.sleep(nap)
-                elif idle > spin:
+                elif idle > spin and not moving():
                     nap = min(max(nap * 2, 2e-5), max_sleep)
                     self.sleep(nap)
                 elif len(rts) == 1:

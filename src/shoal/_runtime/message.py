@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..gpu.kinds import kind_of
+from ..errors import ShoalError
 from .devices import reduce_device
 
 __all__ = [
@@ -392,8 +393,10 @@ def decode_call(kind: int, segments: list) -> tuple[tuple, dict | None]:
     return payload if kind & KWARGS else (payload, None)
 
 
-def unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception) -> TypeError:
-    """Name the argument that cannot be sent."""
+def unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception) -> Exception:
+    """Name the argument that cannot be sent (shoal's own errors, a returned loan's, go as they are)."""
+    if isinstance(exc, ShoalError):
+        return exc
     labelled = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), a) for k, a in (kwargs or {}).items()]
     for label, a in labelled:
         try:

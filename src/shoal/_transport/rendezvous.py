@@ -13,6 +13,10 @@ that answer only as long as copying the segment would take (the ski-rental rule:
 most twice the better choice's cost); past that it copies the segment, returns, and
 sends the copy when the answer comes, from its poll loop. MPI keeps per-source,
 per-tag order, so answers arrive in the order of the frames and need no numbering.
+
+Segments of arrays the program lent (``shoal.lend``: it promises not to write them
+until the loan is returned) are not waited for at all: they go as the answer comes,
+like the copies, and the loan is returned when they have gone.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-__all__ = ["BULK_TAG", "CTS_TAG", "BulkSender", "stall_budget"]
+__all__ = ["BULK_TAG", "CTS_TAG", "LENT", "BulkSender", "stall_budget"]
 
 BULK_TAG = 2
 CTS_TAG = 3
@@ -32,6 +36,9 @@ CTS_TAG = 3
 COPY_RATE = 4e9
 #: the least a sender waits for the answer, seconds: a polling receiver answers in a few µs
 MIN_WAIT = 20e-6
+#: ids of the lent arrays that messages carry (``_runtime/loans.py`` keeps it): their
+#: segments are sent without the sender waiting
+LENT: set[int] = set()
 
 
 def stall_budget(nbytes: int) -> float:
@@ -42,12 +49,12 @@ def stall_budget(nbytes: int) -> float:
 class _Outgoing:
     """A message's bulk segments, from its frame until MPI has sent them."""
 
-    __slots__ = ("views", "requests", "copied")
+    __slots__ = ("views", "requests", "detached")
 
     def __init__(self, views: list):
         self.views = views
         self.requests: list | None = None  # posted once the receiver said clear to send
-        self.copied = False
+        self.detached = False  # the sender went on: the views are copies, or lent
 
 
 class BulkSender:
@@ -57,7 +64,7 @@ class BulkSender:
     def __init__(self, comm: MPI.Comm):
         self.comm = comm
         self.waiting: dict[int, deque[_Outgoing]] = {}  # destination -> uncleared, in frame order
-        self.moving: list[_Outgoing] = []  # copies cleared and in MPI's hands (changed in place)
+        self.moving: list[_Outgoing] = []  # copies and loans cleared, in MPI's hands (changed in place)
         self._answer = bytearray(1)
         self._status = MPI.Status()
         self._cts = comm.Recv_init([self._answer, 0, MPI.BYTE], MPI.ANY_SOURCE, CTS_TAG)
@@ -74,12 +81,16 @@ class BulkSender:
 
     def send(self, dest: int, views: list, progress: Any) -> None:
         """Send ``views`` to ``dest`` once cleared, calling ``progress()`` while waiting;
-        returns when the caller may reuse them: sent, or copied past the budget."""
+        returns when the caller may reuse them: sent, or copied past the budget, or at
+        once if they are all lent."""
         out = _Outgoing(views)
         queue = self.waiting.get(dest)
         if queue is None:
             queue = self.waiting[dest] = deque()
         queue.append(out)
+        if LENT and all(id(getattr(v, "obj", None)) in LENT for v in views):
+            out.detached = True
+            return
         deadline = perf_counter() + stall_budget(sum(len(v) for v in views))
         while True:
             progress()
@@ -90,7 +101,7 @@ class BulkSender:
                 continue  # the receiver has posted: the transfer is under way
             if perf_counter() > deadline:
                 out.views = [bytearray(v) for v in views]  # the receiver is busy: copy, return
-                out.copied = True
+                out.detached = True
                 return
 
     def take_answers(self) -> None:
@@ -104,11 +115,11 @@ class BulkSender:
             if not queue:
                 del self.waiting[src]
             out.requests = [self.comm.Isend(v, src, BULK_TAG) for v in out.views]
-            if out.copied:
+            if out.detached:
                 self.moving.append(out)
 
     def advance(self) -> None:
-        """Answers in, copies sent: called from the poll loop while :meth:`busy`."""
+        """Answers in, copies and loans sent: called from the poll loop while :meth:`busy`."""
         if self.waiting:
             self.take_answers()
         if self.moving:

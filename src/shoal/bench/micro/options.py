@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-large", type=int, default=None, help="warm-up iterations above --large-size (default: -x divided as OSU does)")
     p.add_argument("--large-size", type=int, default=catalog.LARGE_MESSAGE, help="large-message threshold in bytes (default 8192)")
     p.add_argument("-W", "--window", type=int, default=None, help="bw/bibw: messages in flight per iteration (default 64)")
+    p.add_argument("--lend", action="store_true",
+                   help="shoal bw/bibw: lend the window's buffer (shoal.lend: no send waits for its receiver), "
+                        "as OSU's window of MPI_Isend does, instead of sending it by value")
     p.add_argument("--validate", action="store_true", help="check every received buffer; failures exit non-zero")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per test on stdout instead of the OSU table")
@@ -89,6 +92,7 @@ class Config:
     warmup_large: int | None
     large_size: int
     window: int
+    lend: bool
     validate: bool
     fmt: str
     mpiexec: str | None
@@ -225,6 +229,6 @@ def parse(argv: Sequence[str]) -> Config:
         tests=tests, target=target.name, api=api, buffer=buffer, device=device, gpu_path=ns.gpu_path,
         pes=ns.pes, min_size=lo, max_size=hi, quick=ns.quick, iterations=ns.iterations, warmup=ns.warmup,
         iterations_large=ns.iterations_large, warmup_large=ns.warmup_large, large_size=ns.large_size,
-        window=window, validate=ns.validate, fmt="json" if ns.json else "csv" if ns.csv else "text",
+        window=window, lend=ns.lend, validate=ns.validate, fmt="json" if ns.json else "csv" if ns.csv else "text",
         mpiexec=ns.mpiexec, corrupt=ns.corrupt_for_testing,
     )

@@ -7,7 +7,10 @@ element per PE), so element i is PE i, as rank i is in the MPI versions:
 * latency / multi_lat: element i and its partner bounce the buffer as entry-method
   calls (``ping``/``pong``) or channel messages; one-way latency = time / (2 x trips).
 * bw: a window of W calls back to back, the last carrying a Future the receiver
-  resolves (the ack); bibw: both sides send W and wait until W have arrived.
+  resolves (the ack); bibw: both sides send W and wait until W have arrived. Each
+  send has value semantics (it returns when the buffer may be written); ``--lend``
+  lends the window's buffer instead (``shoal.lend``), as OSU's window of ``MPI_Isend``
+  lends its buffer to MPI until ``MPI_Waitall``.
 * collectives: every element times one collective per iteration, then a barrier
   (an all-reduce with ``reducers.nop``); the figure is the average over PEs. The
   equivalents: allreduce = ``self.allreduce(x, sum)``; reduce = ``contribute`` to
@@ -124,7 +127,7 @@ class EntryP2P(_Element):
             self.done.send(perf_counter() - self.t0)
 
     # -- bandwidth: a window of calls, the last one acknowledged ---------------
-    async def bw(self, iters: int, warm: int, window: int) -> float | None:
+    async def bw(self, iters: int, warm: int, window: int, lend: bool) -> float | None:
         """Leaders: seconds for ``iters`` windows of ``window`` calls, each acked."""
         if not self.leads:
             return None
@@ -134,10 +137,13 @@ class EntryP2P(_Element):
             if i == warm:
                 t0 = perf_counter()
             ack = shoal.Future()
+            loan = _lend(out, lend)
             for _ in range(window - 1):
-                peer.take(out)
-            peer.take_last(out, ack)
+                peer.take(loan)
+            peer.take_last(loan, ack)
             await ack
+            if loan is not out:
+                await loan.returned
         return perf_counter() - t0
 
     def take(self, buf: Any) -> None:
@@ -150,19 +156,22 @@ class EntryP2P(_Element):
         ack.send(None)
 
     # -- bi-directional bandwidth: both send a window, wait for the peer's -----
-    async def bibw(self, iters: int, warm: int, window: int) -> float:
+    async def bibw(self, iters: int, warm: int, window: int, lend: bool) -> float:
         """Seconds for ``iters`` windows sent and received by both partners."""
         peer, out = self.peer, self.out
         t0 = perf_counter()
         for i in range(iters + warm):
             if i == warm:
                 t0 = perf_counter()
+            loan = _lend(out, lend)
             for _ in range(window):
-                peer.arrive(out)
+                peer.arrive(loan)
             need = (i + 1) * window
             if self.received < need:
                 self.need, self.wake = need, shoal.Future()
                 await self.wake
+            if loan is not out:
+                await loan.returned
         return perf_counter() - t0
 
     def arrive(self, buf: Any) -> None:
@@ -173,6 +182,13 @@ class EntryP2P(_Element):
         if wake is not None and self.received >= self.need:
             self.wake = None
             wake.send(None)
+
+
+def _lend(out: Any, lend: bool) -> Any:
+    """The window's payload: ``out`` lent (``shoal.lend``: sent without a copy or a wait,
+    not written until it is returned, as OSU's window of ``MPI_Isend`` asks), or ``out``
+    itself, sent with value semantics. Only NumPy arrays are lent."""
+    return shoal.lend(out) if lend and type(out) is np.ndarray and out.dtype.kind in "biufc" else out
 
 
 class ChannelP2P(_Element):
@@ -206,7 +222,7 @@ class ChannelP2P(_Element):
         elapsed = perf_counter() - t0
         return elapsed if self.leads else None
 
-    async def bw(self, iters: int, warm: int, window: int) -> float | None:
+    async def bw(self, iters: int, warm: int, window: int, lend: bool) -> float | None:
         """Leader sends windows and awaits an ack message per window; leader's seconds."""
         ch, out, into = self.ch, self.out, self.into
         t0 = perf_counter()
@@ -214,9 +230,12 @@ class ChannelP2P(_Element):
             if i == warm:
                 t0 = perf_counter()
             if self.leads:
+                loan = _lend(out, lend)
                 for _ in range(window):
-                    ch.send(out)
+                    ch.send(loan)
                 await ch.recv()
+                if loan is not out:
+                    await loan.returned
             else:
                 for _ in range(window):
                     self.last = await ch.recv(into=into)
@@ -224,17 +243,20 @@ class ChannelP2P(_Element):
         elapsed = perf_counter() - t0
         return elapsed if self.leads else None
 
-    async def bibw(self, iters: int, warm: int, window: int) -> float:
+    async def bibw(self, iters: int, warm: int, window: int, lend: bool) -> float:
         """Both partners send a window, then receive the other's; seconds."""
         ch, out, into = self.ch, self.out, self.into
         t0 = perf_counter()
         for i in range(iters + warm):
             if i == warm:
                 t0 = perf_counter()
+            loan = _lend(out, lend)
             for _ in range(window):
-                ch.send(out)
+                ch.send(loan)
             for _ in range(window):
                 self.last = await ch.recv(into=into)
+            if loan is not out:
+                await loan.returned
         return perf_counter() - t0
 
 
@@ -374,7 +396,7 @@ def _measure(cfg: Config, name: str, reporter: Reporter) -> None:
             value = sum(times) / len(times) * 1e6 / (2 * iters)
         else:
             method = group.bw if name == "bw" else group.bibw
-            elapsed = method(iters, warm, cfg.window, ret=True).get()[0]
+            elapsed = method(iters, warm, cfg.window, cfg.lend, ret=True).get()[0]
             value = size / 1e6 * iters * cfg.window * (2 if name == "bibw" else 1) / elapsed
         result.add(size, value, iters)
         result.failures += [f for fails in group.check(cfg.validate, cfg.corrupt, ret=True).get() for f in fails]
