@@ -199,6 +199,13 @@ class Engine:
     def wait_main(self, fut: Future) -> None:
         """Block the (synchronous) main program until ``fut`` resolves, or report a deadlock."""
         rt0 = self.runtimes[0]
+        if len(self.runtimes) == 1 and not rt0.stopped:
+            # while the PE has work, step it without the loop's set-up: a future the
+            # work resolves (a local call, a broadcast's reply) returns sooner
+            step = rt0.step
+            while step() and not rt0.stopped:
+                if fut.done():
+                    return
         watch = _Watch(self, rt0, lambda: fut)
         self.run_until(lambda: fut.done() or watch.report is not None or rt0.stopped, watch)
         if fut.done():

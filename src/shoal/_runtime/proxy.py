@@ -258,6 +258,18 @@ class _BoundElementEntry(_BoundEntry):
             rt = current("calling an entry method")
         return rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret)  # type: ignore[arg-type]
 
+class _BoundCollectionEntry(_BoundEntry):
+    """An entry method of a whole collection: a broadcast, straight to the runtime."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, ret: bool = False, **kwargs: Any) -> Any:
+        rt = context._current
+        if rt is None:
+            rt = current("broadcasting an entry method")
+        return rt.broadcast(self.proxy._info, self.entry, self.name, args, kwargs, ret, 4)  # type: ignore[attr-defined]
+
+
 #: the types of ``proxy.method`` values (the compiled one too, once it is in use)
 BOUND_ENTRIES: tuple[type, ...] = (_BoundEntry,)
 
@@ -301,7 +313,7 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
         names = entry_table(cls).names
         native = _element_descriptor
         kinds = getattr(cls, "_shoal_proxy_kinds", None) or (
-            (ElementProxy, _BoundElementEntry), (CollectionProxy, _BoundEntry), (SectionProxy, _BoundEntry))
+            (ElementProxy, _BoundElementEntry), (CollectionProxy, _BoundCollectionEntry), (SectionProxy, _BoundEntry))
 
         def methods(bound: type) -> dict:
             if native is not None and (bound is _BoundElementEntry or getattr(bound, "compiled_stands_in", False)):

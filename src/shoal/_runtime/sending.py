@@ -20,6 +20,7 @@ from .balancing import COMM_SAMPLE, record_comm
 from .collections import CollectionInfo
 from .futures import Failure, Future
 from .location import Locations
+from . import message as _message
 from .message import HEADER, Kind, encode, encode_call, encode_call_shared, pack_header, pack_index, unpicklable
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Sending"]
 
 _pack = HEADER.pack
+_BROADCAST = int(Kind.BROADCAST)
 
 
 def _own(segments: list) -> list:
@@ -131,11 +133,17 @@ class Sending:
         dest = proxy._dest if proxy._epoch == loc.epoch else loc.route(proxy)
         self.send_raw(dest, header, segments, coll)
 
-    def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
-        """Send entry method ``entry`` to every element, through the collection's root."""
-        flag, segments = self._encode_call(info, name, args, kwargs)
-        fut = Future(_depth=5) if ret else None
-        header = pack_header(Kind.BROADCAST | flag, entry, self.pe, fut.fid if fut else 0, info.id)
+    def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool,
+                  depth: int = 5) -> Future | None:
+        """Send entry method ``entry`` to every element, through the collection's root
+        (``depth``: the caller's frame, for the future's origin, counted from here + 1)."""
+        simple = _message.pickle_simple
+        if simple is not None and not kwargs and (payload := simple(args)) is not None:
+            flag, segments = 0, [payload]  # encode_call's first case, without its calls
+        else:
+            flag, segments = self._encode_call(info, name, args, kwargs)
+        fut = Future(_depth=depth) if ret else None
+        header = _pack(_BROADCAST | flag, 0, entry, self.pe, fut.fid if fut else 0, info.id)
         self.send_raw(info.root, header, segments, info.id)
         return fut
 
