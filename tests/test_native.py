@@ -539,3 +539,33 @@ def test_simple_arguments_arrive_as_sent(mpi_job, native):
     )
     assert job.returncode == 0, job
     assert "simple ok" in job.stdout
+
+
+@BOTH
+def test_futures_of_ret_true_calls_name_the_line_that_made_them(mpi_job, native):
+    """The future of a ret=True call (Core.new_future on the compiled path, Future() on
+    the Python one) is registered under a fresh id and names the caller's line."""
+    job = mpi_job(
+        """
+        import shoal
+
+        class G(shoal.Chare):
+            def echo(self, x):
+                return x
+
+        def main(args):
+            g = shoal.Group(G)
+            made = [g.echo(1, ret=True), g[1].echo(2, ret=True), g[0].echo(x=3, ret=True)]  # line 10
+            origins = {f.origin for f in made}
+            print("origins", len(origins), origins.pop())
+            print("ids", len({f.fid for f in made}), [f.get() for f in made])
+            shoal.exit()
+
+        shoal.start(main)
+        """,
+        n=2,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert "origins 1 " in job.stdout and "prog.py:10 in main\n" in job.stdout, job
+    assert "ids 3 [[1, 1], 2, 3]" in job.stdout, job

@@ -65,6 +65,18 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     }
     Py_INCREF(set_cls);
     Py_XSETREF(self->set_cls, set_cls);
+    if (!PyType_Check(future_cls)) {
+        PyErr_SetString(PyExc_TypeError, "the future class must be a class");
+        return -1;
+    }
+    Py_INCREF(future_cls);
+    Py_XSETREF(self->future_cls, future_cls);
+    if (!(self->futures = PyObject_GetAttrString(rt, "futures"))) return -1;
+    if (!PyDict_Check(self->futures)) {
+        PyErr_SetString(PyExc_TypeError, "rt.futures must be a dict");
+        return -1;
+    }
+    if (!(self->str_next_fid = PyUnicode_InternFromString("_next_fid"))) return -1;
     PyObject *local = PyObject_GetAttrString(rt, "local");
     if (!local) return -1;
     self->local = local;
@@ -96,7 +108,8 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_arrived = slot_offset(channel_cls, "arrived")) < 0 || (self->off_sent = slot_offset(channel_cls, "sent")) < 0 ||
         (self->off_tag = slot_offset(channel_cls, "tag")) < 0 || (self->off_remote = slot_offset(channel_cls, "remote")) < 0 || (self->off_state = slot_offset(future_cls, "_state")) < 0 ||
         (self->off_value = slot_offset(future_cls, "_value")) < 0 || (self->off_callbacks = slot_offset(future_cls, "_callbacks")) < 0 ||
-        (self->off_fid = slot_offset(future_cls, "fid")) < 0 ||
+        (self->off_fid = slot_offset(future_cls, "fid")) < 0 || (self->off_future_rt = slot_offset(future_cls, "_rt")) < 0 ||
+        (self->off_owner = slot_offset(future_cls, "owner")) < 0 || (self->off_origin = slot_offset(future_cls, "_origin")) < 0 ||
         (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
         (self->off_peer = slot_offset(channel_cls, "peer")) < 0 || (self->off_peer_epoch = slot_offset(channel_cls, "peer_epoch")) < 0 ||
         (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
@@ -144,6 +157,9 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->trace);
     Py_XDECREF(self->comm);
     Py_XDECREF(self->set_cls);
+    Py_XDECREF(self->future_cls);
+    Py_XDECREF(self->futures);
+    Py_XDECREF(self->str_next_fid);
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
     exchanges_free(self->exchanges);
@@ -162,6 +178,50 @@ static PyMemberDef Core_members[] = {
     {NULL}
 };
 
+/* new_future(back) -> a pending Future registered with the runtime, as Future() made
+ * in the Python frame `back` frames above the caller's (Future.__init__ and
+ * Runtime.register_future are the reference): the future of a ret=True call. */
+static PyObject *Core_new_future(Core *self, PyObject *arg) {
+    long back = PyLong_AsLong(arg);
+    if (back < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "new_future(back): back >= 0");
+        return NULL;
+    }
+    PyObject *next = PyObject_GetAttr(self->rt, self->str_next_fid);
+    if (!next) return NULL;
+    unsigned long fid = PyLong_AsUnsignedLong(next);
+    if (fid == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(next); return NULL; }
+    PyObject *following = PyLong_FromUnsignedLong(fid < 0xFFFFFFFFul ? fid + 1 : 1);
+    int err = !following || PyObject_SetAttr(self->rt, self->str_next_fid, following) < 0;
+    Py_XDECREF(following);
+    if (err) { Py_DECREF(next); return NULL; }
+    /* where it was made: (code, line) of the frame `back` above the caller's */
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(frame);
+    for (long i = 0; frame && i < back; i++) Py_SETREF(frame, PyFrame_GetBack(frame));
+    PyObject *origin;
+    if (frame) {
+        PyObject *code = (PyObject *)PyFrame_GetCode(frame);
+        origin = Py_BuildValue("(Ni)", code, PyFrame_GetLineNumber(frame));
+        Py_DECREF(frame);
+    } else {
+        origin = PyUnicode_FromString("<unknown>");
+    }
+    PyTypeObject *cls = (PyTypeObject *)self->future_cls;
+    PyObject *fut = origin ? cls->tp_alloc(cls, 0) : NULL;
+    PyObject *owner = fut ? PyLong_FromUnsignedLong(self->pe) : NULL;
+    if (!owner) { Py_XDECREF(fut); Py_XDECREF(origin); Py_DECREF(next); return NULL; }
+    SLOT(fut, self->off_future_rt) = Py_NewRef(self->rt);
+    SLOT(fut, self->off_owner) = owner;
+    SLOT(fut, self->off_fid) = next; /* the reference taken above */
+    future_set_pending(self, fut);
+    SLOT(fut, self->off_value) = Py_NewRef(Py_None);
+    SLOT(fut, self->off_callbacks) = Py_NewRef(Py_None);
+    SLOT(fut, self->off_origin) = origin;
+    if (PyDict_SetItem(self->futures, next, fut) < 0) { Py_DECREF(fut); return NULL; }
+    return fut;
+}
+
 /* ticks() -> int: the clock that element loads are counted in (see now_ticks). */
 static PyObject *Core_ticks(PyObject *self, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(now_ticks());
@@ -169,6 +229,7 @@ static PyObject *Core_ticks(PyObject *self, PyObject *unused) {
 
 static PyMethodDef Core_methods[] = {
     {"ticks", (PyCFunction)Core_ticks, METH_NOARGS, "ticks() -> int: the clock of the compiled paths' element loads"},
+    {"new_future", (PyCFunction)Core_new_future, METH_O, "new_future(back) -> a registered pending Future made `back` frames up"},
     {"send_value", (PyCFunction)(void (*)(void))Core_send_value, METH_FASTCALL, "send_value(dest, kind, entry, aux, coll, value) -> bool"},
     {"send", (PyCFunction)(void (*)(void))Core_send, METH_FASTCALL, "send(proxy, entry, aux, *args) -> bool: an entry call whose reply goes to future aux"},
     {"run_each", (PyCFunction)(void (*)(void))Core_run_each, METH_FASTCALL, "run_each(elements, entry, args, kwargs): a broadcast's local calls"},

@@ -93,6 +93,8 @@ struct Core {
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
     Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch;      /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
+    PyObject *future_cls, *futures, *str_next_fid;                   /* futures.Future, rt.futures, "_next_fid" */
+    Py_ssize_t off_future_rt, off_owner, off_origin;                 /* more Future slots (new_future) */
     Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
     Py_ssize_t off_load;   /* Chare._shoal_load: the element's load counters (float64[2]) */
     Py_ssize_t off_held;   /* Chare._shoal_held: messages held back for order after a move, or None */

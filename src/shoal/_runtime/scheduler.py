@@ -161,6 +161,8 @@ class Runtime(Receiving, Sending):
         self._send_value = core.send_value if core is not None else None
         self._run_each = core.run_each if core is not None else None
         self._core_send = core.send if core is not None else None
+        #: ``new_future(back)``: Future() in the frame ``back`` above the caller's, compiled
+        self._new_future = core.new_future if core is not None else None
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)

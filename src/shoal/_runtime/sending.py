@@ -64,6 +64,7 @@ class Sending:
     _send_eager: Callable[..., bool] | None
     _send_value: Callable[..., bool] | None
     _core_send: Callable[..., bool] | None
+    _new_future: Callable[[int], Future] | None
     forget_future: Callable[[int], None]
 
     def send_raw(self, dest: int, header: bytes, segments: list, coll: int) -> None:
@@ -109,7 +110,11 @@ class Sending:
                         self.counts.sent += 1
                     self.local.append((None, (proxy._info.id, proxy._index, entry, copies)))
                     return None
-        fut = Future(_depth=4) if ret else None
+        if ret:
+            new = self._new_future  # Future(_depth=4), compiled
+            fut = new(2) if new is not None else Future(_depth=4)
+        else:
+            fut = None
         if fut is not None and not kwargs and self._core_send is not None:
             if self._core_send(proxy, entry, fut.fid, *args):  # compiled, the reply to `fut`
                 return fut
@@ -142,7 +147,11 @@ class Sending:
             flag, segments = 0, [payload]  # encode_call's first case, without its calls
         else:
             flag, segments = self._encode_call(info, name, args, kwargs)
-        fut = Future(_depth=depth) if ret else None
+        if ret:
+            new = self._new_future  # Future(_depth=depth), compiled
+            fut = new(depth - 2) if new is not None else Future(_depth=depth)
+        else:
+            fut = None
         header = _pack(_BROADCAST | flag, 0, entry, self.pe, fut.fid if fut else 0, info.id)
         self.send_raw(info.root, header, segments, info.id)
         return fut
