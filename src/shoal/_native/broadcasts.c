@@ -166,6 +166,36 @@ static int by_first(const void *x, const void *y) {
     return (i > j) - (i < j);
 }
 
+/* The caller's future, of this PE, resolved with `result` (Runtime.send_future's local
+ * case, Future._resolve): 1 done; 0 the Python way (not a plain pending Future here); -1 error. */
+static int resolve_here(Core *c, uint32_t fid, PyObject *result) {
+    PyObject *key = PyLong_FromUnsignedLong(fid);
+    if (!key) return -1;
+    PyObject *fut = PyDict_GetItemWithError(c->futures, key);
+    if (!fut || !Py_IS_TYPE(fut, (PyTypeObject *)c->future_cls) || SLOT(fut, c->off_state) != c->fut_pending) {
+        Py_DECREF(key);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_INCREF(fut);
+    int err = PyDict_DelItem(c->futures, key); /* Runtime.forget_future */
+    Py_DECREF(key);
+    if (!err) {
+        Py_XSETREF(SLOT(fut, c->off_value), Py_NewRef(result));
+        future_set_done(c, fut);
+        PyObject *callbacks = SLOT(fut, c->off_callbacks);
+        if (callbacks && callbacks != Py_None) {
+            SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None); /* the list's reference is now ours */
+            for (Py_ssize_t i = 0; !err && PyList_Check(callbacks) && i < PyList_GET_SIZE(callbacks); i++) {
+                PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(callbacks, i), fut);
+                if (r) Py_DECREF(r); else err = -1;
+            }
+            Py_DECREF(callbacks);
+        }
+    }
+    Py_DECREF(fut);
+    return err ? -1 : 1;
+}
+
 /* Every value is here: to the parent, or (the root) to the caller's future. 0 or -1. */
 static int gather_done(Core *c, Broadcasts *b, Gather *g) {
     if (g->parent >= 0) {
@@ -206,7 +236,8 @@ static int gather_done(Core *c, Broadcasts *b, Gather *g) {
             if (PyList_SetSlice(result, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, PyTuple_GET_ITEM(PyList_GET_ITEM(blocks, i), 1)) < 0)
                 Py_CLEAR(result);
         if (!result) return -1;
-        r = PyObject_CallFunction(c->send_future, "IIO", g->src, g->fid, result);
+        int here = g->src == c->pe ? resolve_here(c, g->fid, result) : 0;
+        r = here < 0 ? NULL : here ? Py_NewRef(Py_None) : PyObject_CallFunction(c->send_future, "IIO", g->src, g->fid, result);
         Py_DECREF(result);
     } else { /* pairs among them (an element's call was pending somewhere): the Python way */
         PyObject *items = gather_items(b, g);
