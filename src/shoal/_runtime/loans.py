@@ -21,6 +21,7 @@ PE, copied for the receiver).
 from __future__ import annotations
 
 import weakref
+
 import numpy as np
 
 from .._transport.rendezvous import LENT
