@@ -172,9 +172,10 @@ static int resolve_here(Core *c, uint32_t fid, PyObject *result) {
     PyObject *key = PyLong_FromUnsignedLong(fid);
     if (!key) return -1;
     PyObject *fut = PyDict_GetItemWithError(c->futures, key);
-    if (!fut || !Py_IS_TYPE(fut, (PyTypeObject *)c->future_cls) || SLOT(fut, c->off_state) != c->fut_pending) {
+    int pending = fut && Py_IS_TYPE(fut, (PyTypeObject *)c->future_cls) ? future_pending(c, fut) : 0;
+    if (pending != 1) {
         Py_DECREF(key);
-        return PyErr_Occurred() ? -1 : 0;
+        return pending < 0 || PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(fut);
     int err = PyDict_DelItem(c->futures, key); /* Runtime.forget_future */
