@@ -301,6 +301,12 @@ def each_outcome(fut: Future) -> Future:
     return fut
 
 
+def new_future(back: int) -> Future:
+    """A pending, registered Future, made as ``Future()`` in the frame ``back`` above the
+    caller's: the Python reference of the compiled core's ``Core.new_future``."""
+    return Future(_depth=back + 3)
+
+
 def _rebuild_future(owner: int, fid: int, origin: str, value: Any = _PENDING_VALUE) -> Future:
     """A future that arrived in a message: the original on its owner, else this PE's
     handle of it (one per future), resolved at once if its value travelled with it."""

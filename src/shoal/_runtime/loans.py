@@ -54,13 +54,13 @@ class Loan:
         self._rt = rt
         self.array = array
         #: resolves (with None) when no message holds the array any more
-        self.returned = Future.local(rt, ("the return of a loan of", _Shape(array)))
+        self.returned = Future.local(rt, f"the return of a loan of {_shape(array)}")
         self._out = 0  # views of the array that messages hold
 
     def __reduce__(self) -> tuple:
         """A send encodes the loan: a fresh view of the array, watched until dropped."""
         if self.returned.done():
-            raise ShoalError(f"PE {self._rt.pe}: this loan of {_Shape(self.array)!r} was returned already; "
+            raise ShoalError(f"PE {self._rt.pe}: this loan of {_shape(self.array)} was returned already; "
                              "lend the array again (shoal.lend) to send it once more")
         view = self.array.view()
         key = id(view)
@@ -82,19 +82,12 @@ class Loan:
 
     def __repr__(self) -> str:
         state = "returned" if self.returned.done() else f"{self._out} message(s) hold it"
-        return f"<Loan of {_Shape(self.array)!r}: {state}>"
+        return f"<Loan of {_shape(self.array)}: {state}>"
 
 
-class _Shape:
-    """An array's description for messages, without holding the array."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, array: np.ndarray):
-        self.text = f"array{array.shape} of {array.dtype}"
-
-    def __repr__(self) -> str:
-        return self.text
+def _shape(array: np.ndarray) -> str:
+    """How messages name a lent array."""
+    return f"array{array.shape} of {array.dtype}"
 
 
 def lend(array: np.ndarray) -> Loan:

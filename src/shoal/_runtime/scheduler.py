@@ -20,7 +20,7 @@ from ..settings import Settings
 from . import chare, tree
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
-from .futures import Future, Task
+from .futures import Future, Task, new_future
 from .balancing import COMM_SAMPLE, Balancer, record_comm
 from .devices import DeviceTransfers, transfers
 from .lifecycle import Lifecycle
@@ -161,8 +161,8 @@ class Runtime(Receiving, Sending):
         self._send_value = core.send_value if core is not None else None
         self._run_each = core.run_each if core is not None else None
         self._core_send = core.send if core is not None else None
-        #: ``new_future(back)``: Future() in the frame ``back`` above the caller's, compiled
-        self._new_future = core.new_future if core is not None else None
+        #: ``new_future(back)``: Future() in the frame ``back`` above the caller's
+        self._new_future = core.new_future if core is not None else new_future
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)

@@ -64,7 +64,7 @@ class Sending:
     _send_eager: Callable[..., bool] | None
     _send_value: Callable[..., bool] | None
     _core_send: Callable[..., bool] | None
-    _new_future: Callable[[int], Future] | None
+    _new_future: Callable[[int], Future]
     forget_future: Callable[[int], None]
 
     def send_raw(self, dest: int, header: bytes, segments: list, coll: int) -> None:
@@ -110,11 +110,7 @@ class Sending:
                         self.counts.sent += 1
                     self.local.append((None, (proxy._info.id, proxy._index, entry, copies)))
                     return None
-        if ret:
-            new = self._new_future  # Future(_depth=4), compiled
-            fut = new(2) if new is not None else Future(_depth=4)
-        else:
-            fut = None
+        fut = self._new_future(2) if ret else None  # the frame of the proxy call's caller
         if fut is not None and not kwargs and self._core_send is not None:
             if self._core_send(proxy, entry, fut.fid, *args):  # compiled, the reply to `fut`
                 return fut
@@ -141,17 +137,13 @@ class Sending:
     def broadcast(self, info: CollectionInfo, entry: int, name: str, args: tuple, kwargs: dict, ret: bool,
                   depth: int = 5) -> Future | None:
         """Send entry method ``entry`` to every element, through the collection's root
-        (``depth``: the caller's frame, for the future's origin, counted from here + 1)."""
+        (``depth``: the caller's frame, for the future's origin, as ``Future(_depth=)``)."""
         simple = _message.pickle_simple
         if simple is not None and not kwargs and (payload := simple(args)) is not None:
             flag, segments = 0, [payload]  # encode_call's first case, without its calls
         else:
             flag, segments = self._encode_call(info, name, args, kwargs)
-        if ret:
-            new = self._new_future  # Future(_depth=depth), compiled
-            fut = new(depth - 2) if new is not None else Future(_depth=depth)
-        else:
-            fut = None
+        fut = self._new_future(depth - 2) if ret else None
         header = _pack(_BROADCAST | flag, 0, entry, self.pe, fut.fid if fut else 0, info.id)
         self.send_raw(info.root, header, segments, info.id)
         return fut
