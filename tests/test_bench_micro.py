@@ -106,6 +106,8 @@ def test_all_selects_what_the_target_and_pe_count_allow():
         (["latency", "-m", "3:8"], ["power of two"]),
         (["latency", "-m", "big"], ["MIN:MAX"]),
         (["latency", "-i", "0"], ["-i must be at least 1"]),
+        (["bw", "--target", "mpi4py", "--lend"], ["--lend", "--target shoal"]),
+        (["bw", "--buffer", "bytearray", "--lend"], ["--lend", "--buffer numpy"]),
         (["latency", "--frobnicate"], ["unrecognized arguments: --frobnicate", "valid options:", "--validate", "--json"]),
     ],
 )

@@ -151,3 +151,22 @@ def test_only_plain_contiguous_arrays_are_lent(bad, words):
 def test_lend_outside_a_job_says_so():
     with pytest.raises(shoal.NotRunningError, match=r"shoal.lend\(\)"):
         shoal.lend(np.ones(4))
+
+
+@pytest.mark.mpi
+def test_waiting_on_a_loan_never_sent_is_a_deadlock_that_names_it(mpi_job):
+    job = mpi_job(
+        """
+        import numpy as np
+        import shoal
+
+        def main(args):
+            loan = shoal.lend(np.ones(10))
+            loan.returned.get()
+
+        shoal.start(main)
+        """,
+        n=2,
+    )
+    assert job.returncode != 0, job
+    assert "DeadlockError" in job.stderr and "the return of a loan of array(10,) of float64" in job.stderr, job

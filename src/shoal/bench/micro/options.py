@@ -218,6 +218,9 @@ def parse(argv: Sequence[str]) -> Config:
     if ns.gpu_path == "ipc" and target.name != "shoal":
         raise UsageError(f"--gpu-path ipc is shoal's (CUDA IPC between its PEs); --target {target.name} takes "
                          "auto, aware or staged")
+    if ns.lend and (target.name != "shoal" or buffer != "numpy"):
+        raise UsageError("--lend lends a NumPy window buffer to shoal's sends (shoal.lend); use it with "
+                         "--target shoal and --buffer numpy")
     lo, hi = _sizes(ns.message_size)
     for name, value, least in [
         ("-i", ns.iterations, 1), ("-x", ns.warmup, 0), ("--iterations-large", ns.iterations_large, 1),

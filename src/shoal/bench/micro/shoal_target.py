@@ -187,8 +187,8 @@ class EntryP2P(_Element):
 def _lend(out: Any, lend: bool) -> Any:
     """The window's payload: ``out`` lent (``shoal.lend``: sent without a copy or a wait,
     not written until it is returned, as OSU's window of ``MPI_Isend`` asks), or ``out``
-    itself, sent with value semantics. Only NumPy arrays are lent."""
-    return shoal.lend(out) if lend and type(out) is np.ndarray and out.dtype.kind in "biufc" else out
+    itself, sent with value semantics (``--lend`` takes NumPy buffers only: options.py)."""
+    return shoal.lend(out) if lend else out
 
 
 class ChannelP2P(_Element):
