@@ -231,3 +231,22 @@ def test_ret_broadcast_on_the_compiled_path_under_mpi(mpi_job):
         """
     )
     assert job.returncode == 0 and "OK 20" in job.stdout, job
+
+
+@pytest.mark.mpi
+def test_bench_scale_broadcast_reports_both_systems_and_their_ratio(capsys):
+    from shoal.bench.scale.cli import main
+
+    assert main(["broadcast", "--trials", "3", "--calls", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "8-byte ret=True broadcast on 2 PEs, 3 interleaved trials (best of 5 repeats of 200 calls each):" in out
+    for line in ("shoal ret=True broadcast", "mpi4py Bcast + Gather", "shoal / mpi4py:"):
+        assert line in out, out
+
+
+def test_bench_scale_refuses_bad_options(capsys):
+    from shoal.bench.scale.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["broadcast", "--calls", "0"])
+    assert info.value.code == 2 and "--calls >= 1" in capsys.readouterr().err

@@ -7,6 +7,10 @@
 * ``startup``: ``shoal run -n P hello.py`` against ``mpiexec -n P python -c "from mpi4py
   import MPI"``, interleaved, ``--trials`` each: medians with bootstrap 95% CIs, and the
   ratio of medians.
+* ``broadcast``: a ``ret=True`` broadcast to a Group answered by every element
+  (:mod:`.ret_broadcast`) against mpi4py's ``Bcast`` + ``Gather`` of 8 bytes
+  (:mod:`.bcast_gather`), each the best of 5 repeats of ``--calls`` calls, the two jobs
+  interleaved ``--trials`` times: medians with bootstrap 95% CIs, and the ratio.
 """
 
 from __future__ import annotations
@@ -49,6 +53,39 @@ def _elements(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _broadcast(ns: argparse.Namespace) -> int:
+    from ...bench.stats import median, median_ci, ratio_ci, ratio_of_medians
+    from ...launcher import find_mpiexec
+
+    here = Path(__file__).parent
+    commands = {
+        "shoal ret=True broadcast": [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes),
+                                     str(here / "ret_broadcast.py"), str(ns.calls)],
+        "mpi4py Bcast + Gather": [find_mpiexec(None), "-n", str(ns.pes), sys.executable,
+                                  str(here / "bcast_gather.py"), str(ns.calls)],
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(ns.trials):
+        for name, cmd in commands.items():
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            found = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("us_per_call ")]
+            if proc.returncode or not found:
+                sys.stderr.write(f"{' '.join(cmd)} failed (exit code {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+                return proc.returncode or 1
+            times[name].append(float(found[0]))
+    print(f"8-byte ret=True broadcast on {ns.pes} PEs, {ns.trials} interleaved trials "
+          f"(best of 5 repeats of {ns.calls:,} calls each):")
+    for name, samples in times.items():
+        ci = median_ci(samples, confidence=0.95)
+        print(f"  {name:<26} median {median(samples):7.2f} us  95% CI [{ci.low:.2f}, {ci.high:.2f}]")
+    names = list(commands)
+    ratio = ratio_of_medians(times[names[0]], times[names[1]])
+    ci = ratio_ci(times[names[0]], times[names[1]], confidence=0.95)
+    print(f"  shoal / mpi4py: {ratio:.2f}x  95% CI [{ci.low:.2f}, {ci.high:.2f}]")
+    return 0
+
+
 def _startup(ns: argparse.Namespace) -> int:
     from ...bench.stats import median, median_ci, ratio_ci, ratio_of_medians
     from ...launcher import find_mpiexec
@@ -85,18 +122,21 @@ def _startup(ns: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="shoal bench scale", description=__doc__.splitlines()[0])
-    p.add_argument("what", nargs="?", choices=("elements", "startup", "all"), default="all")
+    p.add_argument("what", nargs="?", choices=("elements", "startup", "broadcast", "all"), default="all")
     p.add_argument("-n", "--pes", type=int, default=2, help="PEs (2)")
     p.add_argument("--elements", type=int, default=1_000_000, help="elements: Array size (1000000)")
     p.add_argument("--trials", type=int, default=5, help="trials (5)")
+    p.add_argument("--calls", type=int, default=20_000, help="broadcast: calls per repeat (20000)")
     p.add_argument("--lb", default="", help="elements: run with this load balancer set (elements then keep load counters)")
     p.add_argument("--json", action="store_true", help="elements: also print the job's JSON line")
     ns = p.parse_args(argv)
-    if ns.pes < 1 or ns.elements < 1 or ns.trials < 3:
-        p.error("give -n >= 1, --elements >= 1 and --trials >= 3")
+    if ns.pes < 1 or ns.elements < 1 or ns.trials < 3 or ns.calls < 1:
+        p.error("give -n >= 1, --elements >= 1, --trials >= 3 and --calls >= 1")
     code = 0
     if ns.what in ("elements", "all"):
         code = _elements(ns)
     if ns.what in ("startup", "all") and not code:
         code = _startup(ns)
+    if ns.what in ("broadcast", "all") and not code:
+        code = _broadcast(ns)
     return code
