@@ -72,3 +72,29 @@ def test_idle_pes_back_off(mpi_job):
     assert job.returncode == 0, job
     used = eval(job.stdout.split("idle cpu", 1)[1])
     assert len(used) == 2 and max(used) < 0.5, used  # a busy-polling PE would use ~1.5 s
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("env,first,level", [
+    ({}, "", "THREAD_SERIALIZED"),  # shoal calls MPI from one thread at a time: no lock per call
+    ({"SHOAL_MPI_THREADS": "multiple"}, "", "THREAD_MULTIPLE"),
+    ({"MPI4PY_RC_THREAD_LEVEL": "funneled"}, "", "THREAD_FUNNELED"),  # mpi4py's own choice stands
+    ({}, "from mpi4py import MPI", "THREAD_MULTIPLE"),  # MPI started before shoal: its level stays
+])
+def test_mpi_thread_level(mpi_job, env, first, level):
+    job = mpi_job(
+        f"""
+        {first}
+        import shoal
+
+        def main(args):
+            from mpi4py import MPI
+            names = {{getattr(MPI, n): n for n in ("THREAD_FUNNELED", "THREAD_SERIALIZED", "THREAD_MULTIPLE")}}
+            print("level", names[MPI.Query_thread()])
+
+        shoal.start(main)
+        """,
+        env=env,
+    )
+    assert job.returncode == 0, job
+    assert f"level {level}\n" in job.stdout, job

@@ -328,6 +328,68 @@ def test_broadcasts_run_every_local_element(mpi_job, native):
 
 
 @BOTH
+def test_collection_calls_take_the_compiled_broadcast_and_agree_with_python(mpi_job, native):
+    """A collection's entry method is the compiled bound entry where a core runs: simple
+    arguments go straight to the root, anything else (a string, an array, keywords) by
+    the Python path, with the same results, message counts and method.outcomes()."""
+    job = mpi_job(
+        """
+        import numpy as np
+        import shoal
+        from shoal._runtime.context import current
+
+        class Cell(shoal.Chare):
+            def __init__(self):
+                self.seen = []
+
+            def hear(self, *xs, scale=1):
+                self.seen.append(xs if scale == 1 else tuple(x * scale for x in xs))
+                return len(self.seen)
+
+            def report(self):
+                return self.seen
+
+            def picky(self):
+                if self.index == (2,):
+                    raise ValueError("element 2 is picky")
+                return self.index[0]
+
+        def main(args):
+            cells = shoal.Array(Cell, 5)
+            print("bound", type(cells.hear).__name__)
+            sent = current().counts.sent
+            cells.hear(1, 2.5)                        # simple: compiled where a core runs
+            cells.hear("a")                           # pickled in Python
+            cells.hear(np.arange(2))                  # an array
+            cells.hear(3, scale=2)                    # a keyword
+            assert cells.hear(None, ret=False) is None
+            counts = cells.hear(True, ret=True).get()  # a future, from either path
+            assert counts == [6] * 5, counts
+            print("sent", current().counts.sent - sent)  # the same on both paths
+            seen = cells.report(ret=True).get()
+            assert all(repr(s) == repr(seen[0]) for s in seen), seen
+            print("seen", seen[0])
+            outcomes = cells.picky.outcomes().get()
+            assert [type(o).__name__ for o in outcomes] == ["int", "int", "ValueError", "int", "int"], outcomes
+            try:
+                cells[0].picky.outcomes()
+            except TypeError as exc:
+                print("element outcomes:", exc)
+            shoal.exit()
+
+        shoal.start(main)
+        """,
+        n=2,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert f"bound {'BoundEntry' if native == '1' else '_BoundCollectionEntry'}" in job.stdout, job
+    assert "seen [(1, 2.5), ('a',), (array([0, 1]),), (6,), (None,), (True,)]" in job.stdout, job
+    assert "sent 13\n" in job.stdout, job  # the same count on both paths
+    assert "element outcomes: picky.outcomes() is for a collection" in job.stdout, job
+
+
+@BOTH
 def test_replies_of_ret_true_calls(mpi_job, native):
     """ret=True: plain values and arrays come back, a coroutine's value too, a remote
     error is raised at the caller with its type, and so is a value that cannot travel."""

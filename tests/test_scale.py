@@ -244,6 +244,17 @@ def test_bench_scale_broadcast_reports_both_systems_and_their_ratio(capsys):
         assert line in out, out
 
 
+@pytest.mark.mpi
+def test_bench_scale_startup_reports_shoal_against_both_baselines(capsys):
+    from shoal.bench.scale.cli import main
+
+    assert main(["startup", "--trials", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "start-up on 2 PEs, 3 interleaved trials" in out, out
+    for line in ("shoal run / mpiexec + mpi4py: ", "shoal run / mpiexec + numpy + mpi4py: "):
+        assert line in out, out
+
+
 def test_bench_scale_refuses_bad_options(capsys):
     from shoal.bench.scale.cli import main
 

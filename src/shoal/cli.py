@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import jobwatch
 from .errors import exit_code
 from .settings import MAX_PES, SettingsError, load_settings
-from ._transport import TRANSPORTS
+from ._transport import TRANSPORTS, ask_thread_level
 
 if TYPE_CHECKING:
     from .launcher import JobOutcome, find_mpiexec, launch_mpi
@@ -394,6 +394,7 @@ def _info(ns: argparse.Namespace) -> int:
     }
     if ns.transport == "mpi":
         try:
+            ask_thread_level(settings.mpi_threads)  # as a job's PE starts MPI
             from ._transport.mpi import describe_library
         except ImportError as exc:
             rows["mpi"] = f"unavailable ({exc}); install with `pip install mpi4py mpich`"

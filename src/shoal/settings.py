@@ -52,6 +52,10 @@ class Settings:
     tree_fanout: int = 4
     #: 1: use the compiled per-message path (C) with the MPI transport when it builds; 0: pure Python.
     native: int = 1
+    #: The thread level shoal asks of MPI when it starts MPI itself. shoal calls MPI from
+    #: one thread at a time, so ``serialized`` suffices, and MPICH then takes no lock
+    #: around each call; ``multiple`` for programs that call MPI from threads of their own.
+    mpi_threads: str = "serialized"
     #: MPI transport: let the C allocator serve blocks below this many bytes from its heap
     #: and keep freed ones, so large messages land in memory already mapped instead of
     #: fresh pages (page faults halve rendezvous bandwidth); 0 leaves malloc alone.
@@ -113,6 +117,8 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "deadlock_timeout": ((0.0, 604800.0), "a number of seconds; 604800 (a week) where no check is wanted"),
     "tree_fanout": ((2, MAX_PES), "a fan-out of at least the number of PEs makes a flat tree"),
     "native": (frozenset({0, 1}), "1: the compiled per-message path, 0: pure Python"),
+    "mpi_threads": (frozenset({"funneled", "serialized", "multiple"}),
+                    "the MPI thread level shoal asks for (multiple: the program calls MPI from threads of its own)"),
     "heap_reuse": ((0, 2**31 - 1), "bytes; malloc takes a C int, and above 32 MiB acts as 32 MiB"),
     "trace": (_Matching(r"[^\x00]*", "a file name without NUL characters"),
               "the file the job's timeline is written to at its end (empty: no tracing)"),

@@ -103,7 +103,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     if ((self->off_info = slot_offset(proxy_cls, "_info")) < 0 || (self->off_index = slot_offset(proxy_cls, "_index")) < 0 ||
         (self->off_dest = slot_offset(proxy_cls, "_dest")) < 0 || (self->off_epoch = slot_offset(proxy_cls, "_epoch")) < 0 ||
         (self->off_loc_epoch = slot_offset(locations_cls, "epoch")) < 0 ||
-        (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0 ||
+        (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_info_root = slot_offset(info_cls, "root")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0 ||
         (self->off_waiting = slot_offset(channel_cls, "waiting")) < 0 || (self->off_into = slot_offset(channel_cls, "into")) < 0 ||
         (self->off_arrived = slot_offset(channel_cls, "arrived")) < 0 || (self->off_sent = slot_offset(channel_cls, "sent")) < 0 ||
         (self->off_tag = slot_offset(channel_cls, "tag")) < 0 || (self->off_remote = slot_offset(channel_cls, "remote")) < 0 || (self->off_state = slot_offset(future_cls, "_state")) < 0 ||
@@ -187,6 +187,10 @@ static PyObject *Core_new_future(Core *self, PyObject *arg) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "new_future(back): back >= 0");
         return NULL;
     }
+    return core_new_future(self, back);
+}
+
+PyObject *core_new_future(Core *self, long back) {
     PyObject *next = PyObject_GetAttr(self->rt, self->str_next_fid);
     if (!next) return NULL;
     unsigned long fid = PyLong_AsUnsignedLong(next);

@@ -58,6 +58,14 @@ int core_send_call(Core *core, PyObject *proxy, int entry, PyObject *const *args
 int core_send(Core *core, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs);
 /* The same with keyword arguments `kwargs` (a dict); 0 for a local element (Python path). */
 int core_send_kw(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject *kwargs);
+/* A broadcast of entry method `entry` to the collection of `proxy` whose arguments
+ * pickle_simple takes (Runtime.broadcast's first case): sent to the collection's root,
+ * to this PE's local queue if it is the root. `*out` is the call's future if `ret`,
+ * else None. 1 sent; 0 not handled (nothing done: the Python path); -1 error set. */
+int core_broadcast(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, int ret, PyObject **out);
+/* Core.new_future(back): a registered pending Future made `back` frames above the
+ * current Python frame (a new reference; NULL with an error). */
+PyObject *core_new_future(Core *core, long back);
 
 /* The compiled core serving runtime `rt`, or NULL (borrowed). */
 Core *core_for(PyObject *rt);
@@ -88,7 +96,7 @@ struct Core {
     long comm_countdown;     /* sends until the next one sampled */
     uint64_t rng;            /* xorshift state: sampling intervals vary, so no send pattern aliases with them */
     Py_ssize_t off_info, off_index, off_dest, off_epoch;              /* ElementProxy slots */
-    Py_ssize_t off_loc_epoch, off_info_id, off_elements;            /* Locations, CollectionInfo, CollectionState */
+    Py_ssize_t off_loc_epoch, off_info_id, off_info_root, off_elements; /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
     Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch;      /* more Channel slots */

@@ -1,17 +1,21 @@
-/* Element proxies' entry methods in C: _runtime/proxy.py (_EntryDescriptor and
- * _BoundElementEntry) is the reference.
+/* Proxies' entry methods in C: _runtime/proxy.py (_EntryDescriptor, _BoundElementEntry
+ * and _BoundCollectionEntry) is the reference.
  *
  * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
  * on a PE whose runtime has a compiled core goes straight to core_send_call (or
- * core_send_kw with keywords). Every other call (`ret=True`, a local element with
- * keywords, no core) goes to the Python hook, which is what the Python bound entry does.
+ * core_send_kw with keywords) for an element, to core_broadcast for a whole collection.
+ * Every other call (an element's `ret=True`, a local element with keywords, arguments
+ * the compiled paths do not encode, no core) goes to the Python hook, which is what the
+ * Python bound entry does.
  */
 #include "core.h"
 #include <structmember.h>
 
 static PyObject *context_globals; /* shoal._runtime.context's namespace: `_current` is the running runtime */
 static PyObject *str_current;
-static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs) */
+static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs): an element's call */
+static PyObject *slow_broadcast;  /* slow_broadcast(proxy, entry, name, args, kwargs): a collection's */
+static PyObject *outcomes_call;   /* outcomes_call(proxy, entry, name, args, kwargs): method.outcomes() */
 static PyObject *entry_ref;  /* proxy.EntryRef */
 
 typedef struct {
@@ -26,12 +30,16 @@ typedef struct {
     PyObject_HEAD
     PyObject *name;
     int entry;
+    int broadcast; /* a collection proxy's: calls broadcast */
 } EntryDescriptor;
 
 static PyTypeObject BoundEntryType, EntryDescriptorType;
 
-static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    if (!slow_call) { PyErr_SetString(PyExc_RuntimeError, "shoal._native proxies are not configured"); return NULL; }
+static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* hook(proxy, entry, name, args, kwargs) with the call's positional and keyword arguments */
+static PyObject *call_hook(PyObject *hook, BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (!hook) { PyErr_SetString(PyExc_RuntimeError, "shoal._native proxies are not configured"); return NULL; }
     PyObject *tuple = PyTuple_New(nargs), *kwargs = PyDict_New();
     if (!tuple || !kwargs) { Py_XDECREF(tuple); Py_XDECREF(kwargs); return NULL; }
     for (Py_ssize_t i = 0; i < nargs; i++) { Py_INCREF(args[i]); PyTuple_SET_ITEM(tuple, i, args[i]); }
@@ -42,11 +50,16 @@ static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssi
         }
     }
     PyObject *entry = PyLong_FromLong(self->entry);
-    PyObject *r = entry ? PyObject_CallFunctionObjArgs(slow_call, self->proxy, entry, self->name, tuple, kwargs, NULL) : NULL;
+    PyObject *r = entry ? PyObject_CallFunctionObjArgs(hook, self->proxy, entry, self->name, tuple, kwargs, NULL) : NULL;
     Py_XDECREF(entry);
     Py_DECREF(tuple);
     Py_DECREF(kwargs);
     return r;
+}
+
+static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    int broadcast = self->vectorcall == (vectorcallfunc)broadcast_vectorcall;
+    return call_hook(broadcast ? slow_broadcast : slow_call, self, args, nargs, kwnames);
 }
 
 /* Keyword arguments of a call as a dict without the call's options, `ret` (shoal's) and
@@ -96,6 +109,44 @@ static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_
     return bound_call_slow(self, args, nargs, kwnames);
 }
 
+/* The `ret` option of a broadcast's keywords: 0 or 1 (`*ret`) when `ret` is the only
+ * keyword (or there are none); 0 for other keywords (the Python path); -1 error. */
+static int ret_only(PyObject *const *values, PyObject *kwnames, int *ret) {
+    *ret = 0;
+    if (kwnames == NULL) return 1;
+    if (PyTuple_GET_SIZE(kwnames) != 1) return 0;
+    PyObject *key = PyTuple_GET_ITEM(kwnames, 0);
+    if (!PyUnicode_Check(key) || PyUnicode_CompareWithASCIIString(key, "ret") != 0) return 0;
+    int truth = PyObject_IsTrue(values[0]);
+    if (truth < 0) return -1;
+    *ret = truth;
+    return 1;
+}
+
+static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (context_globals != NULL) {
+        PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
+        Core *core = rt ? core_for(rt) : NULL;
+        if (core) {
+            int ret, plain = ret_only(args + nargs, kwnames, &ret);
+            if (plain < 0) return NULL;
+            PyObject *out;
+            int r = plain ? core_broadcast(core, self->proxy, self->entry, args, nargs, ret, &out) : 0;
+            if (r < 0) return NULL;
+            if (r) return out;
+        } else if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return bound_call_slow(self, args, nargs, kwnames);
+}
+
+/* outcomes(*args, **kwargs): _BoundEntry.outcomes, through the Python hook */
+static PyObject *BoundEntry_outcomes(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    return call_hook(outcomes_call, self, args, PyVectorcall_NARGS(nargsf), kwnames);
+}
+
 static void BoundEntry_dealloc(BoundEntry *self) {
     Py_XDECREF(self->proxy);
     Py_XDECREF(self->name);
@@ -140,6 +191,8 @@ static PyObject *BoundEntry_repr(BoundEntry *self) {
 
 static PyMethodDef BoundEntry_methods[] = {
     {"bind", (PyCFunction)BoundEntry_bind, METH_VARARGS, "A reduction target that calls this method with args before the result."},
+    {"outcomes", (PyCFunction)(void (*)(void))BoundEntry_outcomes, METH_FASTCALL | METH_KEYWORDS,
+     "Broadcast this method; a future of every element's outcome (value or exception), in index order."},
     {"__reduce__", (PyCFunction)BoundEntry_reduce, METH_NOARGS, NULL},
     {NULL}
 };
@@ -157,7 +210,7 @@ static PyTypeObject BoundEntryType = {
     .tp_name = "shoal._native.BoundEntry",
     .tp_basicsize = sizeof(BoundEntry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "An entry method of one element: call it to send; use it as a reduction target.",
+    .tp_doc = "An entry method of one element or a whole collection: call it to send; use it as a reduction target.",
     .tp_vectorcall_offset = offsetof(BoundEntry, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_dealloc = (destructor)BoundEntry_dealloc,
@@ -170,7 +223,8 @@ static PyTypeObject BoundEntryType = {
 
 static int EntryDescriptor_init(EntryDescriptor *self, PyObject *args, PyObject *kw) {
     PyObject *name;
-    if (!PyArg_ParseTuple(args, "iU", &self->entry, &name)) return -1;
+    self->broadcast = 0;
+    if (!PyArg_ParseTuple(args, "iU|p", &self->entry, &name, &self->broadcast)) return -1;
     Py_INCREF(name);
     Py_XSETREF(self->name, name);
     return 0;
@@ -190,13 +244,14 @@ static PyObject *EntryDescriptor_get(EntryDescriptor *self, PyObject *proxy, PyO
     b->proxy = proxy;
     b->name = self->name;
     b->entry = self->entry;
-    b->vectorcall = (vectorcallfunc)bound_vectorcall;
+    b->vectorcall = self->broadcast ? (vectorcallfunc)broadcast_vectorcall : (vectorcallfunc)bound_vectorcall;
     return (PyObject *)b;
 }
 
 static PyMemberDef EntryDescriptor_members[] = {
     {"entry", T_INT, offsetof(EntryDescriptor, entry), READONLY, "the entry method's id"},
     {"name", T_OBJECT, offsetof(EntryDescriptor, name), READONLY, "the entry method's name"},
+    {"broadcast", T_INT, offsetof(EntryDescriptor, broadcast), READONLY, "1 for a collection proxy's (calls broadcast), else 0"},
     {NULL}
 };
 
@@ -205,7 +260,7 @@ static PyTypeObject EntryDescriptorType = {
     .tp_name = "shoal._native.EntryDescriptor",
     .tp_basicsize = sizeof(EntryDescriptor),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "EntryDescriptor(entry, name): an element proxy class's entry method.",
+    .tp_doc = "EntryDescriptor(entry, name, broadcast=False): a proxy class's entry method (a collection's broadcasts).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)EntryDescriptor_init,
     .tp_dealloc = (destructor)EntryDescriptor_dealloc,
@@ -213,18 +268,21 @@ static PyTypeObject EntryDescriptorType = {
     .tp_members = EntryDescriptor_members,
 };
 
-/* configure_proxies(context_namespace, slow_call, EntryRef) */
+/* configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef) */
 static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
-    PyObject *ns, *slow, *ref;
-    if (!PyArg_ParseTuple(args, "O!OO", &PyDict_Type, &ns, &slow, &ref)) return NULL;
+    PyObject *ns, *slow, *slow_bc, *outcomes, *ref;
+    if (!PyArg_ParseTuple(args, "O!OOOO", &PyDict_Type, &ns, &slow, &slow_bc, &outcomes, &ref)) return NULL;
     Py_INCREF(ns); Py_XSETREF(context_globals, ns);
     Py_INCREF(slow); Py_XSETREF(slow_call, slow);
+    Py_INCREF(slow_bc); Py_XSETREF(slow_broadcast, slow_bc);
+    Py_INCREF(outcomes); Py_XSETREF(outcomes_call, outcomes);
     Py_INCREF(ref); Py_XSETREF(entry_ref, ref);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef proxies_functions[] = {
-    {"configure_proxies", configure_proxies, METH_VARARGS, "configure_proxies(context_namespace, slow_call, EntryRef)"},
+    {"configure_proxies", configure_proxies, METH_VARARGS,
+     "configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef)"},
     {NULL}
 };
 

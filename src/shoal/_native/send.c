@@ -305,6 +305,75 @@ PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t
     return PyBytes_FromStringAndSize(out, len);
 }
 
+/* (header, [payload]) on this PE's local queue, as Runtime.send_raw puts a message to
+ * itself: 1, or -1 with an error. */
+static int send_local_bytes(Core *c, const char *header, Py_ssize_t hlen, const char *payload, Py_ssize_t plen) {
+    PyObject *h = PyBytes_FromStringAndSize(header, hlen), *p = PyBytes_FromStringAndSize(payload, plen);
+    PyObject *segments = h && p ? PyList_New(1) : NULL, *item = segments ? PyTuple_New(2) : NULL;
+    if (!item) { Py_XDECREF(h); Py_XDECREF(p); Py_XDECREF(segments); return -1; }
+    PyList_SET_ITEM(segments, 0, p);
+    PyTuple_SET_ITEM(item, 0, h);
+    PyTuple_SET_ITEM(item, 1, segments);
+    PyObject *r = PyObject_CallOneArg(c->local_append, item);
+    Py_DECREF(item);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
+int core_broadcast(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, int ret, PyObject **out) {
+    if (c->trace) return 0; /* the Python path puts the send in the timeline */
+    PyObject *info = SLOT(proxy, c->off_info);
+    PyObject *id = info ? SLOT(info, c->off_info_id) : NULL, *root = info ? SLOT(info, c->off_info_root) : NULL;
+    if (!id || !root) return 0;
+    char simple[SIMPLE_PICKLE_MAX];
+    Py_ssize_t slen = pickle_simple(simple, args, nargs);
+    if (slen <= 0) return 0;
+    unsigned long long coll = PyLong_AsUnsignedLongLong(id);
+    long dest = PyLong_AsLong(root);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (dest < 0 || dest > INT_MAX) return 0;
+    PyObject *fut = NULL, *fid = NULL;
+    uint32_t aux = 0;
+    if (ret) { /* made in the caller's frame: this path runs no Python frame of its own */
+        if (!(fut = core_new_future(c, 0))) return -1;
+        fid = SLOT(fut, c->off_fid);
+        aux = (uint32_t)PyLong_AsUnsignedLong(fid);
+    }
+    char header[HSIZE];
+    Py_ssize_t hlen = make_header(c, header, KIND_BROADCAST, (uint16_t)entry, aux, coll, NULL, 0);
+    int sent;
+    if (dest == (long)c->pe) {
+        sent = send_local_bytes(c, header, hlen, simple, slen);
+    } else {
+        const char *seg = simple;
+        sent = frames_send_inline(c->frames, (int)dest, header, hlen, &seg, &slen, 1);
+        if (sent == 0) {
+            PyObject *list = PyList_New(1), *p = list ? PyBytes_FromStringAndSize(simple, slen) : NULL;
+            if (p) {
+                PyList_SET_ITEM(list, 0, p);
+                sent = send_slow(c, dest, header, hlen, list);
+            } else {
+                sent = -1;
+            }
+            Py_XDECREF(list);
+        }
+    }
+    if (sent < 0) {
+        if (fut) { /* nobody will resolve it: unregister it (keeping the send's error) */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (PyDict_DelItem(c->futures, fid) < 0) PyErr_Clear();
+            PyErr_Restore(type, value, tb);
+            Py_DECREF(fut);
+        }
+        return -1;
+    }
+    if (coll != SYSTEM_ID) c->sent++;
+    *out = fut ? fut : Py_NewRef(Py_None);
+    return 1;
+}
+
 /* Encode `args` (plain arrays: descriptor and memory; else shoal's pickler) and send them
  * to PE `dest` with the header (kind, entry, this PE, aux, coll, index). 1 sent; 0 not
  * handled (nothing done); -1 error. */

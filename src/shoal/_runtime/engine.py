@@ -19,7 +19,7 @@ from . import context
 from ..settings import Settings, load_settings
 from .context import current, set_current
 from .._transport import open_transports
-from .futures import Future, Task
+from .futures import _PENDING, Future, Task
 from .scheduler import Runtime
 
 __all__ = ["Engine", "run", "start", "exit", "call_later", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size"]
@@ -204,7 +204,7 @@ class Engine:
             # work resolves (a local call, a broadcast's reply) returns sooner
             step = rt0.step
             while step() and not rt0.stopped:
-                if fut.done():
+                if fut._state != _PENDING:  # fut.done(), without the call
                     return
         watch = _Watch(self, rt0, lambda: fut)
         self.run_until(lambda: fut.done() or watch.report is not None or rt0.stopped, watch)

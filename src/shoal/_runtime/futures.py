@@ -232,6 +232,8 @@ class Future:
             if self._rt is None:
                 rt.await_remote(self)
             rt.engine.wait_main(self)
+        if self._state == _DONE:
+            return self._value
         return self.result()
 
     def add_done_callback(self, fn: Callable[["Future"], None]) -> None:

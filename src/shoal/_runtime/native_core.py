@@ -20,7 +20,7 @@ from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import _DONE, _PENDING, Future, Task
 from .location import Locations
-from .proxy import ElementProxy, EntryRef, use_native_entries
+from .proxy import CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
 from .reductions import PENDING, Block, _ResultFuture
@@ -79,6 +79,19 @@ def slow_call(proxy: ElementProxy, entry: int, name: str, args: tuple, kwargs: d
     return rt.invoke(proxy, entry, name, args, kwargs, ret)
 
 
+def slow_broadcast(proxy: CollectionProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
+    """A broadcast the compiled path did not take (arguments it does not encode, keywords
+    other than ``ret``): the Python path of :class:`_BoundCollectionEntry`."""
+    ret = kwargs.pop("ret", False) if kwargs else False
+    rt = context._current or context.current("broadcasting an entry method")
+    return rt.broadcast(proxy._info, entry, name, args, kwargs, ret, 4)
+
+
+def outcomes_call(proxy: Any, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
+    """``method.outcomes(*args, **kwargs)`` of a compiled bound entry method."""
+    return _BoundEntry(proxy, entry, name).outcomes(*args, **kwargs)
+
+
 def attach_core(transport: Any, rt: "Runtime") -> Any:
     """The compiled core of ``rt``, attached to ``transport``'s compiled frames (their
     hook then hands it received frames first); None if the transport has none."""
@@ -100,7 +113,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     )
     if rt.new_load is not None:
         rt.new_load = module.Load
-    module.configure_proxies(vars(context), slow_call, EntryRef)
+    module.configure_proxies(vars(context), slow_call, slow_broadcast, outcomes_call, EntryRef)
     module.configure_tasks(Task, Future)
     core.use_exchanges(
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, CollectionState, vars(context),

@@ -21,7 +21,7 @@ __all__ = [
     "union",
 ]
 
-_element_descriptor: Any = None  # the compiled entry descriptor, once a compiled core runs here
+_native_descriptor: Any = None  # the compiled entry descriptor, once a compiled core runs here
 
 
 class Proxy:
@@ -291,10 +291,11 @@ class _EntryDescriptor:
 
 
 def use_native_entries(descriptor: type, bound: type) -> None:
-    """Element proxy classes built from now on take their entry methods from ``descriptor``
-    (``EntryDescriptor(entry, name)`` of shoal's compiled module, which makes ``bound``)."""
-    global _element_descriptor, BOUND_ENTRIES
-    _element_descriptor = descriptor
+    """Element and collection proxy classes built from now on take their entry methods
+    from ``descriptor`` (``EntryDescriptor(entry, name, broadcast=False)`` of shoal's
+    compiled module, which makes ``bound``)."""
+    global _native_descriptor, BOUND_ENTRIES
+    _native_descriptor = descriptor
     if bound not in BOUND_ENTRIES:
         BOUND_ENTRIES = (*BOUND_ENTRIES, bound)
 
@@ -311,13 +312,15 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
     made = _PROXY_CLASSES.get(cls)
     if made is None:
         names = entry_table(cls).names
-        native = _element_descriptor
+        native = _native_descriptor
         kinds = getattr(cls, "_shoal_proxy_kinds", None) or (
             (ElementProxy, _BoundElementEntry), (CollectionProxy, _BoundCollectionEntry), (SectionProxy, _BoundEntry))
 
         def methods(bound: type) -> dict:
             if native is not None and (bound is _BoundElementEntry or getattr(bound, "compiled_stands_in", False)):
                 return {n: native(i, n) for i, n in enumerate(names)}
+            if native is not None and bound is _BoundCollectionEntry:
+                return {n: native(i, n, True) for i, n in enumerate(names)}
             return {n: _EntryDescriptor(i, n, bound) for i, n in enumerate(names)}
 
         made = tuple(

@@ -287,9 +287,10 @@ class Runtime(Receiving, Sending):
                         self._deliver(header, segments)
                     n += 1
         ready = self.ready
-        for _ in range(len(ready)):
-            ready.popleft()()
-            n += 1
+        if ready:
+            for _ in range(len(ready)):
+                ready.popleft()()
+                n += 1
         timers = self.timers
         if timers and timers[0][0] <= self.engine.clock():
             _, _, fn = heapq.heappop(timers)

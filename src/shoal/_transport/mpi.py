@@ -233,6 +233,14 @@ class MPITransport(Transport):
         return (self._module, self._native) if self._native is not None else None
 
     def poll(self, deliver: Deliver) -> int:
+        native = self._native
+        if native is not None and not (self._arrived or self._stalled or self._sends or self._bulk_waiting
+                                       or self._bulk_moving or self._repost):
+            # nothing waits in Python (the common case): the compiled receive alone
+            n = native.wait(deliver, self._unpack, self._stalled, self._arrived, 0.0)
+            if not (self._stalled or self._arrived):
+                return n
+            return n + self.wait(deliver, 0.0)
         return self.wait(deliver, 0.0)
 
     def wait(self, deliver: Deliver, seconds: float) -> int:

@@ -6,7 +6,8 @@
   broadcasts (``ret=True``, and completed by a ``nop`` reduction), medians of ``--trials``.
 * ``startup``: ``shoal run -n P hello.py`` against ``mpiexec -n P python -c "from mpi4py
   import MPI"``, interleaved, ``--trials`` each: medians with bootstrap 95% CIs, and the
-  ratio of medians.
+  ratio of medians; and against the same with ``import numpy`` first, which every shoal
+  PE does (shoal's own share of the start-up).
 * ``broadcast``: a ``ret=True`` broadcast to a Group answered by every element
   (:mod:`.ret_broadcast`) against mpi4py's ``Bcast`` + ``Gather`` of 8 bytes
   (:mod:`.bcast_gather`), each the best of 5 repeats of ``--calls`` calls, the two jobs
@@ -97,6 +98,8 @@ def _startup(ns: argparse.Namespace) -> int:
         commands = {
             "shoal run": [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes), str(hello)],
             "mpiexec + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c", "from mpi4py import MPI"],
+            "mpiexec + numpy + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c",
+                                         "import numpy; from mpi4py import MPI"],
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
         times: dict[str, list[float]] = {name: [] for name in commands}
@@ -113,10 +116,11 @@ def _startup(ns: argparse.Namespace) -> int:
     print(f"start-up on {ns.pes} PEs, {ns.trials} interleaved trials (the command's wall time, from this process):")
     for name, samples in times.items():
         ci = median_ci(samples, confidence=0.95)
-        print(f"  {name:<18} median {median(samples):.3f} s  95% CI [{ci.low:.3f}, {ci.high:.3f}]")
-    ratio = ratio_of_medians(times["shoal run"], times["mpiexec + mpi4py"])
-    ci = ratio_ci(times["shoal run"], times["mpiexec + mpi4py"], confidence=0.95)
-    print(f"  shoal run / mpiexec + mpi4py: {ratio:.2f}x  95% CI [{ci.low:.2f}, {ci.high:.2f}]")
+        print(f"  {name:<24} median {median(samples):.3f} s  95% CI [{ci.low:.3f}, {ci.high:.3f}]")
+    for base in ("mpiexec + mpi4py", "mpiexec + numpy + mpi4py"):
+        ratio = ratio_of_medians(times["shoal run"], times[base])
+        ci = ratio_ci(times["shoal run"], times[base], confidence=0.95)
+        print(f"  shoal run / {base}: {ratio:.2f}x  95% CI [{ci.low:.2f}, {ci.high:.2f}]")
     return 0
 
 

@@ -39,7 +39,7 @@ class _ElementEntry(_BoundElementEntry):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:  # the common call: shoal's own (compiled, where a core runs) element entry
-            native = _proxy._element_descriptor
+            native = _proxy._native_descriptor
             if native is not None:
                 return native(self.entry, self.name).__get__(self.proxy, None)(*args)
             return _BoundElementEntry.__call__(self, *args)
