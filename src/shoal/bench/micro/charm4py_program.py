@@ -40,12 +40,14 @@ class Pair(Chare):
         self.size = self.trips = self.total = self.warm = 0
         self.out: Any = None
         self.last: Any = None
+        self.keep = False  # keep the last message, for --validate (as shoal_target.py)
         self.done: Any = None
         self.t0 = 0.0
 
-    def prepare(self, test: str, size: int) -> None:
-        """Build this element's payload for ``test`` at ``size`` bytes (untimed)."""
-        self.test, self.size = TESTS[test], size
+    def prepare(self, test: str, size: int, keep: bool = False) -> None:
+        """Build this element's payload for ``test`` at ``size`` bytes (untimed); ``keep``:
+        keep the last message received, to validate it."""
+        self.test, self.size, self.keep = TESTS[test], size, keep
         self.out = self.kind.from_host(data.payload(self.test, size, self.me, self.n))
         self.last = None
 
@@ -56,13 +58,15 @@ class Pair(Chare):
         self.peer.ping(self.out)
 
     def ping(self, buf: Any) -> None:
-        """Follower: keep the buffer, answer with our own."""
-        self.last = buf
+        """Follower: answer with our own buffer."""
+        if self.keep:
+            self.last = buf
         self.peer.pong(self.out)
 
     def pong(self, buf: Any) -> None:
         """Leader: one round trip done; start the next or report the time."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
         self.trips += 1
         if self.trips == self.warm:
             self.t0 = perf_counter()
@@ -88,11 +92,13 @@ class Pair(Chare):
 
     def take(self, buf: Any) -> None:
         """Receiver of bw: one message of the window."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
 
     def take_last(self, buf: Any, ack: Any) -> None:
         """Receiver of bw: the window's last message; resolving ``ack`` is the ack."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
         ack()
 
     def check(self, validate: bool, corrupt: bool) -> list:
@@ -116,7 +122,7 @@ def main(args: list) -> None:
             test, result = TESTS[name], cfg.result(name)
             for size in cfg.sizes(test):
                 iters, warm = cfg.counts(test, size)
-                group.prepare(name, size, awaitable=True).get()
+                group.prepare(name, size, cfg.validate, awaitable=True).get()
                 if name == "latency":
                     done = Future()
                     group[0].pingpong(iters, warm, done)

@@ -52,10 +52,15 @@ class _Element(shoal.Chare):
         self.size = 0
         self.out: Any = None
         self.last: Any = None
+        #: keep what arrives last, for --validate; otherwise an entry method drops each
+        #: message's array, as OSU's receiver overwrites its one buffer (keeping it would
+        #: make every message land in a second buffer, colder in the cache)
+        self.keep = False
 
-    def prepare(self, test: str, size: int) -> None:
-        """Build this element's payload for ``test`` at ``size`` bytes (untimed)."""
-        self.test, self.size = TESTS[test], size
+    def prepare(self, test: str, size: int, keep: bool = False) -> None:
+        """Build this element's payload for ``test`` at ``size`` bytes (untimed); ``keep``:
+        keep the last message received, to validate it."""
+        self.test, self.size, self.keep = TESTS[test], size, keep
         if self.kind.device == "cuda":
             shoal.my_device()  # the PE's GPU (SHOAL_DEVICE), before any array is made on one
         self.out = self.kind.from_host(data.payload(self.test, size, self.index, self.n))
@@ -110,13 +115,15 @@ class EntryP2P(_Element):
         return await self.done
 
     def ping(self, buf: Any) -> None:
-        """Follower: keep the buffer, answer with our own."""
-        self.last = buf
+        """Follower: answer with our own buffer."""
+        if self.keep:
+            self.last = buf
         self.peer.pong(self.out)
 
     def pong(self, buf: Any) -> None:
         """Leader: one round trip done; start the next or report the time."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
         self.trips += 1
         if self.trips == self.warm:
             self.t0 = perf_counter()
@@ -148,11 +155,13 @@ class EntryP2P(_Element):
 
     def take(self, buf: Any) -> None:
         """Receiver of bw: one message of the window."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
 
     def take_last(self, buf: Any, ack: shoal.Future) -> None:
         """Receiver of bw: the window's last message; resolving ``ack`` is the ack."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
         ack.send(None)
 
     # -- bi-directional bandwidth: both send a window, wait for the peer's -----
@@ -176,7 +185,8 @@ class EntryP2P(_Element):
 
     def arrive(self, buf: Any) -> None:
         """bibw: one message from the partner; wake the loop when its window is in."""
-        self.last = buf
+        if self.keep:
+            self.last = buf
         self.received += 1
         wake = self.wake
         if wake is not None and self.received >= self.need:
@@ -385,7 +395,7 @@ def _measure(cfg: Config, name: str, reporter: Reporter) -> None:
         group = shoal.Group(ChannelP2P if cfg.api == "channel" else EntryP2P, args=(cfg.buffer,))
     for size in cfg.sizes(test):
         iters, warm = cfg.counts(test, size)
-        group.prepare(name, size, ret=True).get()
+        group.prepare(name, size, cfg.validate, ret=True).get()
         if test.kind == "collective":
             outs = group.run(iters, warm, cfg.validate, cfg.corrupt, ret=True).get()
             result.add(size, sum(lat for lat, _ in outs) / len(outs), iters)
