@@ -289,6 +289,61 @@ def test_channels_round_trip(mpi_job, native):
 
 
 @BOTH
+def test_channel_recv_takes_every_form_and_refuses_misuse(mpi_job, native):
+    """recv() with into= by keyword or position, a buffer posted again (checked once), a
+    message already waiting, a second recv while one is pending, a read-only buffer: the
+    compiled recv and the Python one agree."""
+    job = mpi_job(
+        """
+        import numpy as np
+        import shoal
+
+        class End(shoal.Chare):
+            def __init__(self):
+                self.ch = shoal.Channel(self, remote=self.collection[1 - self.index[0]])
+
+            async def run(self):
+                ch, me = self.ch, self.index[0]
+                buf = np.zeros(2)
+                for k in range(3):
+                    ch.send(np.full(2, float(k)))
+                    got = await (ch.recv(into=buf) if k % 2 else ch.recv(buf))  # keyword, then position
+                    assert got is buf and buf[0] == k, (k, buf)
+                ch.send("early")
+                await self.collection[1 - me].ping(ret=True)  # sent after its "early": that waits in the inbox
+                assert await ch.recv() == "early"
+                fut = ch.recv()
+                try:
+                    ch.recv()
+                except shoal.ChannelError as exc:
+                    second = "already has a receive pending" in str(exc)
+                ch.send(me)
+                assert await fut == 1 - me
+                frozen = np.zeros(2)
+                frozen.flags.writeable = False
+                try:
+                    ch.recv(into=frozen)
+                except shoal.ChannelError as exc:
+                    readonly = "writable" in str(exc)
+                return f"recv forms ok, second refused {second}, read-only refused {readonly}, {type(ch.recv).__name__}"
+
+            def ping(self):
+                return 1
+
+        async def main(args):
+            ends = shoal.Array(End, 2)
+            print(await ends.run(ret=True))
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert "recv forms ok, second refused True, read-only refused True" in job.stdout, job
+    assert ("Compiled" if native == "1" else "method") in job.stdout, job
+
+
+@BOTH
 def test_broadcasts_run_every_local_element(mpi_job, native):
     """A broadcast without reply runs on every element (keywords too); an error in one
     element ends the job naming it."""

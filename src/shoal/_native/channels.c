@@ -139,3 +139,51 @@ int local_channel(Core *c, PyObject *header, PyObject *body) {
     Py_DECREF(el);
     return r;
 }
+
+/* `channel.recv(into=None)`, compiled (Channel._recv is the reference): with no receive
+ * pending, nothing in the inbox and `into` None or the buffer the last receive posted
+ * (checked then), the pending receive is a new ChannelFuture of `cls`. Anything else
+ * (a buffer to check, a message waiting, an error to raise) is the Python path's. */
+static PyObject *channel_recv_fast(Core *c, PyObject *ch, PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames) {
+    PyObject *into = Py_None;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs + nkw > 1) return NULL;
+    if (nargs == 1) {
+        into = args[0];
+    } else if (nkw == 1) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, 0);
+        if (!PyUnicode_Check(key) || PyUnicode_CompareWithASCIIString(key, "into") != 0) return NULL;
+        into = args[0];
+    }
+    PyObject *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);
+    if (waiting != Py_None || !inbox || (into != Py_None && into != SLOT(ch, c->off_checked))) return NULL;
+    Py_ssize_t queued = PyObject_Length(inbox);
+    if (queued != 0) {
+        if (queued < 0) PyErr_Clear();
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    PyObject *fut = type->tp_alloc(type, 0);
+    PyObject *owner = fut ? PyLong_FromUnsignedLong(c->pe) : NULL, *fid = owner ? PyLong_FromLong(0) : NULL;
+    if (!fid) { Py_XDECREF(owner); Py_XDECREF(fut); return NULL; }
+    SLOT(fut, c->off_future_rt) = Py_NewRef(c->rt);
+    SLOT(fut, c->off_owner) = owner;
+    SLOT(fut, c->off_fid) = fid;
+    future_set_pending(c, fut);
+    SLOT(fut, c->off_value) = Py_NewRef(Py_None);
+    SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None);
+    SLOT(fut, c->off_origin) = Py_NewRef(ch);
+    Py_XSETREF(SLOT(ch, c->off_waiting), Py_NewRef(fut));
+    Py_XSETREF(SLOT(ch, c->off_into), Py_NewRef(into));
+    Py_XSETREF(SLOT(ch, c->off_landed), Py_NewRef(Py_False));
+    return fut;
+}
+
+PyObject *Core_channel_recv(Core *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "channel_recv(channel, fallback, future_class)");
+        return NULL;
+    }
+    return compiled_value_method(self, args[0], args[1], channel_recv_fast, args[2]);
+}

@@ -111,6 +111,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_fid = slot_offset(future_cls, "fid")) < 0 || (self->off_future_rt = slot_offset(future_cls, "_rt")) < 0 ||
         (self->off_owner = slot_offset(future_cls, "owner")) < 0 || (self->off_origin = slot_offset(future_cls, "_origin")) < 0 ||
         (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
+        (self->off_checked = slot_offset(channel_cls, "checked")) < 0 ||
         (self->off_peer = slot_offset(channel_cls, "peer")) < 0 || (self->off_peer_epoch = slot_offset(channel_cls, "peer_epoch")) < 0 ||
         (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
         (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0 ||
@@ -239,6 +240,8 @@ static PyMethodDef Core_methods[] = {
     {"run_each", (PyCFunction)(void (*)(void))Core_run_each, METH_FASTCALL, "run_each(elements, entry, args, kwargs): a broadcast's local calls"},
     {"run_local", (PyCFunction)(void (*)(void))Core_run_local, METH_FASTCALL, "run_local(deliver, deliver_direct) -> messages run"},
     {"channel_send", (PyCFunction)(void (*)(void))Core_channel_send, METH_FASTCALL, "channel_send(channel, fallback) -> the channel's compiled send(*values)"},
+    {"channel_recv", (PyCFunction)(void (*)(void))Core_channel_recv, METH_FASTCALL,
+     "channel_recv(channel, fallback, future_class) -> the channel's compiled recv(into=None)"},
     {"set_post", (PyCFunction)(void (*)(void))Core_set_post, METH_FASTCALL, "set_post(set, fallback) -> the receive set's compiled post()"},
     {"task_resume", (PyCFunction)(void (*)(void))Core_task_resume, METH_FASTCALL, "task_resume(task, fallback) -> the task's compiled resume()"},
     {"task_wake_now", (PyCFunction)(void (*)(void))Core_task_wake_now, METH_FASTCALL, "task_wake_now(task, fallback) -> the task's compiled wake_now(fut)"},
@@ -278,13 +281,20 @@ typedef struct {
     Core *core;
     PyObject *obj;
     PyObject *fallback;
-    fastfunc fast;
+    fastfunc fast;          /* a method that returns None; or NULL, and then: */
+    valuefunc fast_value;   /* a method that returns a value (keywords too) */
+    PyObject *extra;        /* fast_value's own argument */
     vectorcallfunc vectorcall;
 } Compiled;
 
 static PyObject *compiled_call(Compiled *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    if (kwnames == NULL && active == self->core) {
+    if (self->fast == NULL) {
+        if (active == self->core) {
+            PyObject *r = self->fast_value(self->core, self->obj, self->extra, args, nargs, kwnames);
+            if (r || PyErr_Occurred()) return r;
+        }
+    } else if (kwnames == NULL && active == self->core) {
         int r = self->fast(self->core, self->obj, args, nargs);
         if (r < 0) return NULL;
         if (r) Py_RETURN_NONE;
@@ -302,12 +312,14 @@ static PyObject *compiled_call(Compiled *self, PyObject *const *args, size_t nar
 static int Compiled_traverse(Compiled *self, visitproc visit, void *arg) {
     Py_VISIT(self->obj);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->extra);
     return 0;
 }
 
 static int Compiled_clear(Compiled *self) {
     Py_CLEAR(self->obj);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->extra);
     return 0;
 }
 
@@ -323,7 +335,7 @@ PyTypeObject CompiledType = {
     .tp_name = "shoal._native.Compiled",
     .tp_basicsize = sizeof(Compiled),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A runtime object's method (a channel's send, a receive set's post), compiled.",
+    .tp_doc = "A runtime object's method (a channel's send and recv, a receive set's post), compiled.",
     .tp_vectorcall_offset = offsetof(Compiled, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_traverse = (traverseproc)Compiled_traverse,
@@ -331,16 +343,27 @@ PyTypeObject CompiledType = {
     .tp_dealloc = (destructor)Compiled_dealloc,
 };
 
-PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast) {
+static PyObject *compiled_new(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast, valuefunc fast_value,
+                              PyObject *extra) {
     Compiled *self = PyObject_GC_New(Compiled, &CompiledType);
     if (!self) return NULL;
     self->core = (Core *)Py_NewRef((PyObject *)c);
     self->obj = Py_NewRef(obj);
     self->fallback = Py_NewRef(fallback);
     self->fast = fast;
+    self->fast_value = fast_value;
+    self->extra = Py_XNewRef(extra);
     self->vectorcall = (vectorcallfunc)compiled_call;
     PyObject_GC_Track(self);
     return (PyObject *)self;
+}
+
+PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast) {
+    return compiled_new(c, obj, fallback, fast, NULL, NULL);
+}
+
+PyObject *compiled_value_method(Core *c, PyObject *obj, PyObject *fallback, valuefunc fast, PyObject *extra) {
+    return compiled_new(c, obj, fallback, NULL, fast, extra);
 }
 
 /* Load: load[i] and load[i] = x for i in 0, 1; load[:] = x sets both. */

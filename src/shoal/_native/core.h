@@ -99,7 +99,7 @@ struct Core {
     Py_ssize_t off_loc_epoch, off_info_id, off_info_root, off_elements; /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
-    Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch;      /* more Channel slots */
+    Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch, off_checked; /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
     PyObject *future_cls, *futures, *str_next_fid;                   /* futures.Future, rt.futures, "_next_fid" */
     Py_ssize_t off_future_rt, off_owner, off_origin;                 /* more Future slots (new_future) */
@@ -221,6 +221,12 @@ static inline int is_system(PyObject *coll) {
  * Otherwise the call is fallback(obj, *args, **kwargs), the Python method. */
 typedef int (*fastfunc)(Core *c, PyObject *obj, PyObject *const *args, Py_ssize_t nargs);
 PyObject *compiled_method(Core *c, PyObject *obj, PyObject *fallback, fastfunc fast);
+/* The same for a method that returns a value: fast(core, obj, extra, args, nargs, kwnames)
+ * runs first, keywords and all, while the core is serving: a new reference, the call's
+ * value; NULL with an error; NULL without one: not handled (fallback takes the call). */
+typedef PyObject *(*valuefunc)(Core *c, PyObject *obj, PyObject *extra, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames);
+PyObject *compiled_value_method(Core *c, PyObject *obj, PyObject *fallback, valuefunc fast, PyObject *extra);
 /* The offset of slot `name` of class `cls` (a __slots__ member descriptor), or -1 (error set). */
 Py_ssize_t slot_offset(PyObject *cls, const char *name);
 /* tasks.c: a coroutine task's compiled resume() and wake_now(fut) */
@@ -270,6 +276,8 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t 
                     const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames);
 /* A queued channel message of one array between elements of this PE. 1 done; 0 Python path. */
 int local_channel(Core *c, PyObject *header, PyObject *body);
+/* channel_recv(channel, fallback, future_class): the channel's compiled recv(into=None) */
+PyObject *Core_channel_recv(Core *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* exchange.c */
 /* An EXCHANGE frame's value (borrowed) for round `round` of all-reduce `seq` of `coll`:

@@ -103,10 +103,11 @@ class Channel:
     """
 
     __slots__ = (
-        "chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "checked", "send", "_rt",
-        "peer", "peer_epoch",
+        "chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "checked", "send", "recv",
+        "_rt", "peer", "peer_epoch",
     )
     send: Callable[..., None]
+    recv: Callable[..., Future]
 
     def __init__(self, chare: "Chare", remote: "ElementProxy", port: int | str | None = None):
         from .chare import Chare
@@ -136,6 +137,7 @@ class Channel:
         self.peer: Channel | None = None  # the other end, once the compiled send found it on this PE
         self.peer_epoch = -1  # the location epoch `peer` was found in
         self.send = rt.channel_send(self, Channel._send) if rt.channel_send is not None else self._send
+        self.recv = rt.channel_recv(self, Channel._recv, ChannelFuture) if rt.channel_recv is not None else self._recv
         table = chare._shoal_channels
         if table is None:
             table = chare._shoal_channels = {}
@@ -156,8 +158,8 @@ class Channel:
         self._rt.send_channel(self.remote, self.tag, self.sent, flag, segments)
         self.sent = (self.sent + 1) & SEQ_MASK
 
-    def recv(self, into: Any = None) -> Future:
-        """A future of the next message, in send order.
+    def _recv(self, into: Any = None) -> Future:
+        """A future of the next message, in send order (the Python path of ``recv``).
 
         With ``into=array`` (default None) the next message, which must be one NumPy
         array of the same shape and dtype, is written into ``array`` and the future's
@@ -253,6 +255,7 @@ def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: 
     ch.waiting, ch.into, ch.landed, ch.checked = None, None, False, None
     ch._rt, ch.peer, ch.peer_epoch = rt, None, -1
     ch.send = rt.channel_send(ch, Channel._send) if rt.channel_send is not None else ch._send
+    ch.recv = rt.channel_recv(ch, Channel._recv, ChannelFuture) if rt.channel_recv is not None else ch._recv
     return ch
 
 

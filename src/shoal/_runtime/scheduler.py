@@ -155,6 +155,8 @@ class Runtime(Receiving, Sending):
                 core.trace = self._trace_compiled
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
+        #: ``channel_recv(channel, fallback, future_class)``: a channel's compiled ``recv``
+        self.channel_recv = core.channel_recv if core is not None else None
         #: ``set_post(set, fallback)``: a receive set's compiled ``post`` (None without a core)
         self.set_post = core.set_post if core is not None else None
         self._run_local = core.run_local if core is not None else None
