@@ -344,6 +344,54 @@ def test_channel_recv_takes_every_form_and_refuses_misuse(mpi_job, native):
 
 
 @BOTH
+def test_await_gives_values_errors_and_remote_futures_alike(mpi_job, native):
+    """`await future` (compiled where a core runs, Future.__await__ otherwise): a value
+    that is a tuple or None, a future resolved already or later, an error re-raised, and
+    a handle to another PE's future, which the Python path asks for."""
+    job = mpi_job(
+        """
+        import shoal
+        from shoal._runtime.futures import Future
+
+        class W(shoal.Chare):
+            def pair(self):
+                return (1, 2)
+
+            def boom(self):
+                raise KeyError("boom")
+
+            async def wait_for(self, fut):
+                return await fut
+
+        async def main(args):
+            w = shoal.Array(W, 2)
+            assert await w[1].pair(ret=True) == (1, 2)  # pending, then resumed
+            done = shoal.Future()
+            done.send((3, 4))
+            assert await done == (3, 4)
+            empty = shoal.Future()
+            empty.send(None)
+            assert await empty is None
+            try:
+                await w[1].boom(ret=True)
+            except KeyError as exc:
+                print("raised", exc)
+            mine = shoal.Future()
+            waiter = w[1].wait_for(mine, ret=True)  # PE 1 awaits a handle to this PE's future
+            mine.send(7)
+            assert await waiter == 7
+            print("awaits ok", type(Future.__dict__["__await__"]).__name__)
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert "raised 'boom'" in job.stdout, job
+    assert f"awaits ok {'method_descriptor' if native == '1' else 'function'}" in job.stdout, job
+
+
+@BOTH
 def test_broadcasts_run_every_local_element(mpi_job, native):
     """A broadcast without reply runs on every element (keywords too); an error in one
     element ends the job naming it."""

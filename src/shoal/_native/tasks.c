@@ -7,7 +7,11 @@
 
 static Py_ssize_t t_rt = -1, t_coro, t_on_done, t_waiting, t_wake, t_wake_now, t_load, t_element;
 static PyObject *future_cls, *str_current_element, *str_suspended, *str_resume_now, *str_add_done_callback,
-    *str_refuse;
+    *str_refuse, *str_result, *str__current;
+/* for `await future`: the Future slots it reads, the states, Future.__await__ (the Python
+ * path) and shoal._runtime.context's namespace (`_current`: the running runtime) */
+static Py_ssize_t f_state = -1, f_value, f_rt;
+static PyObject *f_pending, *f_done, *await_python, *context_ns;
 
 /* Whether the compiled step takes `task`: the classes are configured, its slots are set
  * and its element keeps no load counters (a timed step is Task.step's). */
@@ -113,10 +117,128 @@ PyObject *Core_task_wake_now(Core *self, PyObject *const *args, Py_ssize_t nargs
     return compiled_method(self, args[0], args[1], wake_now_fast);
 }
 
-/* configure_tasks(Task, Future): the classes whose slots the compiled steps use. */
+/* `await future`, compiled (Future.__await__ is the reference): an iterator that yields
+ * the future once if it is pending, then returns its value (or raises its error through
+ * Future.result). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fut;
+    int yielded;
+} Awaiting;
+
+/* One step (the coroutine sends None, or anything: the future ignores it): PYGEN_NEXT
+ * with the future to wait for, PYGEN_RETURN with its value, or PYGEN_ERROR. A coroutine
+ * awaiting it steps it this way (am_send), with no StopIteration to make. */
+static PySendResult awaiting_send(Awaiting *self, PyObject *arg, PyObject **result) {
+    PyObject *fut = self->fut;
+    if (!fut) { /* exhausted */
+        *result = Py_NewRef(Py_None);
+        return PYGEN_RETURN;
+    }
+    PyObject *state = SLOT(fut, f_state);
+    if (!self->yielded && state == f_pending) {
+        self->yielded = 1;
+        *result = Py_NewRef(fut);
+        return PYGEN_NEXT;
+    }
+    self->fut = NULL; /* the reference goes with the value */
+    *result = state == f_done ? Py_NewRef(SLOT(fut, f_value)) : PyObject_CallMethodNoArgs(fut, str_result);
+    Py_DECREF(fut);
+    return *result ? PYGEN_RETURN : PYGEN_ERROR;
+}
+
+/* next(): the same, the value raised as StopIteration */
+static PyObject *awaiting_next(Awaiting *self) {
+    PyObject *value;
+    PySendResult r = awaiting_send(self, Py_None, &value);
+    if (r != PYGEN_RETURN) return r == PYGEN_NEXT ? value : NULL;
+    if (value != Py_None) { /* return value: StopIteration(value), made so a tuple stays one value */
+        PyObject *stop = PyObject_CallOneArg(PyExc_StopIteration, value);
+        if (stop) {
+            PyErr_SetObject(PyExc_StopIteration, stop);
+            Py_DECREF(stop);
+        }
+    }
+    Py_DECREF(value);
+    return NULL;
+}
+
+static int awaiting_traverse(Awaiting *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fut);
+    return 0;
+}
+
+static int awaiting_clear(Awaiting *self) {
+    Py_CLEAR(self->fut);
+    return 0;
+}
+
+static void awaiting_dealloc(Awaiting *self) {
+    PyObject_GC_UnTrack(self);
+    awaiting_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyAsyncMethods awaiting_async = {.am_send = (sendfunc)awaiting_send};
+
+static PyTypeObject AwaitingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal._native.Awaiting",
+    .tp_basicsize = sizeof(Awaiting),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "`await future`: yields the future while it is pending, then returns its value.",
+    .tp_as_async = &awaiting_async,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)awaiting_next,
+    .tp_traverse = (traverseproc)awaiting_traverse,
+    .tp_clear = (inquiry)awaiting_clear,
+    .tp_dealloc = (destructor)awaiting_dealloc,
+};
+
+/* Future.__await__: a pending future of another runtime (or a handle to another PE's)
+ * takes the Python path, which asks for its value or refuses. */
+static PyObject *future_await(PyObject *fut, PyObject *unused) {
+    if (SLOT(fut, f_state) == f_pending) {
+        PyObject *current = PyDict_GetItemWithError(context_ns, str__current);
+        if (!current && PyErr_Occurred()) return NULL;
+        if (SLOT(fut, f_rt) != current) return PyObject_CallOneArg(await_python, fut);
+    }
+    Awaiting *it = PyObject_GC_New(Awaiting, &AwaitingType);
+    if (!it) return NULL;
+    it->fut = Py_NewRef(fut);
+    it->yielded = 0;
+    PyObject_GC_Track(it);
+    return (PyObject *)it;
+}
+
+static PyMethodDef future_await_def = {"__await__", future_await, METH_NOARGS,
+                                       "The compiled `await future` (Future.__await__, compiled)."};
+
+/* configure_tasks(Task, Future, PENDING, DONE, context_namespace): the classes whose slots
+ * the compiled steps use; Future.__await__ becomes the compiled one (the Python one is
+ * kept for the cases it does not take). */
 static PyObject *configure_tasks(PyObject *unused, PyObject *args) {
-    PyObject *task_cls, *fut_cls;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &task_cls, &PyType_Type, &fut_cls)) return NULL;
+    PyObject *task_cls, *fut_cls, *pending, *done, *ns;
+    if (!PyArg_ParseTuple(args, "O!O!OOO!", &PyType_Type, &task_cls, &PyType_Type, &fut_cls, &pending, &done,
+                          &PyDict_Type, &ns))
+        return NULL;
+    Py_ssize_t state = slot_offset(fut_cls, "_state"), value = slot_offset(fut_cls, "_value"), rt = slot_offset(fut_cls, "_rt");
+    if (state < 0 || value < 0 || rt < 0) return NULL;
+    PyObject *original = PyObject_GetAttrString(fut_cls, "__await__");
+    if (!original) return NULL;
+    if (Py_IS_TYPE(original, &PyMethodDescr_Type)) { /* configured before: keep the Python one */
+        Py_DECREF(original);
+    } else {
+        Py_XSETREF(await_python, original);
+        PyObject *descr = PyDescr_NewMethod((PyTypeObject *)fut_cls, &future_await_def);
+        int err = !descr || PyObject_SetAttrString(fut_cls, "__await__", descr) < 0;
+        Py_XDECREF(descr);
+        if (err) return NULL;
+    }
+    Py_XSETREF(f_pending, Py_NewRef(pending));
+    Py_XSETREF(f_done, Py_NewRef(done));
+    Py_XSETREF(context_ns, Py_NewRef(ns));
+    f_value = value, f_rt = rt, f_state = state;
     Py_ssize_t offs[8];
     const char *names[8] = {"rt", "coro", "on_done", "waiting", "wake", "wake_now", "load", "element"};
     for (int i = 0; i < 8; i++)
@@ -130,7 +252,7 @@ static PyObject *configure_tasks(PyObject *unused, PyObject *args) {
 }
 
 static PyMethodDef tasks_functions[] = {
-    {"configure_tasks", configure_tasks, METH_VARARGS, "configure_tasks(Task, Future)"},
+    {"configure_tasks", configure_tasks, METH_VARARGS, "configure_tasks(Task, Future, PENDING, DONE, context_namespace)"},
     {NULL}
 };
 
@@ -139,7 +261,9 @@ int tasks_init(PyObject *m) {
         !(str_suspended = PyUnicode_InternFromString("suspended")) ||
         !(str_resume_now = PyUnicode_InternFromString("_resume_now")) ||
         !(str_add_done_callback = PyUnicode_InternFromString("add_done_callback")) ||
-        !(str_refuse = PyUnicode_InternFromString("_refuse")))
+        !(str_refuse = PyUnicode_InternFromString("_refuse")) || !(str_result = PyUnicode_InternFromString("result")) ||
+        !(str__current = PyUnicode_InternFromString("_current")))
         return -1;
+    if (PyType_Ready(&AwaitingType) < 0) return -1;
     return PyModule_AddFunctions(m, tasks_functions);
 }

@@ -114,7 +114,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     if rt.new_load is not None:
         rt.new_load = module.Load
     module.configure_proxies(vars(context), slow_call, slow_broadcast, outcomes_call, EntryRef)
-    module.configure_tasks(Task, Future)
+    module.configure_tasks(Task, Future, _PENDING, _DONE, vars(context))
     core.use_exchanges(
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, CollectionState, vars(context),
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS), (np.add, np.multiply, np.maximum, np.minimum),
