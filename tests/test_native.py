@@ -663,6 +663,35 @@ def test_pickle_simple_gives_what_pickle_loads_back_and_declines_the_rest():
         module.pickle_simple([1, 2])
 
 
+def test_unpickle_simple_reads_what_pickle_simple_writes_and_nothing_else():
+    """The receiver's compiled reading of pickle_simple's streams gives what pickle.loads
+    gives (types, -0.0 and nan included); any other stream, a truncated one or one with
+    bytes after STOP, is declined (None) and left to pickle.loads."""
+    import math
+    import pickle
+
+    from shoal.native import load_native
+
+    module = load_native()
+    if module is None:
+        pytest.skip("the compiled path is not available here")
+    cases = [(), (None,), (True, False), (1.5, -0.0, math.inf, -math.inf), (0, -1, 2**31 - 1, -2**31, 2**31, -2**31 - 1),
+             (2**63 - 1, -2**63), tuple(range(7)), tuple(range(16)), (None, 3, 2.5, True, -7, 1e300), (5e-324,)]
+    for args in cases:
+        blob = module.pickle_simple(args)
+        back, ref = module.unpickle_simple(blob), pickle.loads(blob)
+        assert back == ref == args and [type(a) for a in back] == [type(a) for a in args], (args, back)
+        assert [repr(a) for a in back] == [repr(a) for a in args], (args, back)  # -0.0 stays -0.0
+    assert math.isnan(module.unpickle_simple(module.pickle_simple((math.nan,)))[0])
+    blob = module.pickle_simple((1, 2.5, None))
+    for other in [pickle.dumps((1, 2.5), 5), pickle.dumps(("x",), 5), pickle.dumps((), 2), blob[:-1], blob + b".",
+                  blob[:-2] + b"t.", b"", b"\x80\x05.", bytearray(blob[:6])]:
+        assert module.unpickle_simple(other) is None, other
+    assert module.unpickle_simple(bytearray(blob)) == (1, 2.5, None)
+    with pytest.raises(TypeError):
+        module.unpickle_simple(7)
+
+
 @BOTH
 def test_simple_arguments_arrive_as_sent(mpi_job, native):
     """None, bools, floats and 64-bit ints are pickled by the compiled send itself

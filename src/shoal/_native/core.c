@@ -455,6 +455,7 @@ PyTypeObject LoadType = {
 static PyMethodDef core_functions[] = {
     {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
     {"pickle_simple", (PyCFunction)(void (*)(void))Core_pickle_simple, METH_FASTCALL, "pickle_simple(args) -> the pickle of a tuple of None, bools, floats and 64-bit ints, else None"},
+    {"unpickle_simple", (PyCFunction)(void (*)(void))Core_unpickle_simple, METH_FASTCALL, "unpickle_simple(data) -> the tuple pickle_simple pickled, else None"},
     {NULL}
 };
 

@@ -243,6 +243,10 @@ int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsi
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_unpickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+/* The tuple pickle_simple pickled into the `n` bytes at `s` (a new reference), or NULL:
+ * with no error set when another pickler wrote them (pickle.loads reads those). */
+PyObject *unpickle_simple(const char *s, Py_ssize_t n);
 PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_send(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs);

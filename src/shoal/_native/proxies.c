@@ -81,30 +81,34 @@ static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
     return kwargs;
 }
 
+/* The compiled core of the running runtime (borrowed), or NULL: none, or an error set. */
+static Core *current_core(void) {
+    if (context_globals == NULL) return NULL;
+    PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
+    return rt ? core_for(rt) : NULL;
+}
+
 static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (context_globals != NULL) {
-        PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
-        Core *core = rt ? core_for(rt) : NULL;
-        if (core) {
-            int r;
-            if (kwnames == NULL) {
-                r = core_send_call(core, self->proxy, self->entry, args, nargs);
-            } else {
-                PyObject *kwargs = keywords(args + nargs, kwnames);
-                if (!kwargs) {
-                    if (PyErr_Occurred()) return NULL;
-                    return bound_call_slow(self, args, nargs, kwnames); /* ret=True: a future, in Python */
-                }
-                r = PyDict_GET_SIZE(kwargs) ? core_send_kw(core, self->proxy, self->entry, args, nargs, kwargs)
-                                            : core_send_call(core, self->proxy, self->entry, args, nargs);
-                Py_DECREF(kwargs);
+    Core *core = current_core();
+    if (core) {
+        int r;
+        if (kwnames == NULL) {
+            r = core_send_call(core, self->proxy, self->entry, args, nargs);
+        } else {
+            PyObject *kwargs = keywords(args + nargs, kwnames);
+            if (!kwargs) {
+                if (PyErr_Occurred()) return NULL;
+                return bound_call_slow(self, args, nargs, kwnames); /* ret=True: a future, in Python */
             }
-            if (r < 0) return NULL;
-            if (r) Py_RETURN_NONE;
-        } else if (PyErr_Occurred()) {
-            return NULL;
+            r = PyDict_GET_SIZE(kwargs) ? core_send_kw(core, self->proxy, self->entry, args, nargs, kwargs)
+                                        : core_send_call(core, self->proxy, self->entry, args, nargs);
+            Py_DECREF(kwargs);
         }
+        if (r < 0) return NULL;
+        if (r) Py_RETURN_NONE;
+    } else if (PyErr_Occurred()) {
+        return NULL;
     }
     return bound_call_slow(self, args, nargs, kwnames);
 }
@@ -125,19 +129,16 @@ static int ret_only(PyObject *const *values, PyObject *kwnames, int *ret) {
 
 static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (context_globals != NULL) {
-        PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
-        Core *core = rt ? core_for(rt) : NULL;
-        if (core) {
-            int ret, plain = ret_only(args + nargs, kwnames, &ret);
-            if (plain < 0) return NULL;
-            PyObject *out;
-            int r = plain ? core_broadcast(core, self->proxy, self->entry, args, nargs, ret, &out) : 0;
-            if (r < 0) return NULL;
-            if (r) return out;
-        } else if (PyErr_Occurred()) {
-            return NULL;
-        }
+    Core *core = current_core();
+    if (core) {
+        int ret, plain = ret_only(args + nargs, kwnames, &ret);
+        if (plain < 0) return NULL;
+        PyObject *out;
+        int r = plain ? core_broadcast(core, self->proxy, self->entry, args, nargs, ret, &out) : 0;
+        if (r < 0) return NULL;
+        if (r) return out;
+    } else if (PyErr_Occurred()) {
+        return NULL;
     }
     return bound_call_slow(self, args, nargs, kwnames);
 }

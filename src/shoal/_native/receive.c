@@ -156,9 +156,12 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
     if (kind & KIND_ARRAYS) {
         args = rebuild_arrays(c, segs[0], lens[0], segs + 1, lens + 1, nseg - 1);
     } else if (nseg == 1) {
-        PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
-        args = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
-        Py_XDECREF(stream);
+        args = unpickle_simple(segs[0], lens[0]); /* most calls' arguments: no Unpickler */
+        if (!args && !PyErr_Occurred()) {
+            PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]);
+            args = stream ? PyObject_CallOneArg(c->loads, stream) : NULL;
+            Py_XDECREF(stream);
+        }
     } else {
         /* out-of-band buffers (arrays inside other values): each in fresh, writable memory */
         PyObject *stream = PyBytes_FromStringAndSize(segs[0], lens[0]), *buffers = PyList_New(nseg - 1);

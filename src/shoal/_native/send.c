@@ -310,6 +310,72 @@ static Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nar
     return p - out;
 }
 
+/* The tuple that the `n` bytes at `s` pickle, if pickle_simple wrote them (those opcodes
+ * only, and nothing after STOP): a new reference; NULL with no error for any other
+ * stream (pickle.loads reads it); NULL with an error if memory ran out. Reading these
+ * directly skips making an Unpickler for each message of simple arguments. */
+PyObject *unpickle_simple(const char *s, Py_ssize_t n) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    if (n < 4 || p[0] != 0x80 || p[1] != 5) return NULL;
+    p += 2;
+    int marked = *p == '(';
+    p += marked;
+    PyObject *items[MAX_ARGS];
+    Py_ssize_t count = 0;
+    PyObject *tuple = NULL;
+    while (p < end) {
+        unsigned char op = *p++;
+        PyObject *item = NULL;
+        if (op == 'N') item = Py_NewRef(Py_None);
+        else if (op == 0x88) item = Py_NewRef(Py_True);
+        else if (op == 0x89) item = Py_NewRef(Py_False);
+        else if (op == 'G' && end - p >= 8) {
+            double v = PyFloat_Unpack8((const char *)p, 0);
+            if (v == -1.0 && PyErr_Occurred()) goto fail;
+            item = PyFloat_FromDouble(v);
+            p += 8;
+        } else if (op == 'J' && end - p >= 4) {
+            uint32_t w = 0;
+            for (int k = 0; k < 4; k++) w |= (uint32_t)p[k] << (8 * k);
+            item = PyLong_FromLong((long)(int32_t)w);
+            p += 4;
+        } else if (op == 0x8a && end - p >= 9 && p[0] == 8) {
+            uint64_t w = 0;
+            for (int k = 0; k < 8; k++) w |= (uint64_t)p[1 + k] << (8 * k);
+            item = PyLong_FromLongLong((long long)(int64_t)w);
+            p += 9;
+        } else { /* the tuple's end: EMPTY_TUPLE, TUPLE1-3 or (after MARK) TUPLE, then STOP */
+            int closes = (op == ')' && count == 0 && !marked) || (op >= 0x85 && op <= 0x87 && count == op - 0x84 && !marked) ||
+                         (op == 't' && marked && count > 3);
+            if (!closes || p + 1 != end || *p != '.') goto fail;
+            if (!(tuple = PyTuple_New(count))) goto fail;
+            for (Py_ssize_t i = 0; i < count; i++) PyTuple_SET_ITEM(tuple, i, items[i]);
+            return tuple;
+        }
+        if (!item) goto fail;
+        if (count == MAX_ARGS) { Py_DECREF(item); goto fail; }
+        items[count++] = item;
+    }
+fail:
+    for (Py_ssize_t i = 0; i < count; i++) Py_DECREF(items[i]);
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError)) PyErr_Clear();
+    return NULL;
+}
+
+/* unpickle_simple(data) -> tuple or None: unpickle_simple's tuple, or None for a stream
+ * pickle_simple did not write. */
+PyObject *Core_unpickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    if (nargs != 1 || PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "unpickle_simple(data)");
+        return NULL;
+    }
+    PyObject *t = unpickle_simple(view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (!t && !PyErr_Occurred()) Py_RETURN_NONE;
+    return t;
+}
+
 /* pickle_simple(args) -> bytes or None: the tuple `args` pickled as above, or None when
  * an item is not None, a bool, a float or a 64-bit int (message.encode_call then pickles
  * it in Python). The same bytes pickle.dumps(args, 5) loads back to. */
