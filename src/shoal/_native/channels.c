@@ -152,8 +152,7 @@ static PyObject *channel_recv_fast(Core *c, PyObject *ch, PyObject *cls, PyObjec
     if (nargs == 1) {
         into = args[0];
     } else if (nkw == 1) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, 0);
-        if (!PyUnicode_Check(key) || PyUnicode_CompareWithASCIIString(key, "into") != 0) return NULL;
+        if (!keyword_is(PyTuple_GET_ITEM(kwnames, 0), "into")) return NULL;
         into = args[0];
     }
     PyObject *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);

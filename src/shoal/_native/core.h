@@ -207,6 +207,11 @@ static inline void future_set_done(Core *c, PyObject *fut) {
     Py_XSETREF(SLOT(fut, c->off_state), Py_NewRef(c->fut_done));
 }
 
+/* Whether `key`, a keyword of a call (an item of its kwnames), is `name`. */
+static inline int keyword_is(PyObject *key, const char *name) {
+    return PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, name) == 0;
+}
+
 /* Whether collection id `coll` (an int) is the system group's, whose messages are not
  * counted; an id that is not a C long is not (as `coll != SYSTEM_ID` in Python). */
 static inline int is_system(PyObject *coll) {

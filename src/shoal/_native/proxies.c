@@ -70,8 +70,7 @@ static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
     if (!kwargs) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
-        if (PyUnicode_Check(key) && (PyUnicode_CompareWithASCIIString(key, "ret") == 0 ||
-                                     PyUnicode_CompareWithASCIIString(key, "awaitable") == 0)) {
+        if (keyword_is(key, "ret") || keyword_is(key, "awaitable")) {
             int ret = PyObject_IsTrue(values[i]);
             if (ret != 0) { Py_DECREF(kwargs); return NULL; }
             continue;
@@ -119,8 +118,7 @@ static int ret_only(PyObject *const *values, PyObject *kwnames, int *ret) {
     *ret = 0;
     if (kwnames == NULL) return 1;
     if (PyTuple_GET_SIZE(kwnames) != 1) return 0;
-    PyObject *key = PyTuple_GET_ITEM(kwnames, 0);
-    if (!PyUnicode_Check(key) || PyUnicode_CompareWithASCIIString(key, "ret") != 0) return 0;
+    if (!keyword_is(PyTuple_GET_ITEM(kwnames, 0), "ret")) return 0;
     int truth = PyObject_IsTrue(values[0]);
     if (truth < 0) return -1;
     *ret = truth;

@@ -136,8 +136,7 @@ class Channel:
         self._rt = rt
         self.peer: Channel | None = None  # the other end, once the compiled send found it on this PE
         self.peer_epoch = -1  # the location epoch `peer` was found in
-        self.send = rt.channel_send(self, Channel._send) if rt.channel_send is not None else self._send
-        self.recv = rt.channel_recv(self, Channel._recv, ChannelFuture) if rt.channel_recv is not None else self._recv
+        _bind_methods(self, rt)
         table = chare._shoal_channels
         if table is None:
             table = chare._shoal_channels = {}
@@ -254,9 +253,14 @@ def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: 
     ch.remote, ch.tag, ch.inbox, ch.sent, ch.arrived = remote, tag, deque(inbox), sent, arrived
     ch.waiting, ch.into, ch.landed, ch.checked = None, None, False, None
     ch._rt, ch.peer, ch.peer_epoch = rt, None, -1
+    _bind_methods(ch, rt)
+    return ch
+
+
+def _bind_methods(ch: Channel, rt: Any) -> None:
+    """``ch.send`` and ``ch.recv``: the compiled core's where one runs, else the Python methods."""
     ch.send = rt.channel_send(ch, Channel._send) if rt.channel_send is not None else ch._send
     ch.recv = rt.channel_recv(ch, Channel._recv, ChannelFuture) if rt.channel_recv is not None else ch._recv
-    return ch
 
 
 def message_value(message: Any) -> Any:
