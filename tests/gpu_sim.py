@@ -2,7 +2,8 @@
 
 :class:`SimArray` is a "device array" whose memory is host memory tagged with a device
 number; :class:`SimOps` implements :class:`shoal.gpu.DeviceOps` on it, with CUDA IPC
-played by files in shared memory that another process maps. Registered as the kind
+played by files in shared memory that another process maps, and a CUDA-aware MPI
+(``SIM_MPI_AWARE=1``) by the host MPI, which takes the arrays through DLPack. Registered as the kind
 ``sim``, it drives the runtime's real protocol (metadata, lending and acks, pipelined
 staging, posted buffers, device checks) across real MPI processes. It tests shoal's
 side only: the CUDA calls themselves (``shoal.gpu.ops.CupyOps``) run on a GPU alone.
@@ -41,6 +42,14 @@ class SimArray:
 
     def __getitem__(self, key: Any) -> "SimArray":
         return SimArray(self.data[key], self.device)
+
+    # MPI (mpi4py) takes the array through DLPack, as it takes a CuPy array through
+    # __cuda_array_interface__: the simulated "CUDA-aware MPI" is the host MPI
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self.data.__dlpack_device__()
 
     def get(self) -> np.ndarray:
         """A host copy (CuPy's name for it)."""
@@ -82,6 +91,9 @@ class SimOps(DeviceOps):
 
     def flat(self, arr: Any) -> Any:
         return SimArray(arr.data.reshape(-1).view(np.uint8), arr.device)
+
+    def view(self, flat: Any, dtype: np.dtype, shape: tuple) -> Any:
+        return SimArray(flat.data.view(dtype).reshape(shape), flat.device)
 
     def copy(self, dst: Any, src: Any) -> None:
         self._count("copy")
@@ -127,7 +139,8 @@ class SimOps(DeviceOps):
         return arr[:nbytes]
 
     def mpi_aware(self) -> bool | None:
-        return False
+        """``SIM_MPI_AWARE=1`` plays a CUDA-aware MPI (the ``mpi`` path), else none."""
+        return os.environ.get("SIM_MPI_AWARE") == "1"
 
     def _remove(self) -> None:
         for path in self._mine:

@@ -28,7 +28,8 @@ TESTS = str(Path(__file__).parent)
 # -- decisions -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("forced, aware, one_node, want", [
-    ("", True, True, "ipc"),  # (the mpi path is not built: paths.BUILT)
+    ("", True, True, "mpi"),
+    ("", True, False, "mpi"),
     ("", None, True, "ipc"),
     ("", False, True, "ipc"),
     ("", False, False, "staged"),
@@ -45,7 +46,8 @@ def test_without_ipc_one_node_stages():
 
 
 @pytest.mark.parametrize("forced, aware, one_node, words", [
-    ("mpi", True, True, "not built yet"),
+    ("mpi", False, True, "does not say it is CUDA-aware \\(it says no\\)"),
+    ("mpi", None, True, "it cannot be asked"),
     ("ipc", False, False, "more than one node"),
     ("nvlink", False, True, "is not a GPU path"),
 ])
@@ -200,6 +202,27 @@ def test_a_lent_device_array_is_a_handle_and_returns_to_the_pool_when_copied():
     assert np.array_equal(y, np.arange(1000.0))
 
 
+def test_on_the_mpi_path_a_device_array_is_a_device_segment_of_its_own(monkeypatch):
+    from shoal._transport import DeviceSegment
+    from shoal._runtime.message import decode, encode
+
+    monkeypatch.setenv("SIM_MPI_AWARE", "1")
+
+    def body():
+        x = gpu_sim.array(np.arange(1000.0))
+        segments = encode(("x", x))
+        x.data[:] = -1  # value semantics: the segment is the sender's own copy
+        many = encode([np.ones(100) for _ in range(70)] + [gpu_sim.array(np.arange(3.0))])
+        return segments, decode(segments), many, decode(many)
+
+    segments, (label, y), many, back = _wire(body)
+    assert len(segments) == 2 and type(segments[1]) is DeviceSegment and segments[1].nbytes == 8000
+    assert label == "x" and isinstance(y, gpu_sim.SimArray) and np.array_equal(y.data, np.arange(1000.0))
+    # past 64 buffers the small ones go in band; device memory never does
+    assert [type(s) for s in many[1:]] == [DeviceSegment] and np.array_equal(back[-1].data, np.arange(3.0))
+    assert all(np.array_equal(a, np.ones(100)) for a in back[:-1])
+
+
 def test_a_strided_device_array_arrives_contiguous():
     from shoal._runtime.message import decode, encode_shared
 
@@ -293,6 +316,7 @@ def main(args):
     x = gpu_sim.array(np.arange(n, dtype=np.float32), device().device)
     pe, dev, data = a[1].take(x, ret=True).get()
     print("p2p", pe, dev, bool(np.array_equal(data, np.arange(n, dtype=np.float32))))
+    print("sender", sorted(gpu_sim.OPS.calls))
     got = a.take(x, ret=True).get()
     print("bcast", sorted((p, d, bool(np.array_equal(v, x.data))) for p, d, v in got))
     f0, f1 = a[0].exchange(a[1], n, ret=True), a[1].exchange(a[0], n, ret=True)
@@ -307,9 +331,12 @@ shoal.start(main)
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("path, n", [("", 1000), ("", 300_000), ("staged", 1000), ("staged", 300_000)])
+@pytest.mark.parametrize("path, n", [("", 1000), ("", 300_000), ("staged", 1000), ("staged", 300_000),
+                                     ("mpi", 1000), ("mpi", 300_000)])
 def test_device_arrays_cross_processes(mpi_job, path, n):
     env = {"SHOAL_GPU_PATH": path, "SHOAL_GPU_CHUNK": "65536"} if path else {}
+    if path == "mpi":  # the simulated device's "CUDA-aware MPI" (gpu_sim: the host MPI)
+        env = {"SIM_MPI_AWARE": "1"}
     job = mpi_job(PROGRAM, n=2, args=(str(n),), env=env)
     assert job.returncode == 0, job
     out = job.stdout
@@ -326,6 +353,8 @@ def test_device_arrays_cross_processes(mpi_job, path, n):
     calls = out.split("calls")[1]
     if want_path == "ipc":
         assert "'shareable'" in calls
+    if want_path == "mpi":  # a private device copy for MPI: never through host memory or IPC
+        assert "sender ['copy', 'sync']" in out and "'shareable'" not in calls, job
     if path == "staged" and n > 65536:
         assert "'pinned'" in calls  # pipelined through bounce buffers
 
@@ -334,8 +363,94 @@ def test_device_arrays_cross_processes(mpi_job, path, n):
 def test_a_forced_path_the_job_cannot_take_ends_it_clearly(mpi_job):
     job = mpi_job(PROGRAM, n=2, args=("10",), env={"SHOAL_GPU_PATH": "mpi"}, timeout=60)
     assert job.returncode != 0
-    assert "SHOAL_GPU_PATH=mpi: this path is not built yet in shoal; use ipc or staged" in job.stderr, job
+    assert "SHOAL_GPU_PATH=mpi, but the MPI library does not say it is CUDA-aware (it says no)" in job.stderr, job
     assert "PE 0" in job.stderr or "PE 1" in job.stderr, job
+
+
+MPI_PROGRAM = f"""
+import sys
+import time
+import numpy as np
+sys.path.insert(0, {TESTS!r})
+import gpu_sim
+import shoal
+from shoal._runtime.devices import transfers
+
+
+def device():
+    return transfers().state(gpu_sim.OPS)
+
+
+class Peer(shoal.Chare):
+    def __init__(self):
+        self.ch = shoal.Channel(self, remote=self.collection[1 - self.index[0]])
+        self.kept = None
+
+    def where(self):
+        return shoal.my_pe(), device().path
+
+    def keep(self, a):
+        self.kept = a
+
+    def kept_sum(self):
+        return shoal.my_pe(), type(self.kept).__name__, self.kept.device, float(self.kept.data.sum())
+
+    def send_one(self, n, strided):
+        x = gpu_sim.array(np.arange(2 * n if strided else n, dtype=np.float64), device().device)
+        self.ch.send(x[::2] if strided else x)
+        x.data[:] = -1  # value semantics: the sender may overwrite at once
+
+    async def posted(self, n, strided):
+        buf = gpu_sim.array(np.zeros(n), device().device)
+        copies = gpu_sim.OPS.calls.get("copy", 0)
+        fut = self.ch.recv(into=buf)
+        self.collection[0].send_one(n, strided)
+        got = await fut
+        return got is buf, float(buf.data.sum()), gpu_sim.OPS.calls.get("copy", 0) - copies
+
+    async def take_inbox(self):
+        got = await self.ch.recv()
+        return shoal.my_pe(), type(got).__name__, float(got.data.sum())
+
+
+def main(args):
+    n = int(args[1])
+    a = shoal.Array(Peer, 2)
+    print("paths", a.where(ret=True).get())
+    total = float(np.arange(n).sum())
+    print("posted", a[1].posted(n, False, ret=True).get(), total)
+    print("strided", a[1].posted(n, True, ret=True).get(), float(np.arange(0, 2 * n, 2).sum()))
+    x = gpu_sim.array(np.arange(n, dtype=np.float64), device().device)
+    a[0].keep(x, ret=True).get()  # this PE: the private copy is the receiver's
+    a[1].keep(x, ret=True).get()
+    x.data[:] = 7
+    print("kept", a[0].kept_sum(ret=True).get(), a[1].kept_sum(ret=True).get())
+    a[0].send_one(n, False, ret=True).get()  # into element 1's inbox, not received yet
+    a.migrate((1,), 0)  # its state and inbox move by MPI, device memory included
+    while a[1].where(ret=True).get()[0] != 0:
+        time.sleep(0.01)
+    inbox = a[1].take_inbox(ret=True).get()
+    print("moved", a[1].kept_sum(ret=True).get(), inbox)
+    shoal.exit()
+
+
+shoal.start(main)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("n, native", [(1000, "1"), (300_000, "1"), (300_000, "0")])
+def test_the_mpi_path_moves_device_memory_by_mpi(mpi_job, n, native):
+    job = mpi_job(MPI_PROGRAM, n=2, args=(str(n),), env={"SIM_MPI_AWARE": "1", "SHOAL_NATIVE": native})
+    assert job.returncode == 0, job
+    out = job.stdout
+    total = float(np.arange(n).sum())
+    assert "paths [(0, 'mpi'), (1, 'mpi')]" in out, job
+    assert f"posted (True, {total!r}, 0) {total!r}" in out, job  # MPI wrote into the posted buffer: no copy
+    strided = float(np.arange(0, 2 * n, 2).sum())
+    assert f"strided (True, {strided!r}, 0) {strided!r}" in out, job
+    assert f"kept (0, 'SimArray', 0, {total!r}) (1, 'SimArray', 1, {total!r})" in out, job
+    assert f"moved (0, 'SimArray', 0, {total!r}) (0, 'SimArray', {total!r})" in out, job
 
 
 @pytest.mark.mpi

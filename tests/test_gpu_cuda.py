@@ -103,11 +103,21 @@ def _kinds() -> list:
     return out
 
 
+def _not_cuda_aware() -> str | None:
+    """Why the mpi path cannot run here (the MPI library does not say it is CUDA-aware), or None."""
+    from shoal._transport.mpi import cuda_aware
+
+    answer = cuda_aware()
+    return None if answer.startswith("yes") else f"the mpi path needs a CUDA-aware MPI; this one: {answer}"
+
+
 @pytest.mark.mpi
-@pytest.mark.parametrize("path", ["ipc", "staged"])
+@pytest.mark.parametrize("path", ["mpi", "ipc", "staged"])
 @pytest.mark.parametrize("kind", _kinds())
 @pytest.mark.parametrize("n", [16, 3 << 20])
 def test_device_arrays_cross_pes_on_the_gpu(mpi_job, kind, path, n):
+    if path == "mpi" and (why := _not_cuda_aware()) is not None:
+        pytest.skip(why)
     job = mpi_job(PROGRAM, n=2, args=(str(n), kind), env={"SHOAL_GPU_PATH": path}, timeout=240)
     assert job.returncode == 0, job
     names = {"cupy": "ndarray", "numba": "DeviceNDArray", "torch": "Tensor"}

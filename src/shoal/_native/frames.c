@@ -2,7 +2,7 @@
  *
  * Same wire format as shoal/_transport/mpi.py (its Python code is the reference):
  * a frame is <HH header length, segment count>, one <Q per segment
- * (nbytes << 1 | is_bulk), the header, then the inline segments. This file only
+ * (nbytes << FRAME_SHIFT | flags), the header, then the inline segments. This file only
  * handles frames whose segments are all inline; anything else (bulk segments, or a
  * source with earlier messages still waiting for bulk data) goes back to Python,
  * which keeps per-source order. This file is the transport layer: it never looks
@@ -96,7 +96,7 @@ int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hl
     uint16_t pre[2] = {(uint16_t)hlen, (uint16_t)nseg};
     memcpy(frame, pre, FRAME_PREFIX);
     char *p = frame + FRAME_PREFIX;
-    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)lens[i] << 1; memcpy(p, &w, FRAME_SEG); p += FRAME_SEG; }
+    for (Py_ssize_t i = 0; i < nseg; i++) { uint64_t w = (uint64_t)lens[i] << FRAME_SHIFT; memcpy(p, &w, FRAME_SEG); p += FRAME_SEG; }
     memcpy(p, header, hlen); p += hlen;
     for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, segs[i], lens[i]); p += lens[i]; }
     MPI_Request req;
@@ -127,7 +127,9 @@ static PyObject *Frames_send(Frames *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t lens[16], got = 0;
     int sent = 0;
     for (; got < nseg; got++) {
-        if (PyObject_GetBuffer(PyList_GET_ITEM(segs, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; goto done; }
+        PyObject *seg = PyList_GET_ITEM(segs, got);
+        if (!PyObject_CheckBuffer(seg)) goto done; /* device memory (a DeviceSegment): Python sends it */
+        if (PyObject_GetBuffer(seg, &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; goto done; }
         ptrs[got] = views[got].buf;
         lens[got] = views[got].len;
         if (lens[got] >= self->threshold) { got++; goto done; }
@@ -156,7 +158,7 @@ static int deliver_frame(PyObject *deliver, PyObject *copy) {
     for (Py_ssize_t i = 0; i < nseg; i++) {
         uint64_t w;
         memcpy(&w, frame + FRAME_PREFIX + FRAME_SEG * i, FRAME_SEG);
-        Py_ssize_t len = (Py_ssize_t)(w >> 1);
+        Py_ssize_t len = (Py_ssize_t)(w >> FRAME_SHIFT);
         /* the first segment (pickle stream or array descriptor) is read-only data:
          * give it as bytes, so it can be a dict key and pickle reads it directly */
         PyObject *seg = i == 0 ? PyBytes_FromStringAndSize(frame + off, len) : PySequence_GetSlice(view, off, off + len);
@@ -216,8 +218,8 @@ static long receive(Frames *self, PyObject *deliver, PyObject *slow, PyObject *s
             for (Py_ssize_t i = 0; eager && i < pre[1]; i++) {
                 uint64_t w;
                 memcpy(&w, self->rbuf + FRAME_PREFIX + FRAME_SEG * i, FRAME_SEG);
-                if ((w & FRAME_BULK) || (w >> 1) > (uint64_t)rest) eager = 0;
-                else rest -= (Py_ssize_t)(w >> 1);
+                if ((w & FRAME_BULK) || (w >> FRAME_SHIFT) > (uint64_t)rest) eager = 0;
+                else rest -= (Py_ssize_t)(w >> FRAME_SHIFT);
             }
         }
         /* queued: it waits behind messages still in Python, of any source (arrived) or

@@ -260,9 +260,9 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
         for (Py_ssize_t i = 0; i < nseg; i++) {
             uint64_t w;
             memcpy(&w, frame + FRAME_PREFIX + FRAME_SEG * i, 8);
-            if ((w & FRAME_BULK) || (w >> 1) > (uint64_t)(n - pos)) return 0;
+            if ((w & FRAME_BULK) || (w >> FRAME_SHIFT) > (uint64_t)(n - pos)) return 0;
             segs[i] = frame + pos;
-            lens[i] = (Py_ssize_t)(w >> 1);
+            lens[i] = (Py_ssize_t)(w >> FRAME_SHIFT);
             pos += lens[i];
         }
         if (k == KIND_BROADCAST) return broadcast_deliver(c, (const char *)h, hlen, segs, lens, nseg, frames, NULL);
@@ -280,9 +280,9 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
         uint64_t w;
         memcpy(&w, frame + FRAME_PREFIX + FRAME_SEG * i, 8);
         /* compared before it is added: a length word past the frame must not wrap `pos` */
-        if ((w >> 1) > (uint64_t)(n - pos)) return 0;
+        if ((w >> FRAME_SHIFT) > (uint64_t)(n - pos)) return 0;
         segs[i] = frame + pos;
-        lens[i] = (Py_ssize_t)(w >> 1);
+        lens[i] = (Py_ssize_t)(w >> FRAME_SHIFT);
         pos += lens[i];
     }
 

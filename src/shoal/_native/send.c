@@ -230,11 +230,13 @@ int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObj
     int sent = 0;
     if (nseg <= MAX_ARGS) {
         for (; got < nseg; got++) {
-            if (PyObject_GetBuffer(PyList_GET_ITEM(segments, got), &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; break; }
+            PyObject *seg = PyList_GET_ITEM(segments, got);
+            if (!PyObject_CheckBuffer(seg)) break; /* device memory (a DeviceSegment): the Python transport */
+            if (PyObject_GetBuffer(seg, &views[got], PyBUF_C_CONTIGUOUS) < 0) { sent = -1; break; }
             segs[got] = views[got].buf;
             lens[got] = views[got].len;
         }
-        if (sent == 0) sent = frames_send_inline(c->frames, (int)dest, header, hlen, segs, lens, nseg);
+        if (sent == 0 && got == nseg) sent = frames_send_inline(c->frames, (int)dest, header, hlen, segs, lens, nseg);
         for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
     }
     if (sent == 0) sent = send_slow(c, dest, header, hlen, segments);

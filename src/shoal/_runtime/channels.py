@@ -21,7 +21,7 @@ from ..gpu.kinds import kind_of
 from .context import current
 from .devices import posting
 from .futures import _PENDING, Failure, Future
-from .message import ARRAYS, decode_call, encode_call, unpicklable
+from .message import ARRAYS, decode_call, encode_call, portable_segment, unpicklable
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -192,11 +192,18 @@ class Channel:
         return fut
 
     # -- called by the runtime ---------------------------------------------------
-    def posted(self, seq: int, nbytes: int) -> Any:
+    def posted(self, seq: int, nbytes: int, device: bool = False) -> Any:
         """The posted buffer for a large segment of message ``seq``, if that message
-        completes the pending receive (it is the next to arrive) and fits exactly."""
+        completes the pending receive (it is the next to arrive) and fits exactly: a
+        host array's bytes, or with ``device`` (a segment in device memory) the posted
+        device array itself."""
         into = self.into
         if into is not None and seq == self.arrived and not self.landed and into.nbytes == nbytes:
+            if device:
+                if type(into) is np.ndarray:
+                    return None  # a host buffer: copied out of the device memory the message lands in
+                self.landed = True
+                return into
             if type(into) is not np.ndarray or not into.flags.c_contiguous:
                 return None  # a device buffer, or a strided view: unpacked from fresh memory
             self.landed = True
@@ -235,7 +242,7 @@ class Channel:
         """A channel travels only with its element (migration.py), which re-binds it."""
         if not _moving:
             raise TypeError(f"{self!r} cannot be sent; each end opens its own shoal.Channel")
-        inbox = [m if type(m) is np.ndarray else (m[0], [bytes(s) for s in m[1]]) for m in self.inbox]
+        inbox = [m if type(m) is np.ndarray else (m[0], [portable_segment(s) for s in m[1]]) for m in self.inbox]
         return _restore, (self.remote, self.tag, inbox, self.sent, self.arrived)
 
     def __repr__(self) -> str:

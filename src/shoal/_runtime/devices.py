@@ -2,8 +2,13 @@
 
 A device array (CuPy, Numba, PyTorch: :mod:`shoal.gpu.kinds`) in an entry method's
 arguments, a channel message or a future's value is pickled as a small *metadata record*
-(kind, dtype, shape) plus the data by one of two paths (:mod:`shoal.gpu.paths`):
+(kind, dtype, shape) plus the data by one of three paths (:mod:`shoal.gpu.paths`):
 
+* ``mpi``: MPI is CUDA-aware. The sender copies the array on its device and hands the copy
+  to the transport as a :class:`~shoal._transport.base.DeviceSegment`, an out-of-band
+  buffer of the message that MPI moves device to device by the transport's rendezvous.
+  The receiver's transport lands it in device memory the runtime names: the buffer a
+  channel's ``recv(into=...)`` posted, or fresh memory that becomes the arriving array.
 * ``ipc``: the sender copies the array on its device into a buffer of its own pool and
   sends that buffer's CUDA IPC handle; the receiver copies device to device out of it
   (opening each handle once) and acks, and the buffer goes back to the pool. The copy at
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._transport.base import DeviceSegment
 from ..errors import GPUError
 from ..gpu.kinds import ArrayKind, kind_named, kind_of
 from ..gpu.ops import DeviceOps
@@ -34,12 +40,17 @@ from .context import current
 if TYPE_CHECKING:
     from .scheduler import Runtime
 
-__all__ = ["DeviceTransfers", "reduce_device", "transfers", "posting", "my_device"]
+__all__ = ["DeviceTransfers", "MARKED", "reduce_device", "allocate_device", "transfers", "posting", "my_device"]
 
 #: device buffers lent to a receiver in this process: (owner PE, token) -> uint8 buffer. An
 #: in-process receiver (same PE, or the inproc transport) reads them here instead of opening
 #: its own process's IPC handle, which CUDA refuses.
 _LENT_HERE: dict[tuple[int, int], Any] = {}
+
+#: the ``mpi`` path's device copies in the message being encoded: id(marker) -> segment.
+#: The pickle stream carries an empty marker buffer out of band where the array's bytes
+#: would be; the encoder (message.py) puts the segment in its place.
+MARKED: dict[int, DeviceSegment] = {}
 
 
 def _size_class(nbytes: int) -> int:
@@ -69,6 +80,19 @@ class _OnDevice:
         self.stager = Stager(ops, settings.gpu_chunk)
         self.free: dict[int, list] = {}  # size class -> [(buffer, handle)]
 
+    def mpi_segment(self, flat: Any, private: bool) -> pickle.PickleBuffer:
+        """Hand device bytes ``flat`` to MPI: the out-of-band marker the message's pickle
+        carries for them. ``private``: ``flat`` is a copy already (else one is made here,
+        so the sender may overwrite its array at once)."""
+        if not private:
+            copy = self.ops.empty((flat.nbytes,), np.dtype(np.uint8))
+            self.ops.copy(copy, flat)
+            flat = copy
+        self.ops.sync()  # MPI reads it from another stream (or none): the copy must be done
+        marker = bytearray()
+        MARKED[id(marker)] = DeviceSegment(flat, flat.nbytes)
+        return pickle.PickleBuffer(marker)
+
 
 def _mpi_says_aware(transport: Any) -> bool:
     if transport.name != "mpi":
@@ -89,6 +113,8 @@ class DeviceTransfers:
         self._token = 0
         #: the buffer a channel's ``recv(into=...)`` posted, while its message decodes
         self.posted: Any = None
+        #: device views of posted buffers that MPI wrote a message into (``mpi`` path)
+        self.landed: dict[int, Any] = {}
 
     def state(self, ops: DeviceOps) -> _OnDevice:
         st = self._states.get(id(ops))
@@ -101,16 +127,18 @@ class DeviceTransfers:
         """The pickle reduction of device array ``obj``: rebuild function and arguments."""
         ops = kind.ops
         st = self.state(ops)
-        arr = kind.native(obj)
-        on = ops.device_of(arr)
+        given = kind.native(obj)
+        on = ops.device_of(given)
         if on != st.device:
             raise GPUError(
                 f"PE {self.pe}: cannot send a {kind.name} array on device {on}: this PE uses device {st.device} "
                 "(shoal.gpu.device() tells which; allocate after it, or set SHOAL_DEVICE)"
             )
-        arr = ops.contiguous(arr)
+        arr = ops.contiguous(given)
         meta = (kind.name, arr.dtype.str, tuple(arr.shape))
         flat = ops.flat(arr)
+        if st.path == "mpi" and not shared and flat.nbytes:
+            return _rebuild_mpi, (meta, st.mpi_segment(flat, private=arr is not given))
         if st.path == "ipc" and not shared:
             return _rebuild_ipc, (meta, *self.lend(st, flat))
         host = np.empty(flat.nbytes, np.uint8)
@@ -141,6 +169,24 @@ class DeviceTransfers:
                    header: bytes) -> None:
         """Kind.DEVICE: a receiver is done with lent buffer ``aux``."""
         self.release(aux)
+
+    # -- receiving by MPI ----------------------------------------------------------------
+    def mpi_state(self) -> _OnDevice:
+        """The device state device memory from MPI lands in: the one on the ``mpi`` path
+        (every built-in kind shares CuPy's)."""
+        for st in self._states.values():
+            if st.path == "mpi":
+                return st
+        from ..gpu.ops import cupy_missing, cupy_ops
+
+        missing = cupy_missing()
+        if missing is not None:
+            raise GPUError(f"PE {self.pe}: a device array arrived by CUDA-aware MPI, but {missing}")
+        st = self.state(cupy_ops())
+        if st.path != "mpi":
+            raise GPUError(f"PE {self.pe}: a device array arrived by CUDA-aware MPI, but this PE's GPU path "
+                           f"is {st.path} ({st.why}); every PE must take the same path")
+        return st
 
     def lent_count(self) -> int:
         """Buffers lent and not yet released (their receivers have not copied them yet)."""
@@ -243,6 +289,46 @@ def _rebuild_ipc(meta: tuple, owner: int, token: int, handle: bytes, capacity: i
 
             dt.rt.post(owner, Kind.DEVICE, 0, token, NO_COLL, (), None)
     return result
+
+
+def _rebuild_mpi(meta: tuple, segment: DeviceSegment) -> Any:
+    """Receive a device array MPI moved: the device memory it landed in, seen as the
+    array, or the posted buffer it landed in, or a copy into the posted buffer."""
+    dt, kind, st, dtype, shape = _arriving(meta)
+    memory = segment.memory
+    into = dt.posted
+    if dt.landed.pop(id(memory), None) is memory:  # MPI wrote it into the posted buffer
+        dt.posted = None
+        dt._check_posted(kind.native(into), kind.name, dtype, shape)
+        return into
+    if into is None:
+        return kind.wrap(st.ops.view(memory, dtype, shape))
+    result, dst = dt.target(kind, st, dtype, shape)
+    if dst is None:
+        host = _host_bytes(result)
+        st.ops.to_host(host, memory)
+        st.ops.sync()
+        _unpack(result, host)
+    else:
+        st.ops.copy(dst, memory)
+        st.ops.sync()
+    return result
+
+
+def allocate_device(rt: "Runtime", posted: Any, nbytes: int) -> Any:
+    """Where a device segment of ``nbytes`` arriving by MPI lands (the transport's device
+    allocator): the device array a channel posted for it (``posted``, if it fits), else
+    fresh device memory, as a flat uint8 device array."""
+    dt = transfers(rt)
+    st = dt.mpi_state()
+    if posted is not None:
+        kind = kind_of(posted)
+        native = kind.native(posted) if kind is not None else None
+        if native is not None and native.nbytes == nbytes and native.flags.c_contiguous:
+            view = st.ops.flat(native)
+            dt.landed[id(view)] = view
+            return view
+    return st.ops.empty((nbytes,), np.dtype(np.uint8))
 
 
 def _rebuild_staged(meta: tuple, host: Any) -> Any:

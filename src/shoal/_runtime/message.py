@@ -22,7 +22,8 @@ import numpy as np
 
 from ..gpu.kinds import kind_of
 from ..errors import ShoalError
-from .devices import reduce_device
+from .._transport.base import DeviceSegment
+from .devices import MARKED, reduce_device
 
 __all__ = [
     "Kind",
@@ -177,11 +178,14 @@ class _Encoder:
                 self._reset()
                 _Pickler(stream, protocol=5, buffer_callback=_Selective(buffers)).dump(obj)
             out = [stream.getvalue(), *[b.raw() for b in buffers]] if buffers else [stream.getvalue()]
+            if MARKED:  # device arrays for MPI itself: their markers become the device segments
+                out = [out[0], *[MARKED.get(id(v.obj), v) for v in out[1:]]]
         finally:
             self._reset()
             self.busy = False
             if _device_memo:
                 _device_memo.clear()
+                MARKED.clear()
         return out
 
     def _reset(self) -> None:
@@ -200,7 +204,11 @@ class _Selective:
         self.buffers = buffers
 
     def __call__(self, buf: pickle.PickleBuffer) -> bool:
-        if len(self.buffers) >= _MAX_OUT_OF_BAND or buf.raw().nbytes < _IN_BAND_BELOW:
+        raw = buf.raw()
+        if id(raw.obj) in MARKED:  # device memory always travels out of band
+            self.buffers.append(buf)
+            return False
+        if len(self.buffers) >= _MAX_OUT_OF_BAND or raw.nbytes < _IN_BAND_BELOW:
             return True  # true: in the stream
         self.buffers.append(buf)
         return False
@@ -274,6 +282,17 @@ def encode_call_shared(args: tuple, kwargs: dict | None) -> tuple[int, list]:
         return encode_call(args, kwargs)
     finally:
         _shared -= 1
+
+
+def segment_nbytes(segment: Any) -> int:
+    """The size of one segment of a message, in host or device memory."""
+    return segment.nbytes if type(segment) is DeviceSegment else memoryview(segment).nbytes
+
+
+def portable_segment(segment: Any) -> Any:
+    """A received segment as something pickle carries: bytes, or the device memory's
+    :class:`DeviceSegment` (which pickles its device array like any other)."""
+    return segment if isinstance(segment, (bytes, np.ndarray, DeviceSegment)) else bytes(segment)
 
 
 def decode(segments: list) -> Any:

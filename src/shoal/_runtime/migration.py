@@ -26,7 +26,8 @@ import numpy as np
 from ..errors import MigrationError
 from . import channels, receive_sets
 from .chare import Chare
-from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header
+from .._transport.base import DeviceSegment
+from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header, portable_segment, segment_nbytes
 
 if TYPE_CHECKING:
     from .collections import CollectionState
@@ -84,7 +85,7 @@ class Migration:
         rt.locations.depart(info, index, dest, moves)
         self._send_queued(info.id, index, dest)
         if rt.tracer is not None:
-            size = sum(memoryview(s).nbytes for s in segments)
+            size = sum(segment_nbytes(s) for s in segments)
             rt.tracer.migration(t0, perf_counter(), f"{info.cls.__qualname__}{list(index)}", rt.pe, dest, size)
 
     def check_idle(self, el: Chare, what: str) -> None:
@@ -138,7 +139,7 @@ class Migration:
         t0 = perf_counter()
         # the element's arrays are its own and writable: buffers that came in a read-only
         # frame are copied (small ones; large ones came by rendezvous into fresh memory)
-        segments = [segments[0], *[bytearray(b) if memoryview(b).readonly else b for b in segments[1:]]]
+        segments = [segments[0], *[bytearray(b) if _read_only(b) else b for b in segments[1:]]]
         el = rebuild(rt, cs, index, segments)
         moves = el._shoal_moves
         el._shoal_away = info.home(index, rt.npes) != rt.pe
@@ -162,7 +163,7 @@ class Migration:
             for h, s in early:
                 rt.dispatch(h, s)
         if rt.tracer is not None:
-            size = sum(memoryview(s).nbytes for s in segments)
+            size = sum(segment_nbytes(s) for s in segments)
             rt.tracer.migration(t0, perf_counter(), f"{info.cls.__qualname__}{list(index)}", src, rt.pe, size)
         if self.on_arrival is not None:
             self.on_arrival(cs, el)
@@ -277,11 +278,11 @@ def _portable(message: Any) -> Any:
     if type(message) is np.ndarray:
         return message
     kind, segments = message
-    return kind, [_bytes(s) for s in segments]
+    return kind, [portable_segment(s) for s in segments]
 
 
-def _bytes(segment: Any) -> Any:
-    return segment if isinstance(segment, (bytes, np.ndarray)) else bytes(segment)
+def _read_only(segment: Any) -> bool:
+    return type(segment) is not DeviceSegment and memoryview(segment).readonly
 
 
 def _coll_of(header: bytes) -> int:

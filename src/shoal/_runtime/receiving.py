@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ShoalError, exit_code
 from .chare import Chare
+from .devices import allocate_device
 from .collections import CollectionInfo, CollectionState
 from .futures import Failure, Future, Task, annotate, future_handle
 from .location import Locations, Route
@@ -80,17 +81,27 @@ class Receiving:
     def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
         if index == 1 and header[0] & KIND_MASK == Kind.CHANNEL:
-            _, _, seq, _, aux, coll = _unpack(header)
-            cs = self.colls.get(coll)
-            if cs is not None:
-                el = cs.elements.get(unpack_header(header)[5])
-                table = el._shoal_channels if el is not None else None
-                ch = table.get(aux) if table else None
-                if ch is not None:
-                    buf = ch.posted(seq, nbytes)
-                    if buf is not None:
-                        return buf
+            buf = self._posted(header, nbytes, False)
+            if buf is not None:
+                return buf
         return np.empty(nbytes, np.uint8)
+
+    def allocate_device(self, header: bytes, index: int, nbytes: int) -> Any:
+        """Where a segment in device memory lands (the ``mpi`` GPU path): a channel's
+        posted device array, else fresh device memory (devices.py)."""
+        posted = self._posted(header, nbytes, True) if index == 1 and header[0] & KIND_MASK == Kind.CHANNEL else None
+        return allocate_device(self, posted, nbytes)  # type: ignore[arg-type]
+
+    def _posted(self, header: bytes, nbytes: int, device: bool) -> Any:
+        """The buffer the receiving channel of channel message ``header`` posted for it, if any."""
+        _, _, seq, _, aux, coll = _unpack(header)
+        cs = self.colls.get(coll)
+        if cs is None:
+            return None
+        el = cs.elements.get(unpack_header(header)[5])
+        table = el._shoal_channels if el is not None else None
+        ch = table.get(aux) if table else None
+        return ch.posted(seq, nbytes, device) if ch is not None else None
 
     def _deliver(self, header: bytes, segments: list) -> None:
         """Transport callback: count the message, then handle it.

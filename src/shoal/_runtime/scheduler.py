@@ -131,6 +131,7 @@ class Runtime(Receiving, Sending):
             self._on_device,
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
+        transport.device_allocator = self.allocate_device  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
         self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver

@@ -21,8 +21,11 @@ from .collections import CollectionInfo
 from .futures import Failure, Future
 from .location import Locations
 from . import message as _message
-from .message import HEADER, Kind, encode, encode_call, encode_call_shared, pack_header, pack_index, unpicklable
+from .message import (
+    HEADER, Kind, encode, encode_call, encode_call_shared, pack_header, pack_index, segment_nbytes, unpicklable,
+)
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
+from .._transport.base import DeviceSegment
 
 if TYPE_CHECKING:
     from .._transport.base import Transport
@@ -35,10 +38,12 @@ _BROADCAST = int(Kind.BROADCAST)
 
 
 def _own(segments: list) -> list:
-    """Private copies of out-of-band buffers, so a local send has value semantics."""
+    """Private copies of out-of-band buffers, so a local send has value semantics (device
+    memory is the sender's own copy already)."""
     if len(segments) == 1:
         return segments
-    return [segments[0], *[np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
+    return [segments[0], *[s if type(s) is DeviceSegment else np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
+
 
 
 def _copy_plain_arrays(args: tuple) -> tuple | None:
@@ -74,7 +79,7 @@ class Sending:
             self.local.append((header, _own(segments)))
             return
         if self.tracer is not None:
-            self.tracer.send(_clock(), dest, len(header) + sum(memoryview(s).nbytes for s in segments))
+            self.tracer.send(_clock(), dest, len(header) + sum(segment_nbytes(s) for s in segments))
         if self._send_eager is None or not self._send_eager(dest, header, segments):
             self.transport.send(dest, header, segments)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
-from .base import Allocator, Deliver, Transport, default_allocator
+from .base import Allocator, Deliver, DeviceSegment, Transport, default_allocator
 
 from typing import Any
 
-__all__ = ["Transport", "Allocator", "Deliver", "default_allocator", "TRANSPORTS", "open_transports", "ask_thread_level"]
+__all__ = ["Transport", "Allocator", "Deliver", "DeviceSegment", "default_allocator", "TRANSPORTS", "open_transports", "ask_thread_level"]
 
 #: Transport names accepted by ``shoal run --transport`` and ``SHOAL_TRANSPORT``.
 TRANSPORTS = ("mpi", "inproc")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
-__all__ = ["Transport", "Allocator", "Deliver", "default_allocator"]
+__all__ = ["Transport", "Allocator", "Deliver", "DeviceSegment", "default_allocator"]
 
 #: ``allocator(header, segment_index, nbytes) -> writable buffer`` chooses where a
 #: large incoming segment lands (a channel's posted array, or fresh memory).
@@ -27,6 +27,28 @@ def default_allocator(header: bytes, index: int, nbytes: int) -> bytearray:
     return bytearray(nbytes)
 
 
+def no_device_allocator(header: bytes, index: int, nbytes: int) -> Any:
+    """What a transport does with device memory arriving at a PE that cannot take it."""
+    raise RuntimeError(f"a {nbytes}-byte segment in device memory arrived, but nothing here allocates device memory")
+
+
+class DeviceSegment:
+    """A segment in device memory that MPI moves itself (a CUDA-aware MPI: the ``mpi`` GPU
+    path). ``memory`` is a flat uint8 device array mpi4py takes as a buffer (through
+    ``__cuda_array_interface__`` or DLPack); nothing on the host reads its bytes. It
+    always travels by rendezvous, and it is the sender's own copy: the transport holds
+    it until sent, never waits for the receiver and never copies it."""
+
+    __slots__ = ("memory", "nbytes")
+
+    def __init__(self, memory: Any, nbytes: int):
+        self.memory = memory
+        self.nbytes = nbytes
+
+    def __repr__(self) -> str:
+        return f"DeviceSegment({self.nbytes} bytes)"
+
+
 class Transport(ABC):
     """Point-to-point messaging between the PEs of one job.
 
@@ -35,7 +57,8 @@ class Transport(ABC):
     arrives byte-identical; ``send`` returns once the caller may reuse its buffers;
     large segments land in the buffer the receiver's allocator returned; a small first
     segment (the pickle stream or array descriptor) arrives as ``bytes``, the others
-    as writable memory.
+    as writable memory. A :class:`DeviceSegment` arrives as a DeviceSegment of memory
+    the receiver's ``device_allocator`` returned (MPI transport; in-process, as sent).
     """
 
     name: str = "abstract"
@@ -48,6 +71,8 @@ class Transport(ABC):
     #: Segments at least this large travel by rendezvous instead of in the frame.
     rendezvous_threshold: int
     allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]
+    #: where an incoming :class:`DeviceSegment` lands: a flat uint8 device array
+    device_allocator: Allocator = staticmethod(no_device_allocator)  # type: ignore[assignment]
     #: Optional shortcut ``send_eager(dest, header, segments) -> bool`` for a valid
     #: ``dest``: True if it sent the message, False if :meth:`send` must.
     send_eager: Callable[[int, bytes, list], bool] | None = None

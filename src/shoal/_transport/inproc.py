@@ -2,7 +2,8 @@
 
 Every PE gets an :class:`InprocTransport` sharing one :class:`InprocHub`. A send
 copies each segment once, as a network would: small ones into a private
-``bytearray``, large ones into the buffer the receiving PE's allocator names.
+``bytearray``, large ones into the buffer the receiving PE's allocator names. A
+:class:`~shoal._transport.base.DeviceSegment` is handed over as it is.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Sequence
 
-from .base import Deliver, Transport
+from .base import Deliver, DeviceSegment, Transport
 
 __all__ = ["InprocHub", "InprocTransport"]
 
@@ -42,6 +43,9 @@ class InprocTransport(Transport):
         receiver = self.hub.transports[dest]
         copies = []
         for i, seg in enumerate(segments):
+            if type(seg) is DeviceSegment:  # the sender's own copy: in this process, the receiver's
+                copies.append(seg)
+                continue
             view = memoryview(seg).cast("B")
             if view.nbytes >= self.rendezvous_threshold:
                 target = receiver.allocator(header, i, view.nbytes)

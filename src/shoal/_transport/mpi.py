@@ -4,13 +4,17 @@ Every MPI call of shoal lives in this module. Wire protocol, on a private duplic
 of ``COMM_WORLD``:
 
 * a *frame* (tag ``FRAME``): ``<HH`` header length and segment count, one ``<Q`` per
-  segment (``nbytes << 1 | is_bulk``), the header, then the inline segments;
+  segment (``nbytes << 2``, plus ``_BULK`` for a segment sent by rendezvous and
+  ``_DEVICE`` for one in device memory), the header, then the inline segments;
 * each *bulk* segment follows as its own message on a second duplicate communicator,
   sent straight from the caller's buffer once the receiver, having posted its receives,
   answers clear-to-send (:mod:`.rendezvous`: a receiver that is busy computing makes the
   sender copy, not wait). MPI never reorders messages with the same source, tag and
   communicator, so the receiver posts its bulk receives in the order frames arrive and
-  each one matches the right data, with no tag bookkeeping.
+  each one matches the right data, with no tag bookkeeping. A segment in device memory
+  (:class:`~.base.DeviceSegment`, the CUDA-aware ``mpi`` GPU path) moves the same way,
+  from the sender's device copy into device memory the receiver's ``device_allocator``
+  names.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any, Sequence
 
 from mpi4py import MPI
 
-from .base import Deliver, Transport
+from .base import Deliver, DeviceSegment, Transport
 from .rendezvous import BULK_TAG as _BULK_TAG, BulkSender
 
 __all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring", "cuda_aware"]
@@ -31,6 +35,10 @@ __all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring", "cuda
 _PREFIX = struct.Struct("<HH")
 _SEG = struct.Struct("<Q")
 _FRAME_TAG = 1
+#: flags of a segment's length word, and where its length starts
+_BULK = 1
+_DEVICE = 2
+_SHIFT = 2
 
 
 #: messages of one source whose bulk receives are posted (and cleared to send) at a time;
@@ -50,7 +58,7 @@ class _Incoming:
     def __init__(self, header: bytes, segments: list, bulk: list):
         self.header = header
         self.segments = segments  # the bulk ones are None until posted
-        self.bulk = bulk  # (segment index, bytes) of each bulk segment
+        self.bulk = bulk  # (segment index, bytes, in device memory) of each bulk segment
         self.requests: list | None = [] if not bulk else None  # None: not posted yet
 
 
@@ -113,18 +121,21 @@ class MPITransport(Transport):
         native = self._native
         if native is not None and type(segments) is list and native.send(dest, header, segments):
             return
-        views = [memoryview(s).cast("B") if not isinstance(s, bytes) else s for s in segments]
+        views = [s if isinstance(s, (bytes, DeviceSegment)) else memoryview(s).cast("B") for s in segments]
         room = self.frame_capacity - _PREFIX.size - len(header) - _SEG.size * len(views)
         lengths = []
         inline = []
-        bulk = []
+        bulk: list = []
         for v in views:
             n = len(v) if isinstance(v, bytes) else v.nbytes
-            if n >= self.rendezvous_threshold or n > room:
-                lengths.append(n << 1 | 1)
+            if type(v) is DeviceSegment:
+                lengths.append(n << _SHIFT | _DEVICE | _BULK)
+                bulk.append(v)
+            elif n >= self.rendezvous_threshold or n > room:
+                lengths.append(n << _SHIFT | _BULK)
                 bulk.append(v)
             else:
-                lengths.append(n << 1)
+                lengths.append(n << _SHIFT)
                 inline.append(v)
                 room -= n
         frame = b"".join(
@@ -165,9 +176,9 @@ class MPITransport(Transport):
         segments: list = []
         bulk = []
         for i, word in enumerate(lengths):
-            n = word >> 1
-            if word & 1:
-                bulk.append((i, n))
+            n = word >> _SHIFT
+            if word & _BULK:
+                bulk.append((i, n, word & _DEVICE))
                 segments.append(None)
             else:
                 segments.append(bytes(mv[off : off + n]) if i == 0 else mv[off : off + n])
@@ -191,8 +202,12 @@ class MPITransport(Transport):
                 if posted >= RECEIVE_DEPTH:
                     return
                 requests = msg.requests = []
-                for i, n in msg.bulk:
-                    target = msg.segments[i] = self.allocator(msg.header, i, n)
+                for i, n, device in msg.bulk:
+                    if device:
+                        target = self.device_allocator(msg.header, i, n)
+                        msg.segments[i] = DeviceSegment(target, n)
+                    else:
+                        target = msg.segments[i] = self.allocator(msg.header, i, n)
                     requests.append(self._bulk.Irecv(target, src, _BULK_TAG))
                 self._bulk_sender.clear(src)
             if msg.requests:

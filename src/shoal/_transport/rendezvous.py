@@ -16,7 +16,9 @@ per-tag order, so answers arrive in the order of the frames and need no numberin
 
 Segments of arrays the program lent (``shoal.lend``: it promises not to write them
 until the loan is returned) are not waited for at all: they go as the answer comes,
-like the copies, and the loan is returned when they have gone.
+like the copies, and the loan is returned when they have gone. Segments in device
+memory (:class:`~.base.DeviceSegment`) are the sender's own copies already: they are
+not waited for either, and never copied to the host.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from time import perf_counter
 from typing import Any
 
 from mpi4py import MPI
+
+from .base import DeviceSegment
 
 __all__ = ["BULK_TAG", "CTS_TAG", "LENT", "BulkSender", "stall_budget"]
 
@@ -88,7 +92,7 @@ class BulkSender:
         if queue is None:
             queue = self.waiting[dest] = deque()
         queue.append(out)
-        if LENT and all(id(getattr(v, "obj", None)) in LENT for v in views):
+        if all(type(v) is DeviceSegment or id(getattr(v, "obj", None)) in LENT for v in views):
             out.detached = True
             return
         deadline = perf_counter() + stall_budget(sum(len(v) for v in views))
@@ -100,7 +104,7 @@ class BulkSender:
                     return
                 continue  # the receiver has posted: the transfer is under way
             if perf_counter() > deadline:
-                out.views = [bytearray(v) for v in views]  # the receiver is busy: copy, return
+                out.views = [v if type(v) is DeviceSegment else bytearray(v) for v in views]  # busy: copy, return
                 out.detached = True
                 return
 
@@ -114,7 +118,9 @@ class BulkSender:
             out = queue.popleft()
             if not queue:
                 del self.waiting[src]
-            out.requests = [self.comm.Isend(v, src, BULK_TAG) for v in out.views]
+            out.requests = [
+                self.comm.Isend(v.memory if type(v) is DeviceSegment else v, src, BULK_TAG) for v in out.views
+            ]
             if out.detached:
                 self.moving.append(out)
 

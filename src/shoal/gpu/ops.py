@@ -50,6 +50,11 @@ class DeviceOps(ABC):
         """A C-contiguous ``arr`` as a 1-D uint8 view of the same memory."""
 
     @abstractmethod
+    def view(self, flat: Any, dtype: np.dtype, shape: tuple) -> Any:
+        """The uint8 array ``flat`` seen as an array of ``dtype`` and ``shape`` (no copy):
+        device memory MPI received into becomes the arriving array."""
+
+    @abstractmethod
     def copy(self, dst: Any, src: Any) -> None:
         """Queue a device-to-device copy of the uint8 views ``src`` into ``dst`` (same length)."""
 
@@ -92,7 +97,8 @@ class DeviceOps(ABC):
         return True
 
     def mpi_aware(self) -> bool | None:
-        """Whether MPI may be handed this memory directly; None: ask the MPI library."""
+        """Whether MPI may be handed this memory directly (its native arrays, which mpi4py
+        takes through ``__cuda_array_interface__`` or DLPack); None: ask the MPI library."""
         return None
 
 
@@ -141,6 +147,9 @@ class CupyOps(DeviceOps):
         stream = self.stream
         stream.wait_event(self.cp.cuda.get_current_stream().record())
         return stream
+
+    def view(self, flat: Any, dtype: np.dtype, shape: tuple) -> Any:
+        return flat.view(dtype).reshape(shape)
 
     def copy(self, dst: Any, src: Any) -> None:
         if src.nbytes:

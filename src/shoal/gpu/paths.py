@@ -14,12 +14,9 @@ error, never a silent fall-back.
 
 from __future__ import annotations
 
-__all__ = ["PATHS", "BUILT", "choose_path", "choose_device", "parse_devices"]
+__all__ = ["PATHS", "choose_path", "choose_device", "parse_devices"]
 
 PATHS = ("mpi", "ipc", "staged")
-#: the paths the runtime has: handing device memory to a CUDA-aware MPI is not built yet
-#: (no CUDA-aware MPI was at hand to test it), so it is never chosen and refused when forced
-BUILT = ("ipc", "staged")
 
 
 def choose_path(forced: str, mpi_aware: bool | None, one_node: bool, ipc_supported: bool = True) -> tuple[str, str]:
@@ -30,9 +27,6 @@ def choose_path(forced: str, mpi_aware: bool | None, one_node: bool, ipc_support
         if forced not in PATHS:
             raise ValueError(f"SHOAL_GPU_PATH={forced!r} is not a GPU path; valid: {', '.join(PATHS)} "
                              "(empty: chosen automatically)")
-        if forced not in BUILT:
-            raise ValueError(f"SHOAL_GPU_PATH={forced}: this path is not built yet in shoal; use "
-                             f"{' or '.join(BUILT)}")
         if forced == "mpi" and not mpi_aware:
             raise ValueError("SHOAL_GPU_PATH=mpi, but the MPI library does not say it is CUDA-aware "
                              f"({'it says no' if mpi_aware is False else 'it cannot be asked'}); "
@@ -43,9 +37,9 @@ def choose_path(forced: str, mpi_aware: bool | None, one_node: bool, ipc_support
         if forced == "ipc" and not ipc_supported:
             raise ValueError("SHOAL_GPU_PATH=ipc, but these devices cannot share memory between processes")
         return forced, "forced by SHOAL_GPU_PATH"
-    if mpi_aware and "mpi" in BUILT:
+    if mpi_aware:
         return "mpi", "the MPI library is CUDA-aware"
-    mpi = "MPI is CUDA-aware, but shoal's mpi path is not built" if mpi_aware else "MPI is not CUDA-aware"
+    mpi = "MPI is not CUDA-aware"
     if one_node and ipc_supported:
         return "ipc", f"all PEs on one node; {mpi}"
     if not one_node:

@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--buffer", default=None, help="bytearray, numpy (default), cupy, numba, pycuda or torch")
     p.add_argument("--device", default=None, help="cpu (default) or cuda")
     p.add_argument("--gpu-path", default="auto", choices=("auto", "aware", "staged", "ipc"),
-                   help="GPU buffers: CUDA-aware MPI (aware), staging through host memory (staged), or, for "
-                        "--target shoal, CUDA IPC (ipc; sets SHOAL_GPU_PATH) (default: the best the job can take)")
+                   help="GPU buffers: CUDA-aware MPI (aware; shoal's mpi path), staging through host memory "
+                        "(staged), or, for --target shoal, CUDA IPC (ipc); for shoal it sets SHOAL_GPU_PATH "
+                        "(default: the best the job can take)")
     p.add_argument("-m", "--message-size", default=None, metavar="[MIN:]MAX", help="message sizes in bytes, doubling from MIN (default 1:4194304; 1:1048576 for collectives)")
     p.add_argument("-i", "--iterations", type=int, default=None, help="timed iterations for messages up to --large-size")
     p.add_argument("-x", "--warmup", type=int, default=None, help="untimed warm-up iterations for messages up to --large-size")
