@@ -454,6 +454,40 @@ def test_the_mpi_path_moves_device_memory_by_mpi(mpi_job, n, native):
 
 
 @pytest.mark.mpi
+def test_device_memory_by_mpi_at_a_pe_without_cupy_ends_the_job_naming_it(mpi_job):
+    from shoal.gpu import cupy_missing
+
+    if cupy_missing() is None:
+        pytest.skip("CuPy and a CUDA device are present: the receiving PE can take the array")
+    program = f"""
+import sys
+import numpy as np
+sys.path.insert(0, {TESTS!r})
+import gpu_sim
+import shoal
+from shoal._runtime.devices import transfers
+
+
+class Sink(shoal.Chare):
+    def take(self, a):  # PE 1 has no device state of the simulated kind: it would use CuPy
+        return "took"
+
+
+def main(args):
+    a = shoal.Array(Sink, 2)
+    x = gpu_sim.array(np.arange(10.0), transfers().state(gpu_sim.OPS).device)
+    print(a[1].take(x, ret=True).get())
+    shoal.exit()
+
+
+shoal.start(main)
+"""
+    job = mpi_job(program, n=2, env={"SIM_MPI_AWARE": "1"}, timeout=60)
+    assert job.returncode != 0 and "took" not in job.stdout, job
+    assert "PE 1: a device array arrived by CUDA-aware MPI, but CuPy is not installed" in job.stderr, job
+
+
+@pytest.mark.mpi
 def test_shared_gpus_and_device_lists(mpi_job):
     job = mpi_job(PROGRAM, n=2, args=("10",), env={"SIM_DEVICES": "1"})
     assert job.returncode == 0, job
