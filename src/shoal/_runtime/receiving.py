@@ -40,6 +40,7 @@ _WHOLE = [struct.Struct(HEADER.format + "q" * n) for n in range(9)]  # header wi
 _unpack = HEADER.unpack_from
 _HSIZE = HEADER.size
 _KIND_FWD = KIND_MASK | FWD
+_CHANNEL = int(Kind.CHANNEL)
 
 
 class Receiving:
@@ -85,6 +86,12 @@ class Receiving:
             if buf is not None:
                 return buf
         return np.empty(nbytes, np.uint8)
+
+    @staticmethod
+    def receive_early(header: bytes) -> bool:
+        """Whether a message may be received before those ahead of it are delivered: any
+        but a channel's, whose buffer the next ``recv(into=...)`` may post."""
+        return header[0] & KIND_MASK != _CHANNEL
 
     def allocate_device(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a segment in device memory lands (the ``mpi`` GPU path): a channel's

@@ -132,6 +132,7 @@ class Runtime(Receiving, Sending):
         ]
         transport.allocator = self.allocate  # type: ignore[method-assign]
         transport.device_allocator = self.allocate_device  # type: ignore[method-assign]
+        transport.receive_early = self.receive_early  # type: ignore[method-assign]
         self._poll = transport.poll  # bound once: step() runs millions of times
         self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver

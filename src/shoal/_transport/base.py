@@ -73,6 +73,10 @@ class Transport(ABC):
     allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]
     #: where an incoming :class:`DeviceSegment` lands: a flat uint8 device array
     device_allocator: Allocator = staticmethod(no_device_allocator)  # type: ignore[assignment]
+    #: ``receive_early(header) -> bool``: whether a message's large segments may be
+    #: received before the messages ahead of it are delivered (their allocator call comes
+    #: sooner; a receiver whose buffer is posted by what those messages run says no)
+    receive_early: Callable[[bytes], bool] = staticmethod(lambda header: True)  # type: ignore[assignment]
     #: Optional shortcut ``send_eager(dest, header, segments) -> bool`` for a valid
     #: ``dest``: True if it sent the message, False if :meth:`send` must.
     send_eager: Callable[[int, bytes, list], bool] | None = None

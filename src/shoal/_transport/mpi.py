@@ -43,10 +43,13 @@ _SHIFT = 2
 
 #: messages of one source whose bulk receives are posted (and cleared to send) at a time;
 #: the rest wait unposted, so a window of lent sends (shoal.lend) does not make its
-#: receiver allocate the whole window's memory at once. The next is posted once the
-#: last has been delivered, so its memory is free again (or a channel's next receive
-#: is posted). One at a time measured best: with 2 or more, MPICH's transfers here
-#: shared the memory bus and the window's bandwidth fell (4 MiB: 0.53x → 0.39x mpi4py).
+#: receiver allocate the whole window's memory at once. The next is posted as soon as
+#: the last has arrived, before it is delivered, so the next transfer's handshake
+#: overlaps the delivery; a message the runtime wants received late (a channel's, whose
+#: posted buffer comes with the next ``recv``: ``Transport.receive_early``) is posted once
+#: the last has been delivered. One at a time measured best: with 2 or more, MPICH's
+#: transfers here shared the memory bus and the window's bandwidth fell (4 MiB: 0.53x →
+#: 0.39x mpi4py).
 RECEIVE_DEPTH = 1
 
 
@@ -193,13 +196,14 @@ class MPITransport(Transport):
         else:
             self._arrived.append((header, segments))
 
-    def _post_next(self, src: int, queue: deque) -> None:
+    def _post_next(self, src: int, queue: deque, early: bool = False) -> None:
         """Post the bulk receives of ``src``'s next messages, in order, while fewer than
-        :data:`RECEIVE_DEPTH` are posted, and clear each one's sender to send."""
+        :data:`RECEIVE_DEPTH` are posted, and clear each one's sender to send; ``early``
+        (messages ahead are not delivered yet): only those :attr:`receive_early` allows."""
         posted = 0
         for msg in queue:
             if msg.requests is None:
-                if posted >= RECEIVE_DEPTH:
+                if posted >= RECEIVE_DEPTH or (early and not self.receive_early(msg.header)):
                     return
                 requests = msg.requests = []
                 for i, n, device in msg.bulk:
@@ -229,16 +233,17 @@ class MPITransport(Transport):
             if not queue:
                 done.append(src)
             elif popped:
-                self._repost.append(src)  # once the arrived are delivered (their memory freed)
+                self._repost.append(src)  # its next may be posted (see RECEIVE_DEPTH)
         for src in done:
             del self._stalled[src]
 
-    def _post_stalled(self) -> None:
+    def _post_stalled(self, early: bool = False) -> None:
         for src in self._repost:
             queue = self._stalled.get(src)
             if queue:
-                self._post_next(src, queue)
-        self._repost.clear()
+                self._post_next(src, queue, early)
+        if not early:
+            self._repost.clear()
 
     def in_flight(self) -> bool:
         native = self._native
@@ -275,6 +280,8 @@ class MPITransport(Transport):
         if self._bulk_waiting or self._bulk_moving:
             self._bulk_sender.advance()
         if self._arrived:
+            if self._repost:
+                self._post_stalled(early=True)
             n += self._deliver_arrived(deliver)
         if self._repost:
             self._post_stalled()
