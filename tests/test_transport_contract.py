@@ -133,6 +133,20 @@ def test_mpi_contract_small_threshold():
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("path", ["compiled", "python"])
+@pytest.mark.parametrize("shared", ["1", "0"])
+def test_mpi_contract_with_and_without_shared_copies(shared, path):
+    """Every on-node rendezvous message copied by both PEs (shared_copy.py), or none."""
+    proc = _run_script(3, "--shared-copy", shared, *(["--python"] if path == "python" else []))
+    out = proc.stdout + proc.stderr
+    if shared != "0" and "shared_copy=0" in proc.stdout:
+        pytest.skip("this machine does not let processes read each other's memory (cross-memory attach)")
+    assert proc.returncode == 0 and "FAIL" not in out, out
+    assert f"shared_copy={shared}" in proc.stdout, out
+    assert f"OK {len(contract.MPI_DEFAULT)} checks on 3 PEs" in proc.stdout, out
+
+
+@pytest.mark.mpi
 def test_mpi_harness_reports_failure():
     """A failing check ends the whole job with a non-zero code (no hang, no false OK)."""
     proc = _run_script(2, "--checks", "no_such_check", timeout=30)

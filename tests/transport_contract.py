@@ -538,8 +538,14 @@ def main(argv: Iterable[str]) -> int:
 
     from shoal._transport.mpi import MPITransport
 
+    shared = 1 << 20
+    if "--shared-copy" in argv:  # bytes from which on-node messages are copied by both PEs (0: never)
+        shared = int(argv[argv.index("--shared-copy") + 1])
+
     native = "--python" not in argv  # --python: the pure-Python reference path
-    t = MPITransport(rendezvous_threshold=threshold, native=native)
+    t = MPITransport(rendezvous_threshold=threshold, native=native, shared_copy=shared)
+    if t.rank == 0:
+        print(f"shared_copy={t.shared_copy}", flush=True)
     if native and t._native is None:
         print("FAIL: the compiled eager path did not build", flush=True)
         return 4

@@ -60,6 +60,10 @@ class Settings:
     #: and keep freed ones, so large messages land in memory already mapped instead of
     #: fresh pages (page faults halve rendezvous bandwidth); 0 leaves malloc alone.
     heap_reuse: int = 32 << 20
+    #: MPI transport: a message whose rendezvous segments hold at least this many bytes,
+    #: between two PEs of one node, is copied by both processes at once, each a part
+    #: (Linux cross-memory attach, where the node allows it); 0: by MPI alone.
+    shared_copy: int = 1 << 20
     #: Write a timeline of the job (entry methods, idle, sends, migrations, balancing) to
     #: this file, in the Chrome trace-event format Perfetto opens; empty: no tracing.
     trace: str = ""
@@ -120,6 +124,7 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "mpi_threads": (frozenset({"funneled", "serialized", "multiple"}),
                     "the MPI thread level shoal asks for (multiple: the program calls MPI from threads of its own)"),
     "heap_reuse": ((0, 2**31 - 1), "bytes; malloc takes a C int, and above 32 MiB acts as 32 MiB"),
+    "shared_copy": ((0, 2**62), "bytes; 0 lets MPI alone move large messages within a node"),
     "trace": (_Matching(r"[^\x00]*", "a file name without NUL characters"),
               "the file the job's timeline is written to at its end (empty: no tracing)"),
     "lb": (_Matching(r"(?:[A-Za-z_][A-Za-z0-9_.-]*)?", "a strategy name: letters, digits, '_', '.' and '-', "

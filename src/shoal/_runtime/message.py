@@ -177,7 +177,7 @@ class _Encoder:
             if len(buffers) > _MAX_OUT_OF_BAND:
                 self._reset()
                 _Pickler(stream, protocol=5, buffer_callback=_Selective(buffers)).dump(obj)
-            out = [stream.getvalue(), *[b.raw() for b in buffers]] if buffers else [stream.getvalue()]
+            out: list = [stream.getvalue(), *[b.raw() for b in buffers]] if buffers else [stream.getvalue()]
             if MARKED:  # device arrays for MPI itself: their markers become the device segments
                 out = [out[0], *[MARKED.get(id(v.obj), v) for v in out[1:]]]
         finally:

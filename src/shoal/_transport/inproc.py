@@ -41,7 +41,7 @@ class InprocTransport(Transport):
         if not 0 <= dest < self.size:
             raise ValueError(f"PE {self.rank}: send to PE {dest}, but the job has {self.size} PEs")
         receiver = self.hub.transports[dest]
-        copies = []
+        copies: list = []
         for i, seg in enumerate(segments):
             if type(seg) is DeviceSegment:  # the sender's own copy: in this process, the receiver's
                 copies.append(seg)

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from mpi4py import MPI
 
 from .base import Deliver, DeviceSegment, Transport
+from . import shared_copy as _shared
 from .rendezvous import BULK_TAG as _BULK_TAG, BulkSender
 
 __all__ = ["MPITransport", "abort_world", "job_finished", "exchange_ring", "cuda_aware"]
@@ -56,13 +57,16 @@ RECEIVE_DEPTH = 1
 class _Incoming:
     """A message whose frame arrived but whose bulk segments are still moving."""
 
-    __slots__ = ("header", "segments", "bulk", "requests")
+    __slots__ = ("header", "segments", "bulk", "requests", "shared")
 
     def __init__(self, header: bytes, segments: list, bulk: list):
         self.header = header
         self.segments = segments  # the bulk ones are None until posted
         self.bulk = bulk  # (segment index, bytes, in device memory) of each bulk segment
         self.requests: list | None = [] if not bulk else None  # None: not posted yet
+        #: copied by both processes (shared_copy.py): (go message, wrote request, targets'
+        #: addresses) until the sender's go arrives and this PE has read its parts
+        self.shared: tuple | None = None
 
 
 class MPITransport(Transport):
@@ -70,7 +74,7 @@ class MPITransport(Transport):
 
     def __init__(
         self, rendezvous_threshold: int = 256 * 1024, frame_capacity: int = 256 * 1024, native: bool = True,
-        heap_reuse: int = 32 << 20,
+        heap_reuse: int = 32 << 20, shared_copy: int = 1 << 20,
     ):
         if heap_reuse > 0:
             _reuse_heap(heap_reuse)
@@ -84,6 +88,17 @@ class MPITransport(Transport):
         node = world.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_size = node.Get_size()
         self.local_rank = node.Get_rank()
+        #: messages of at least this many rendezvous bytes from a PE of this node are copied
+        #: by both processes (shared_copy.py); 0: by MPI alone
+        self.shared_copy = 0
+        self._node: frozenset = frozenset()  # the world ranks of this node's PEs, when it shares
+        if self.local_size > 1 and _shared.available(node) and shared_copy > 0:  # (collective on every PE)
+            self.shared_copy = shared_copy
+            mine, everyone = node.Get_group(), world.Get_group()
+            self._node = frozenset(MPI.Group.Translate_ranks(mine, range(self.local_size), everyone))
+            mine.Free()
+            everyone.Free()
+        self._pid = os.getpid()
         node.Free()
         self.rendezvous_threshold = rendezvous_threshold
         self.frame_capacity = max(frame_capacity, rendezvous_threshold + 4096)
@@ -101,6 +116,7 @@ class MPITransport(Transport):
             self._status = MPI.Status()
             self._recv = self._frames.Recv_init(self._buf, MPI.ANY_SOURCE, _FRAME_TAG)
             self._recv.Start()
+        self._nothing = bytearray(0)
         self._sends: list = []  # (request, frame) pairs of eager sends in flight
         self._bulk_sender = BulkSender(self._bulk)
         # the sender's queues themselves (changed in place), tested on every poll
@@ -114,7 +130,7 @@ class MPITransport(Transport):
         """The transport a job with :class:`shoal.settings.Settings` ``settings`` uses."""
         return cls(
             settings.rendezvous_threshold, settings.frame_capacity, native=bool(settings.native),
-            heap_reuse=settings.heap_reuse,
+            heap_reuse=settings.heap_reuse, shared_copy=settings.shared_copy,
         )
 
     # -- sending -----------------------------------------------------------------
@@ -127,7 +143,7 @@ class MPITransport(Transport):
         views = [s if isinstance(s, (bytes, DeviceSegment)) else memoryview(s).cast("B") for s in segments]
         room = self.frame_capacity - _PREFIX.size - len(header) - _SEG.size * len(views)
         lengths = []
-        inline = []
+        inline: list = []
         bulk: list = []
         for v in views:
             n = len(v) if isinstance(v, bytes) else v.nbytes
@@ -152,9 +168,16 @@ class MPITransport(Transport):
             # wait here for the receiver (or copy, if it is busy), receiving (not
             # delivering) meanwhile so two PEs sending large messages to each other
             # cannot deadlock.
-            self._bulk_sender.send(dest, bulk, self._receive_frames)
+            self._bulk_sender.send(dest, bulk, self._progress)
 
     # -- receiving ---------------------------------------------------------------
+    def _progress(self) -> None:
+        """Receive (never deliver) while a send waits: frames in, and the parts of shared
+        copies this PE reads (a peer's send may wait for them while this one waits too)."""
+        self._receive_frames()
+        if self._stalled:
+            self._advance_stalled()
+
     def _receive_frames(self) -> None:
         """Take in every frame that arrived, queueing (never delivering) messages."""
         if self._native is not None:
@@ -205,28 +228,68 @@ class MPITransport(Transport):
             if msg.requests is None:
                 if posted >= RECEIVE_DEPTH or (early and not self.receive_early(msg.header)):
                     return
-                requests = msg.requests = []
-                for i, n, device in msg.bulk:
-                    if device:
-                        target = self.device_allocator(msg.header, i, n)
-                        msg.segments[i] = DeviceSegment(target, n)
-                    else:
-                        target = msg.segments[i] = self.allocator(msg.header, i, n)
-                    requests.append(self._bulk.Irecv(target, src, _BULK_TAG))
-                self._bulk_sender.clear(src)
+                if self._shares(src, msg.bulk):
+                    self._post_shared(src, msg)
+                else:
+                    requests = msg.requests = []
+                    for i, n, device in msg.bulk:
+                        if device:
+                            target = self.device_allocator(msg.header, i, n)
+                            msg.segments[i] = DeviceSegment(target, n)
+                        else:
+                            target = msg.segments[i] = self.allocator(msg.header, i, n)
+                        requests.append(self._bulk.Irecv(target, src, _BULK_TAG))
+                    self._bulk_sender.clear(src)
             if msg.requests:
                 posted += 1
                 if posted >= RECEIVE_DEPTH:
                     return
+
+    def _shares(self, src: int, bulk: list) -> bool:
+        """Whether a message's rendezvous segments are copied by both processes."""
+        if src not in self._node or len(bulk) > _shared.MAX_SEGMENTS:
+            return False
+        total = 0
+        for _, n, device in bulk:
+            if device:
+                return False
+            total += n
+        return total >= self.shared_copy
+
+    def _post_shared(self, src: int, msg: _Incoming) -> None:
+        """Name the memory ``src``'s message lands in: the sender writes its parts there."""
+        targets = []
+        for i, n, _ in msg.bulk:
+            target = msg.segments[i] = self.allocator(msg.header, i, n)
+            targets.append(_shared.address(target))
+        go = bytearray(_shared.MAX_ANSWER)
+        msg.requests = [self._bulk.Irecv(go, src, _shared.GO_TAG)]
+        msg.shared = (go, self._bulk.Irecv(self._nothing, src, _shared.WROTE_TAG), targets)
+        self._bulk_sender.clear(src, _shared.pack(self._pid, targets))
+
+    def _read_shared(self, src: int, msg: _Incoming) -> None:
+        """The sender's go arrived: read this PE's parts, free the sender's memory."""
+        go, wrote, targets = msg.shared  # type: ignore[misc]
+        msg.shared = None
+        pid, sources = _shared.unpack(go, 8 * (len(targets) + 1))
+        for (_, n, _), target, source in zip(msg.bulk, targets, sources):
+            part = _shared.split(n)
+            _shared.read(pid, target + part, source + part, n - part)
+        self._bulk.Send(self._nothing, src, _shared.READ_TAG)
+        msg.requests = [wrote]
 
     def _advance_stalled(self) -> None:
         done = []
         for src, queue in self._stalled.items():
             popped = False
             while queue:
-                requests = queue[0].requests
+                head = queue[0]
+                requests = head.requests
                 if requests is None or (requests and not MPI.Request.Testall(requests)):
                     break
+                if head.shared is not None:
+                    self._read_shared(src, head)
+                    continue
                 msg = queue.popleft()
                 self._arrived.append((msg.header, msg.segments))
                 popped = True
@@ -306,13 +369,13 @@ class MPITransport(Transport):
         while self._sends or self._bulk_sender.busy() or (native is not None and native.pending()):
             self._complete_sends()
             self._bulk_sender.advance()
-            self._receive_frames()
+            self._progress()
 
     def barrier(self) -> None:
         self.flush()
         req = self._frames.Ibarrier()
         while not req.Test():
-            self._receive_frames()
+            self._progress()
 
     def abort(self, code: int) -> None:
         abort_world(code)

@@ -19,16 +19,22 @@ until the loan is returned) are not waited for at all: they go as the answer com
 like the copies, and the loan is returned when they have gone. Segments in device
 memory (:class:`~.base.DeviceSegment`) are the sender's own copies already: they are
 not waited for either, and never copied to the host.
+
+A clear-to-send that names the receiver's memory (a PE of the same node: see
+:mod:`.shared_copy`) makes the sender copy its part of the segments there itself; the
+segments are sent once the receiver says it has read the rest.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from time import perf_counter
 from typing import Any
 
 from mpi4py import MPI
 
+from . import shared_copy
 from .base import DeviceSegment
 
 __all__ = ["BULK_TAG", "CTS_TAG", "LENT", "BulkSender", "stall_budget"]
@@ -69,19 +75,21 @@ class BulkSender:
         self.comm = comm
         self.waiting: dict[int, deque[_Outgoing]] = {}  # destination -> uncleared, in frame order
         self.moving: list[_Outgoing] = []  # copies and loans cleared, in MPI's hands (changed in place)
-        self._answer = bytearray(1)
+        self._answer = bytearray(shared_copy.MAX_ANSWER)
         self._status = MPI.Status()
-        self._cts = comm.Recv_init([self._answer, 0, MPI.BYTE], MPI.ANY_SOURCE, CTS_TAG)
+        self._cts = comm.Recv_init(self._answer, MPI.ANY_SOURCE, CTS_TAG)
         self._cts.Start()
         self._empty = bytearray(0)
+        self._pid = os.getpid()
 
     def busy(self) -> bool:
         """Whether segments still wait to be cleared or are moving (the PE must keep polling)."""
         return bool(self.waiting or self.moving)
 
-    def clear(self, src: int) -> None:
-        """Tell PE ``src`` its next message's receives are posted (the receiver's side)."""
-        self.comm.Send([self._empty, 0, MPI.BYTE], src, CTS_TAG)
+    def clear(self, src: int, shared: bytes = b"") -> None:
+        """Tell PE ``src`` its next message's receives are posted (the receiver's side);
+        ``shared``: where its segments land, for the sender to write its part there."""
+        self.comm.Send(shared or self._empty, src, CTS_TAG)
 
     def send(self, dest: int, views: list, progress: Any) -> None:
         """Send ``views`` to ``dest`` once cleared, calling ``progress()`` while waiting;
@@ -113,16 +121,31 @@ class BulkSender:
         cts, status = self._cts, self._status
         while cts.Test(status):
             src = status.Get_source()
+            count = status.Get_count(MPI.BYTE)
+            shared = shared_copy.unpack(self._answer, count) if count else None
             cts.Start()
             queue = self.waiting[src]
             out = queue.popleft()
             if not queue:
                 del self.waiting[src]
-            out.requests = [
-                self.comm.Isend(v.memory if type(v) is DeviceSegment else v, src, BULK_TAG) for v in out.views
-            ]
+            if shared is not None:
+                self._write_shared(out, src, *shared)
+            else:
+                out.requests = [
+                    self.comm.Isend(v.memory if type(v) is DeviceSegment else v, src, BULK_TAG) for v in out.views
+                ]
             if out.detached:
                 self.moving.append(out)
+
+    def _write_shared(self, out: _Outgoing, dest: int, pid: int, targets: tuple) -> None:
+        """Copy the sender's part of each segment into the receiver's memory; the
+        segments are sent once the receiver has read the rest (its ``READ``)."""
+        comm, sources = self.comm, [shared_copy.address(v) for v in out.views]
+        out.requests = [comm.Irecv(self._empty, dest, shared_copy.READ_TAG)]
+        comm.Send(shared_copy.pack(self._pid, sources), dest, shared_copy.GO_TAG)
+        for view, source, target in zip(out.views, sources, targets):
+            shared_copy.write(pid, source, target, shared_copy.split(len(view)))
+        comm.Send(self._empty, dest, shared_copy.WROTE_TAG)
 
     def advance(self) -> None:
         """Answers in, copies and loans sent: called from the poll loop while :meth:`busy`."""
