@@ -171,3 +171,29 @@ def test_large_entry_calls_and_channel_messages_keep_order_and_land_in_posted_bu
     assert "entries in order True" in job.stdout and "channel in order True" in job.stdout, job
     landed = int(job.stdout.split("landed ")[1].split()[0])
     assert landed >= 23, job  # the first may arrive before the first recv is posted
+
+
+def test_shared_copy_parts():
+    """The pieces of shared_copy.py in one process: addresses, the messages, the split,
+    and a copy through the kernel (a process may read and write its own memory)."""
+    import os
+
+    import numpy as np
+
+    from shoal._transport import shared_copy as sc
+
+    a = np.arange(100_000, dtype=np.uint8)
+    assert sc.address(a) == a.ctypes.data == sc.address(memoryview(a).cast("B"))
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    assert sc.address(frozen) == frozen.ctypes.data  # read-only buffers too
+    data = sc.pack(1234, [10, 20, 30])
+    assert len(data) == 32 and sc.unpack(bytearray(data) + bytearray(40), len(data)) == (1234, (10, 20, 30))
+    assert sc.split(4 << 20) == 2 << 20 and sc.split(10_000) == 4096 and sc.split(8191) == 0
+    b = np.zeros_like(a)
+    part = sc.split(a.nbytes)
+    sc.write(os.getpid(), sc.address(a), sc.address(b), part)
+    sc.read(os.getpid(), sc.address(b) + part, sc.address(a) + part, a.nbytes - part)
+    assert np.array_equal(a, b)
+    with pytest.raises(OSError, match="process_vm_readv of 8 bytes with process"):
+        sc.read(2**22 + 12345, sc.address(b), sc.address(a), 8)  # no such process

@@ -67,7 +67,10 @@ def _calls() -> Any:
 
 def address(buf: Any) -> int:
     """The address of the first byte of contiguous buffer ``buf`` (read-only ones too)."""
-    return np.frombuffer(buf, np.uint8).__array_interface__["data"][0]
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    except TypeError:  # read-only: NumPy reads its address without writing
+        return np.frombuffer(buf, np.uint8).__array_interface__["data"][0]
 
 
 def pack(pid: int, addresses: list[int]) -> bytes:
