@@ -176,6 +176,7 @@ def test_large_entry_calls_and_channel_messages_keep_order_and_land_in_posted_bu
 def test_shared_copy_parts():
     """The pieces of shared_copy.py in one process: addresses, the messages, the split,
     and a copy through the kernel (a process may read and write its own memory)."""
+    import errno
     import os
 
     import numpy as np
@@ -192,7 +193,12 @@ def test_shared_copy_parts():
     assert sc.split(4 << 20) == 2 << 20 and sc.split(10_000) == 4096 and sc.split(8191) == 0
     b = np.zeros_like(a)
     part = sc.split(a.nbytes)
-    sc.write(os.getpid(), sc.address(a), sc.address(b), part)
+    try:
+        sc.write(os.getpid(), sc.address(a), sc.address(b), part)
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.ENOSYS):  # a sandbox without cross-memory attach
+            pytest.skip(f"process_vm_writev is not permitted here: {exc}")
+        raise
     sc.read(os.getpid(), sc.address(b) + part, sc.address(a) + part, a.nbytes - part)
     assert np.array_equal(a, b)
     with pytest.raises(OSError, match="process_vm_readv of 8 bytes with process"):
