@@ -105,7 +105,7 @@ def _kinds() -> list:
 
 def _not_cuda_aware() -> str | None:
     """Why the mpi path cannot run here (the MPI library does not say it is CUDA-aware), or None."""
-    from shoal._transport.mpi import cuda_aware
+    from shoal._transport.mpi_library import cuda_aware
 
     answer = cuda_aware()
     return None if answer.startswith("yes") else f"the mpi path needs a CUDA-aware MPI; this one: {answer}"

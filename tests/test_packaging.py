@@ -262,7 +262,7 @@ def test_mpi_abi_row_needs_no_get_abi_version():
         import json
         from mpi4py import MPI
         del MPI.Get_abi_version
-        from shoal._transport.mpi import describe_library
+        from shoal._transport.mpi_library import describe_library
         print(json.dumps(describe_library()))
         """
     )

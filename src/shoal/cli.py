@@ -170,9 +170,9 @@ def _whole_lines() -> None:
 
 def _job_finished() -> bool:
     """Whether this process's MPI job already ended on every PE (its exit code is the job's)."""
-    if "shoal._transport.mpi" not in sys.modules:
+    if "shoal._transport.mpi_library" not in sys.modules:
         return False
-    from ._transport.mpi import job_finished
+    from ._transport.mpi_library import job_finished
 
     return job_finished()
 
@@ -395,7 +395,7 @@ def _info(ns: argparse.Namespace) -> int:
     if ns.transport == "mpi":
         try:
             ask_thread_level(settings.mpi_threads)  # as a job's PE starts MPI
-            from ._transport.mpi import describe_library
+            from ._transport.mpi_library import describe_library
         except ImportError as exc:
             rows["mpi"] = f"unavailable ({exc}); install with `pip install mpi4py mpich`"
         except RuntimeError as exc:  # mpi4py's binary wheel found no MPI library to load

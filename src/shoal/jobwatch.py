@@ -216,7 +216,7 @@ def end_job(pe: int | None, what: str, detail: str = "", code: int = 1, init: bo
     running = mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized()
     if running or init:
         try:
-            from ._transport.mpi import abort_world
+            from ._transport.mpi_library import abort_world
 
             abort_world(code)
         except Exception:  # noqa: BLE001 - without MPI, ending this process is all there is
@@ -307,7 +307,7 @@ def _watch_next(sock: socket.socket, pe: int, advice: Callable[[], tuple[int, st
     _farewell()
     os.write(2, f"shoal: PE {_rank}: PE {pe} died ({how}); {text}\n".encode(errors="replace"))
     time.sleep(0.25)  # let the launcher forward the line before the abort ends every process
-    from ._transport.mpi import abort_world
+    from ._transport.mpi_library import abort_world
 
     abort_world(code)
     os._exit(code)

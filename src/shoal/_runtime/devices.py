@@ -97,7 +97,7 @@ class _OnDevice:
 def _mpi_says_aware(transport: Any) -> bool:
     if transport.name != "mpi":
         return False
-    from .._transport.mpi import cuda_aware
+    from .._transport.mpi_library import cuda_aware
 
     return cuda_aware().startswith("yes")
 

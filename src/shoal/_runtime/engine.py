@@ -419,7 +419,7 @@ def _watch_peers(transport: Any, settings: Settings) -> None:
     resume from the last checkpoint (:func:`.checkpoint.after_death`)."""
     from functools import partial
 
-    from .._transport.mpi import exchange_ring
+    from .._transport.mpi_library import exchange_ring
     from ..jobwatch import watch_peers
     from .checkpoint import after_death
 
