@@ -271,15 +271,7 @@ def _rebuild_ipc(meta: tuple, owner: int, token: int, handle: bytes, capacity: i
     src = _LENT_HERE.get((owner, token))
     src = st.ops.open(handle, capacity)[:nbytes] if src is None else src[:nbytes]
     try:
-        result, dst = dt.target(kind, st, dtype, shape)
-        if dst is None:
-            host = _host_bytes(result)
-            st.ops.to_host(host, src)
-            st.ops.sync()
-            _unpack(result, host)
-        else:
-            st.ops.copy(dst, src)
-            st.ops.sync()
+        result = _copy_out(dt, kind, st, dtype, shape, src)
     finally:
         if owner == dt.pe:
             dt.release(token)
@@ -303,14 +295,20 @@ def _rebuild_mpi(meta: tuple, segment: DeviceSegment) -> Any:
         return into
     if into is None:
         return kind.wrap(st.ops.view(memory, dtype, shape))
+    return _copy_out(dt, kind, st, dtype, shape, memory)
+
+
+def _copy_out(dt: DeviceTransfers, kind: ArrayKind, st: _OnDevice, dtype: np.dtype, shape: tuple, src: Any) -> Any:
+    """Copy arriving device bytes ``src`` to where the array goes (:meth:`DeviceTransfers.target`:
+    a posted device or host buffer, or a new array); returns when the copy is done."""
     result, dst = dt.target(kind, st, dtype, shape)
     if dst is None:
         host = _host_bytes(result)
-        st.ops.to_host(host, memory)
+        st.ops.to_host(host, src)
         st.ops.sync()
         _unpack(result, host)
     else:
-        st.ops.copy(dst, memory)
+        st.ops.copy(dst, src)
         st.ops.sync()
     return result
 
