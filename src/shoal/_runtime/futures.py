@@ -261,11 +261,16 @@ class Future:
     def __reduce__(self) -> tuple:
         rt = self._rt
         if rt is not None and self.fid:
-            rt.escaped[self.fid] = self  # its owner can answer waiters elsewhere while it lives
+            escaped = rt.escaped
+            if escaped.get(self.fid) is not self:
+                escaped[self.fid] = self  # its owner can answer waiters elsewhere while it lives
+        origin = self._origin
+        if type(origin) is not str:  # formatted once, for the first send
+            origin = self._origin = self.origin
         if self._state == _PENDING:
-            return (_rebuild_future, (self.owner, self.fid, self.origin))
+            return (_rebuild_future, (self.owner, self.fid, origin))
         value = self._value if self._state == _DONE else Failure(self._value)
-        return (_rebuild_future, (self.owner, self.fid, self.origin, value))
+        return (_rebuild_future, (self.owner, self.fid, origin, value))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Future) and (self.owner, self.fid) == (other.owner, other.fid)
