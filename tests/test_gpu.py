@@ -395,6 +395,10 @@ class Peer(shoal.Chare):
     def kept_sum(self):
         return shoal.my_pe(), type(self.kept).__name__, self.kept.device, float(self.kept.data.sum())
 
+    def mixed(self):
+        dev, host = self.kept
+        return float(dev.data.sum()), float(host.sum())
+
     def send_one(self, n, strided):
         x = gpu_sim.array(np.arange(2 * n if strided else n, dtype=np.float64), device().device)
         self.ch.send(x[::2] if strided else x)
@@ -431,6 +435,9 @@ def main(args):
         time.sleep(0.01)
     inbox = a[1].take_inbox(ret=True).get()
     print("moved", a[1].kept_sum(ret=True).get(), inbox)
+    b = shoal.Array(Peer, 2)  # (a's element 1 is on PE 0 now)
+    b[1].keep((x, np.full(40_000, 2.0)), ret=True).get()  # device memory beside a large host array
+    print("mixed", b[1].mixed(ret=True).get())
     shoal.exit()
 
 
@@ -450,6 +457,7 @@ def test_the_mpi_path_moves_device_memory_by_mpi(mpi_job, n, native):
     strided = float(np.arange(0, 2 * n, 2).sum())
     assert f"strided (True, {strided!r}, 0) {strided!r}" in out, job
     assert f"kept (0, 'SimArray', 0, {total!r}) (1, 'SimArray', 1, {total!r})" in out, job
+    assert f"mixed ({7.0 * n!r}, 80000.0)" in out, job
     assert f"moved (0, 'SimArray', 0, {total!r}) (0, 'SimArray', {total!r})" in out, job
 
 

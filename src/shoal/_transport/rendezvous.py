@@ -103,7 +103,8 @@ class BulkSender:
         if all(type(v) is DeviceSegment or id(getattr(v, "obj", None)) in LENT for v in views):
             out.detached = True
             return
-        deadline = perf_counter() + stall_budget(sum(len(v) for v in views))
+        host = sum(len(v) for v in views if type(v) is not DeviceSegment)  # device copies never need copying
+        deadline = perf_counter() + stall_budget(host)
         while True:
             progress()
             self.take_answers()
