@@ -81,11 +81,8 @@ class Receiving:
     # -- receiving ---------------------------------------------------------------
     def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
-        if index == 1 and header[0] & KIND_MASK == Kind.CHANNEL:
-            buf = self._posted(header, nbytes, False)
-            if buf is not None:
-                return buf
-        return np.empty(nbytes, np.uint8)
+        buf = self._posted(header, index, nbytes, False)
+        return buf if buf is not None else np.empty(nbytes, np.uint8)
 
     @staticmethod
     def receive_early(header: bytes) -> bool:
@@ -96,11 +93,13 @@ class Receiving:
     def allocate_device(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a segment in device memory lands (the ``mpi`` GPU path): a channel's
         posted device array, else fresh device memory (devices.py)."""
-        posted = self._posted(header, nbytes, True) if index == 1 and header[0] & KIND_MASK == Kind.CHANNEL else None
-        return allocate_device(self, posted, nbytes)  # type: ignore[arg-type]
+        return allocate_device(self, self._posted(header, index, nbytes, True), nbytes)  # type: ignore[arg-type]
 
-    def _posted(self, header: bytes, nbytes: int, device: bool) -> Any:
-        """The buffer the receiving channel of channel message ``header`` posted for it, if any."""
+    def _posted(self, header: bytes, index: int, nbytes: int, device: bool) -> Any:
+        """The buffer the receiving channel posted for segment ``index`` of message
+        ``header``, if it is a channel message's one array and a buffer is posted."""
+        if index != 1 or header[0] & KIND_MASK != _CHANNEL:
+            return None
         _, _, seq, _, aux, coll = _unpack(header)
         cs = self.colls.get(coll)
         if cs is None:
