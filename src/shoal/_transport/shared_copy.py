@@ -99,7 +99,8 @@ def _move(name: str, pid: int, local: int, remote: int, nbytes: int) -> None:
         got = fn(pid, ctypes.byref(here), 1, ctypes.byref(there), 1, 0)
         if got <= 0:
             err = ctypes.get_errno()
-            raise OSError(err, f"{name} of {nbytes - done} bytes with process {pid}: {os.strerror(err)}")
+            raise OSError(err, f"{name} of {nbytes - done} bytes with process {pid}: {os.strerror(err)} "
+                               "(SHOAL_SHARED_COPY=0 lets MPI alone move large messages)")
         done += got
 
 
