@@ -75,8 +75,8 @@ setup(
     ext_modules=[
         Extension(
             f"shoal.{native.EXTENSION}",
-            sources=[str(p.relative_to(HERE)) for p in native.SOURCES],
-            depends=[str(p.relative_to(HERE)) for p in native.HEADERS],
+            sources=[os.path.relpath(os.path.realpath(p), HERE) for p in native.SOURCES],
+            depends=[os.path.relpath(os.path.realpath(p), HERE) for p in native.HEADERS],
             optional=True,
         )
     ],

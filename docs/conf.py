@@ -28,6 +28,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # the working tree's shoal, also without an install
 
+import numpy  # noqa: E402,F401 - first: the type hints that say np.ndarray name NumPy's (shoal.lazy_numpy)
 import shoal  # noqa: E402
 
 project = "shoal"

@@ -103,7 +103,7 @@ def test_build_config_records_how_it_was_built(installed):
     assert installed["flags"] == list(native.CFLAGS)
     assert Path(installed["mpicc"]).name.startswith("mpicc")
     assert installed["command"][0] == installed["mpicc"] and all(f in installed["command"] for f in native.CFLAGS)
-    assert {Path(s).name for s in installed["command"] if s.endswith(".c")} == {p.name for p in native.SOURCES}
+    assert {Path(s).name for s in installed["command"] if s.endswith(".c")} == {Path(p).name for p in native.SOURCES}
     assert installed["mpi_header"].split()[0] in out["library"], (installed["mpi_header"], out["library"])
     assert installed["mpicc_runs"]
 

@@ -338,7 +338,7 @@ def test_bad_run_options_stop_the_job_before_it_starts(tmp_path, transport, argv
 # -- the settings ------------------------------------------------------------------------------
 def test_tracing_and_balancing_settings():
     s = load_settings(environ={})
-    assert (s.trace, s.lb, s.lb_period) == ("", "", 0) == (Settings.trace, Settings.lb, Settings.lb_period)
+    assert (s.trace, s.lb, s.lb_period) == ("", "", 0) == (Settings().trace, Settings().lb, Settings().lb_period)
     s = load_settings(environ={"SHOAL_TRACE": "/tmp/t.json", "SHOAL_LB": "my_lb-2.v1", "SHOAL_LB_PERIOD": "10"})
     assert (s.trace, s.lb, s.lb_period) == ("/tmp/t.json", "my_lb-2.v1", 10)
     assert load_settings(environ={}, trace="x.json", lb="greedy", lb_period=2).lb_period == 2

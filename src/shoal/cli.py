@@ -11,7 +11,7 @@ import argparse
 import os
 import runpy
 import sys
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import jobwatch
 from .errors import exit_code
@@ -45,11 +45,20 @@ class OptionParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\nvalid options: {', '.join(options)}\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command``, only that subcommand gets its options
+    (``shoal run`` starts its PEs sooner for not building the others)."""
     p = OptionParser(prog="shoal", description="Run shoal programs and inspect the installation.")
     sub = p.add_subparsers(dest="command", metavar="{run,serve,info,bench,cache,trace,checkpoint} | PROGRAM.py",
                            parser_class=OptionParser)
-    run = sub.add_parser("run", help="start a job of N PEs running a program")
+    for name, (text, options) in _SUBCOMMANDS.items():
+        parser = sub.add_parser(name, help=text)
+        if command in (None, name):
+            options(parser)
+    return p
+
+
+def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
     run.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
     run.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
@@ -76,7 +85,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="when a PE dies, run the job again from the last checkpoint, up to N times (MPI)")
     run.add_argument("program", help="the Python program to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program")
-    serve = sub.add_parser("serve", help="start a job that frontends (notebooks, scripts) connect to: shoal.connect()")
+
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
     serve.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
     serve.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
@@ -85,16 +96,23 @@ def _parser() -> argparse.ArgumentParser:
     from .remote.options import add_options
 
     add_options(serve)
-    sub.add_parser("bench", help="benchmarks: `shoal bench --help` lists them")
-    info = sub.add_parser("info", help="versions, MPI library, transport settings")
+
+
+def _info_options(info: argparse.ArgumentParser) -> None:
     info.add_argument("--transport", choices=TRANSPORTS, default="mpi")
-    ckpt = sub.add_parser("checkpoint", help="checkpoints (shoal.checkpoint): inspect")
+
+
+def _checkpoint_options(ckpt: argparse.ArgumentParser) -> None:
     ckpt.add_argument("action", choices=("inspect",))
     ckpt.add_argument("path", help="a checkpoint directory")
-    cache = sub.add_parser("cache", help="the stencil kernel cache: info, prune, clear")
+
+
+def _cache_options(cache: argparse.ArgumentParser) -> None:
     cache.add_argument("action", choices=("info", "prune", "clear"), nargs="?", default="info")
     cache.add_argument("--max-mb", type=float, default=None, help="prune: keep at most this many MB (default 512)")
-    trace = sub.add_parser("trace", help="timeline traces (shoal run --trace): summary, plot")
+
+
+def _trace_options(trace: argparse.ArgumentParser) -> None:
     actions = trace.add_subparsers(dest="action", metavar="{summary,plot}", parser_class=OptionParser, required=True)
     summary = actions.add_parser("summary", help="where each PE's time went, and the costliest entry methods")
     summary.add_argument("file", help="a trace written by shoal run --trace (or SHOAL_TRACE)")
@@ -104,7 +122,19 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("-o", "--out", required=True, help="the image to write (.png, .svg or .pdf)")
     plot.add_argument("--from", dest="start", type=float, default=None, help="seconds from the start (default 0)")
     plot.add_argument("--to", dest="end", type=float, default=None, help="seconds from the start (default: the end)")
-    return p
+
+
+#: subcommand -> (its help line, what adds its options)
+_SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ("start a job of N PEs running a program", _run_options),
+    "serve": ("start a job that frontends (notebooks, scripts) connect to: shoal.connect()", _serve_options),
+    "bench": ("benchmarks: `shoal bench --help` lists them", lambda parser: None),
+    "info": ("versions, MPI library, transport settings", _info_options),
+    "checkpoint": ("checkpoints (shoal.checkpoint): inspect", _checkpoint_options),
+    "cache": ("the stencil kernel cache: info, prune, clear", _cache_options),
+    "trace": ("timeline traces (shoal run --trace): summary, plot", _trace_options),
+}
+
 
 def run_program(path: str, args: Sequence[str]) -> int:
     """Run ``path`` as ``__main__`` in this process (each PE does this); its exit code.
@@ -409,7 +439,7 @@ def _info(ns: argparse.Namespace) -> int:
             load_native()
             rows["compiled path"] = native_status()
     rows.update(_gpu_rows(settings, rows.get("cuda-aware mpi", "")))
-    rows.update({f"setting {k}": v for k, v in vars(settings).items()})
+    rows.update({f"setting {k}": v for k, v in settings._asdict().items()})
     width = max(map(len, rows))
     for k, v in rows.items():
         lines = str(v).splitlines() or [""]
@@ -556,7 +586,7 @@ def _main(argv: list[str]) -> int:
         argv = argv[2:]
     if argv and argv[0] not in _COMMANDS and not argv[0].startswith("-"):
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`
-    parser = _parser()
+    parser = _parser(argv[0] if argv and argv[0] in _COMMANDS else None)
     ns, extra = parser.parse_known_args(argv)
     if extra:
         sub = parser._subparsers._group_actions[0].choices.get(ns.command, parser)  # type: ignore[union-attr]

@@ -22,14 +22,13 @@ import atexit
 import faulthandler
 import fcntl
 import os
-import socket
 import sys
 import threading
 import time
-import traceback
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any, Callable, NoReturn
+from typing import IO, TYPE_CHECKING, Any, Callable, NoReturn
+
+if TYPE_CHECKING:
+    import socket
 
 __all__ = [
     "JOB_DIR_VAR", "LAUNCHER_VAR", "PERecord", "read_records", "launcher_rank", "process_start",
@@ -48,17 +47,23 @@ LIFELINE_WAIT = 10.0
 SETTLE = 0.5
 
 
-@dataclass
 class PERecord:
     """What one PE wrote about itself: pid, failure, exit code, fatal-signal stack."""
 
-    pe: int
-    pid: int = 0
-    start: str = ""
-    fatal: tuple[float, str] | None = None
-    exit_code: int | None = None
-    mpi: bool = True  # whether MPI had started in it when its program ended
-    fault: str = ""
+    __slots__ = ("pe", "pid", "start", "fatal", "exit_code", "mpi", "fault")
+
+    def __init__(self, pe: int, pid: int = 0, start: str = "", fatal: tuple[float, str] | None = None,
+                 exit_code: int | None = None, mpi: bool = True, fault: str = ""):
+        self.pe, self.pid, self.start, self.fatal = pe, pid, start, fatal
+        self.exit_code = exit_code
+        self.mpi = mpi  # whether MPI had started in it when its program ended
+        self.fault = fault
+
+    def __repr__(self) -> str:
+        return "PERecord(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is PERecord and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -103,7 +108,7 @@ def launcher_rank() -> int | None:
 
 
 # -- records (PE side) -----------------------------------------------------------------------
-_folder: Path | None = None
+_folder: str | None = None
 _rank = -1
 _fault_file: IO[str] | None = None
 _alive_fd = -1
@@ -113,10 +118,11 @@ def _write(name: str, text: str) -> None:
     """Write one record file whole (renamed into place: the launcher never reads half of it)."""
     if _folder is None:
         return
-    tmp = _folder / f".{name}.{os.getpid()}"
+    tmp = os.path.join(_folder, f".{name}.{os.getpid()}")
     try:
-        tmp.write_text(text)
-        os.replace(tmp, _folder / name)
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(_folder, name))
     except OSError:
         pass  # the launcher is gone with its folder: nothing left to tell
 
@@ -139,15 +145,15 @@ def join_job() -> bool:
         if not faulthandler.is_enabled():
             faulthandler.enable()
         return False
-    _folder, _rank = Path(folder), rank
+    _folder, _rank = folder, rank
     pid = os.getpid()
     _write(f"pe{rank}.start", f"{pid} {process_start(pid)}\n")
     try:  # held until this process ends, however it ends: the launcher sees EOF then
-        _alive_fd = _high(os.open(_folder / f"pe{rank}.alive", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+        _alive_fd = _high(os.open(os.path.join(_folder, f"pe{rank}.alive"), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
     except OSError:
         pass  # no FIFO (many PEs) or no reader: the records alone tell
     try:
-        _fault_file = open(_folder / f"pe{rank}.fault", "w")
+        _fault_file = open(os.path.join(_folder, f"pe{rank}.fault"), "w")
         faulthandler.enable(file=_fault_file, all_threads=False)
     except OSError:
         faulthandler.enable()
@@ -251,6 +257,7 @@ def watch_peers(rank: int, size: int, exchange: Callable[[Any], Any], advice: Ca
     global _behind, _rank
     if _folder is not None or size < 2:
         return
+    import socket
     _rank, host, before, after = rank, socket.gethostname(), (rank - 1) % size, (rank + 1) % size
     server: socket.socket | None = None
     try:
@@ -285,6 +292,7 @@ def _cannot(what: str, exc: OSError) -> None:
 
 def _keepalive(sock: socket.socket) -> socket.socket:
     """``sock``, probed by the kernel after 10 s of silence: a lost node breaks it in about 25 s."""
+    import socket
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     for name, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3)):
         if hasattr(socket, name):
@@ -325,7 +333,7 @@ def _farewell() -> None:
         _behind = None
 
 
-def read_records(folder: Path) -> dict[int, PERecord]:
+def read_records(folder: str | os.PathLike) -> dict[int, PERecord]:
     """Every PE's records in ``folder`` (launcher side)."""
     out: dict[int, PERecord] = {}
     try:
@@ -338,7 +346,8 @@ def read_records(folder: Path) -> dict[int, PERecord]:
             continue  # a FIFO (never read: that would wait for its writer) or a file half written
         rec = out.setdefault(int(stem[2:]), PERecord(int(stem[2:])))
         try:
-            text = (folder / name).read_text(errors="replace")
+            with open(os.path.join(folder, name), errors="replace") as f:
+                text = f.read()
         except OSError:
             continue
         parts = text.split()
@@ -356,6 +365,8 @@ def read_records(folder: Path) -> dict[int, PERecord]:
 
 def format_exception(exc: BaseException, path: str | None = None) -> str:
     """``exc``'s traceback, from the first frame in ``path`` on (the launcher's frames are noise)."""
+    import traceback
+
     tb = exc.__traceback__
     if path is not None:
         first = tb

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 from .jobreport import files_needed, pe_list, summarize
@@ -72,12 +71,11 @@ class JobOutcome(NamedTuple):
 def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOutcome:
     """:func:`launch_mpi`, also saying which PEs died and whether any PE started."""
     exe = find_mpiexec(mpiexec)
-    _remove_stale_folders()
     _raise_file_limit(pes)
-    folder = Path(tempfile.mkdtemp(prefix=f"shoal-run-{os.getpid()}-"))
+    folder = tempfile.mkdtemp(prefix=f"shoal-run-{os.getpid()}-")
     env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
     env["SHOAL_TRANSPORT"] = "mpi"
-    env[JOB_DIR_VAR] = str(folder)
+    env[JOB_DIR_VAR] = folder
     env.update(blas_threads(pes, env))
     env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
     cmd = [exe, "-n", str(pes), sys.executable, "-m", "shoal", *args]
@@ -100,7 +98,7 @@ def _say(text: str) -> None:
 class _Job:
     """One mpiexec run: its process, the PEs' records and processes, signals caught."""
 
-    def __init__(self, cmd: list[str], env: dict[str, str], folder: Path, pes: int):
+    def __init__(self, cmd: list[str], env: dict[str, str], folder: str, pes: int):
         self.cmd, self.env, self.folder, self.pes = cmd, env, folder, pes
         self.records: dict[int, PERecord] = {}
         self.alive: dict[int, int] = {}  # fd -> PE: the read end of the PE's FIFO (EOF: it is ending)
@@ -129,6 +127,7 @@ class _Job:
             except OSError as exc:
                 _say(f"cannot start {self.cmd[0]}: {exc}")
                 return 127
+            _remove_stale_folders()  # while the PEs start: nothing waits for it
             exited = _exit_fd(proc.pid)  # readable when mpiexec ends: the wait below wakes at once
             if exited is not None:
                 self.poller.register(exited, select.POLLIN)
@@ -163,7 +162,7 @@ class _Job:
         if self.pes > _FOLLOW_MAX or resource.getrlimit(resource.RLIMIT_NOFILE)[0] < self.pes + 64:
             return  # too many descriptors: the records alone tell who did not finish
         for pe in range(self.pes):
-            path = self.folder / f"pe{pe}.alive"
+            path = os.path.join(self.folder, f"pe{pe}.alive")
             try:
                 os.mkfifo(path)
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -338,15 +337,15 @@ def _raise_file_limit(pes: int) -> None:
 
 def _remove_stale_folders() -> None:
     """Remove the job folders of launchers that were killed before they could (SIGKILL)."""
-    root = Path(tempfile.gettempdir())
+    root = tempfile.gettempdir()
     try:
-        entries = list(root.glob("shoal-run-*-*"))
+        names = [name for name in os.listdir(root) if name.startswith("shoal-run-") and name.count("-") >= 3]
     except OSError:
         return
-    for path in entries:
-        pid = path.name.split("-")[2]
+    for name in names:
+        path, pid = os.path.join(root, name), name.split("-")[2]
         try:
-            mine = path.stat().st_uid == os.getuid()
+            mine = os.stat(path).st_uid == os.getuid() and os.path.isdir(path)
         except OSError:
             continue
         if mine and pid.isdigit() and not process_alive(int(pid)):

@@ -19,17 +19,15 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
-import pprint
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
-from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pathlib, subprocess and the like are imported where a build needs them:
+    from pathlib import Path  # every PE loads this module at start-up, and builds are rare
 
 __all__ = [
     "load_native", "native_status", "build_config", "cache_dir", "find_mpicc", "locate_mpicc", "BuildError",
@@ -37,10 +35,10 @@ __all__ = [
     "SOURCES", "HEADERS", "fresh_load",
 ]
 
-_FOLDER = Path(__file__).parent / "_native"
-#: the C files of the extension (one module), and the headers they include
-SOURCES = [_FOLDER / name for name in ("frames.c", "core.c", "send.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "broadcasts.c", "query.c")]
-HEADERS = sorted(_FOLDER.glob("*.h"))
+_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
+#: the paths of the C files of the extension (one module), and of the headers they include
+SOURCES = [os.path.join(_FOLDER, name) for name in ("frames.c", "core.c", "send.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "broadcasts.c", "query.c")]
+HEADERS = sorted(os.path.join(_FOLDER, name) for name in os.listdir(_FOLDER) if name.endswith(".h"))
 #: the extension's module name in the package (frames.c defines its PyInit__shoal_native)
 EXTENSION = "_shoal_native"
 #: the generated module beside the installed extension that records how it was built
@@ -59,6 +57,8 @@ class BuildError(RuntimeError):
 
 def cache_dir() -> Path:
     """Where compiled parts are kept: ``$SHOAL_CACHE_DIR``, else ``~/.cache/shoal``."""
+    from pathlib import Path
+
     from .settings import cache_root
 
     return Path(cache_root())
@@ -82,6 +82,8 @@ def locate_mpicc() -> tuple[str, str] | None:
         pass
     candidates += [(f"beside {sys.executable}", os.path.join(os.path.dirname(sys.executable), "mpicc")),
                    ("PATH", "mpicc")]
+    import shutil
+
     for where, candidate in candidates:
         path = shutil.which(candidate) if candidate else None
         if path:
@@ -93,7 +95,8 @@ def source_digest() -> str:
     """A hash of the C sources and headers: a build of other sources is not this one."""
     h = hashlib.sha256()
     for path in SOURCES + HEADERS:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
     return h.hexdigest()[:16]
 
 
@@ -112,13 +115,15 @@ def _key() -> str:
 
 def _compile_command(mpicc: str, output: Path) -> list[str]:
     """One wrapper call compiles and links every source against Python, mpi4py and NumPy."""
+    import sysconfig
+
     import mpi4py
     import numpy
 
     return [
         mpicc, *CFLAGS,
         f"-I{sysconfig.get_paths()['include']}", f"-I{mpi4py.get_include()}", f"-I{numpy.get_include()}",
-        *map(str, SOURCES), "-o", str(output),
+        *SOURCES, "-o", str(output),
     ]
 
 
@@ -131,6 +136,8 @@ def compile_extension(target: Path, mpicc: str | None = None) -> list[str]:
             f"no mpicc found ($MPICC is unset, mpi4py.get_config() names none, none beside {sys.executable}, "
             "none on PATH): set MPICC to your MPI's compiler wrapper or install the mpich wheel (pip install mpich)"
         )
+    import subprocess
+
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     cmd = _compile_command(mpicc, tmp)
     try:
@@ -173,9 +180,12 @@ def describe_build(mpicc: str, command: list[str], found: str = "") -> dict[str,
 def _probe(mpicc: str) -> tuple[str, str | None]:
     """``(header, library version)`` of the MPI behind ``mpicc``: query.c built as a
     program and run (the library is None where the program cannot run here)."""
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="shoal-probe-") as tmp:
         exe = os.path.join(tmp, "probe")
-        cmd = [mpicc, "-DSHOAL_QUERY_MAIN", str(_FOLDER / "query.c"), "-o", exe]
+        cmd = [mpicc, "-DSHOAL_QUERY_MAIN", os.path.join(_FOLDER, "query.c"), "-o", exe]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -194,6 +204,8 @@ def _probe(mpicc: str) -> tuple[str, str | None]:
 
 def _wrapped(mpicc: str) -> str:
     """The command line the wrapper runs (MPICH: ``-show``; Open MPI: ``--showme``)."""
+    import subprocess
+
     for flag in ("-show", "--showme"):
         try:
             proc = subprocess.run([mpicc, flag], capture_output=True, text=True, timeout=60)
@@ -206,6 +218,8 @@ def _wrapped(mpicc: str) -> str:
 
 def write_record(folder: Path, config: dict[str, Any]) -> Path:
     """Write the build record ``config`` as the module ``RECORD`` in ``folder``."""
+    import pprint
+
     path = folder / f"{RECORD}.py"
     path.write_text(
         '"""How the install built shoal\'s compiled per-message path (generated by setup.py; do not edit)."""\n\n'
@@ -223,13 +237,13 @@ def build_config() -> dict[str, Any]:
         record = importlib.import_module(f"{__package__ or 'shoal'}.{RECORD}")
     except ImportError:
         return {"built": False, "reason": "no extension was built at install (there is no build record "
-                f"{Path(__file__).with_name(RECORD + '.py')}: reinstall with `pip install -e .` or `make`)"}
+                f"{os.path.join(os.path.dirname(os.path.abspath(__file__)), RECORD + '.py')}: reinstall with `pip install -e .` or `make`)"}
     return dict(record.CONFIG)
 
 
-def _installed() -> Path:
+def _installed() -> str:
     """Where the install put the extension: beside this file, as setuptools names it."""
-    return Path(__file__).with_name(EXTENSION + str(sysconfig.get_config_var("EXT_SUFFIX")))
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0])
 
 
 def _mismatch(config: dict[str, Any]) -> str | None:
@@ -237,12 +251,10 @@ def _mismatch(config: dict[str, Any]) -> str | None:
     import mpi4py
     from mpi4py import MPI
 
-    import numpy
-
     if not config.get("built"):
         return str(config.get("reason", "the install did not build it (no reason recorded)"))
     path = _installed()
-    if not path.is_file():
+    if not os.path.isfile(path):
         return f"the installed extension {path} is missing (reinstall shoal)"
     if config.get("sources") != source_digest():
         return "the C sources changed since the install built it (rerun `pip install -e .` or `make`)"
@@ -257,10 +269,30 @@ def _mismatch(config: dict[str, Any]) -> str | None:
     if built_library != library:
         return (f"the installed extension was built against another MPI library ({_first_line(built_library)}; "
                 f"this process uses {_first_line(library)})")
-    if int(str(config.get("numpy", "0")).split(".")[0]) < int(numpy.__version__.split(".")[0]):
-        return (f"the installed extension was built against NumPy {config.get('numpy')}, "
-                f"too old for NumPy {numpy.__version__}")
+    numpy = _numpy_version()
+    if int(str(config.get("numpy", "0")).split(".")[0]) < int(numpy.split(".")[0]):
+        return f"the installed extension was built against NumPy {config.get('numpy')}, too old for NumPy {numpy}"
     return None
+
+
+def _numpy_version() -> str:
+    """The installed NumPy's version, read from its ``version.py`` without importing NumPy
+    (a PE imports it only if its program does: :mod:`shoal.lazy_numpy`)."""
+    if "numpy" in sys.modules:
+        return str(sys.modules["numpy"].__version__)
+    spec = importlib.util.find_spec("numpy")
+    try:
+        assert spec is not None and spec.submodule_search_locations
+        with open(os.path.join(spec.submodule_search_locations[0], "version.py")) as f:
+            for line in f:
+                name, _, value = line.partition("=")
+                if name.strip() == "version":
+                    return value.strip().strip("\"'")
+    except (OSError, AssertionError):
+        pass
+    import numpy  # an unusual install: ask the module itself
+
+    return str(numpy.__version__)
 
 
 def _first_line(text: object) -> str:
@@ -276,7 +308,7 @@ def _describe(config: dict[str, Any]) -> str:
             f"{config.get('mpi_header')}, mpi4py {config.get('mpi4py')}, numpy {config.get('numpy')}")
 
 
-def _load(path: Path, name: str) -> ModuleType:
+def _load(path: str | Path, name: str) -> ModuleType:
     """Import the extension at ``path`` by file, not by search path (it is checked first)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -289,7 +321,7 @@ def _build_on_first_use() -> Path:
     """Compile the extension into the cache (once: concurrent callers wait on a lock)."""
     folder = cache_dir() / _key()
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / (EXTENSION + str(sysconfig.get_config_var("EXT_SUFFIX")))
+    target = folder / (EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0])
     if not target.exists():
         with open(folder / "build.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -348,6 +380,7 @@ def load_native() -> ModuleType | None:
             why = f"the installed extension {path} did not load ({type(exc).__name__}: {exc})"
         else:
             _status = f"installed extension {path} ({_describe(config)})"
+            _link_numpy(_module)
             return _module
     try:
         target = _build_on_first_use()
@@ -357,7 +390,15 @@ def load_native() -> ModuleType | None:
         return None
     _status = f"built on first use in {target} because {why}"
     _module = module
+    _link_numpy(module)
     return module
+
+
+def _link_numpy(module: ModuleType) -> None:
+    """Have the compiled core load NumPy's C API when the process imports NumPy."""
+    from .lazy_numpy import when_loaded
+
+    when_loaded(lambda numpy: module.load_numpy())
 
 
 def native_status() -> str:

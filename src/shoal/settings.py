@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, fields
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 __all__ = ["Settings", "SettingsError", "load_settings", "MAX_PES", "RANGES", "cache_root", "cache_limit", "mpiexec_choice"]
 
@@ -27,9 +26,10 @@ class SettingsError(ValueError):
     """A ``SHOAL_*`` variable or option is unknown, or its value is not valid."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Runtime options; each can be set by the environment variable ``SHOAL_<NAME>``."""
+class Settings(NamedTuple):
+    """Runtime options; each can be set by the environment variable ``SHOAL_<NAME>``.
+
+    (A named tuple, not a dataclass: a PE starts without importing ``dataclasses``.)"""
 
     #: ``mpi`` or ``inproc``; empty means: ``mpi`` under an MPI launcher, else ``inproc``.
     transport: str = ""
@@ -154,7 +154,7 @@ _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, no
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``SHOAL_*`` variables; an unknown name or bad value is an error."""
     env = os.environ if environ is None else environ
-    known = {f.name: f for f in fields(Settings)}
+    known = {name: type(default).__name__ for name, default in Settings._field_defaults.items()}  # name -> type
     values: dict[str, object] = {}
     labels: dict[str, str] = {}
     for key, raw in env.items():
@@ -164,15 +164,15 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         if name not in known:
             valid = ", ".join("SHOAL_" + n.upper() for n in known)
             raise SettingsError(f"unknown setting {key}={raw!r}; valid settings: {valid}")
-        values[name] = _convert(key, raw, known[name].type)
+        values[name] = _convert(key, raw, known[name])
         labels[name] = f"{key}={raw!r}"
     for name, value in overrides.items():
         if name not in known:
             raise SettingsError(f"unknown setting {name!r}; valid settings: {', '.join(known)}")
-        values[name] = _convert(name, value, known[name].type) if isinstance(value, str) else value
-        kind = _KINDS[_type_name(known[name].type)]
+        values[name] = _convert(name, value, known[name]) if isinstance(value, str) else value
+        kind = _KINDS[_type_name(known[name])]
         if not isinstance(values[name], kind) or isinstance(values[name], bool):
-            raise SettingsError(f"setting {name}={value!r} must be a {_type_name(known[name].type)}")
+            raise SettingsError(f"setting {name}={value!r} must be a {_type_name(known[name])}")
         labels[name] = f"{name}={value!r}"
     for name, value in values.items():
         _check(name, value, labels[name])

@@ -61,7 +61,7 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t 
     if (into != Py_None) {
         /* one array of exactly the posted layout: copy it from the frame into place
          * (a strided buffer, a column face, by NumPy's strided copy) */
-        if (!(kind & KIND_ARRAYS) || nseg != 2 || !PyArray_Check(into)) goto release;
+        if (!(kind & KIND_ARRAYS) || nseg != 2 || !is_array(into)) goto release;
         PyArrayObject *a = (PyArrayObject *)into;
         char want[1 + 64], *p = want;
         *p++ = 1;
@@ -125,7 +125,7 @@ int local_channel(Core *c, PyObject *header, PyObject *body) {
         PyBytes_GET_SIZE(header) != HSIZE + 8 * nidx)
         return 0;
     PyObject *desc = PyList_GET_ITEM(body, 0), *data = PyList_GET_ITEM(body, 1);
-    if (!PyBytes_Check(desc) || !PyArray_Check(data) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) return 0;
+    if (!PyBytes_Check(desc) || !is_array(data) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) return 0;
     uint32_t tag;
     uint64_t coll;
     memcpy(&tag, h + H_AUX, 4);

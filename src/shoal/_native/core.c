@@ -452,7 +452,14 @@ PyTypeObject LoadType = {
     .tp_methods = Load_methods,
 };
 
+/* load_numpy(): load NumPy's C API; lazy_numpy calls it when this process imports NumPy. */
+static PyObject *Core_load_numpy(PyObject *self, PyObject *unused) {
+    if (!NUMPY_LOADED && _import_array() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef core_functions[] = {
+    {"load_numpy", Core_load_numpy, METH_NOARGS, "load_numpy() -> None: load NumPy's C API (when the process imports NumPy)"},
     {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
     {"pickle_simple", (PyCFunction)(void (*)(void))Core_pickle_simple, METH_FASTCALL, "pickle_simple(args) -> the pickle of a tuple of None, bools, floats and 64-bit ints, else None"},
     {"unpickle_simple", (PyCFunction)(void (*)(void))Core_unpickle_simple, METH_FASTCALL, "unpickle_simple(data) -> the tuple pickle_simple pickled, else None"},
@@ -460,7 +467,6 @@ static PyMethodDef core_functions[] = {
 };
 
 int core_init(PyObject *m) {
-    if (_import_array() < 0) return -1;
     if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")) ||
         !(str_append = PyUnicode_InternFromString("append")) || !(str_popleft = PyUnicode_InternFromString("popleft")))
         return -1;

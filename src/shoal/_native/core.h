@@ -13,6 +13,13 @@
 #endif
 #include <numpy/arrayobject.h>
 
+/* NumPy's C API is loaded (Core_load_numpy) when this process imports NumPy
+ * (shoal/lazy_numpy.py), not at start-up: until then no object is an array, and these
+ * tests say so without touching the API. */
+#define NUMPY_LOADED (PyArray_API != NULL)
+static inline int is_array(PyObject *o) { return NUMPY_LOADED && PyArray_Check(o); }
+static inline int is_exact_array(PyObject *o) { return NUMPY_LOADED && PyArray_CheckExact(o); }
+
 /* The wire format, as _runtime/message.py, _runtime/system.py and _runtime/channels.py
  * define it; tests/test_wire_format.py fails, naming the constant, when one of these
  * disagrees with the Python definition. */
@@ -160,7 +167,7 @@ static inline long comm_interval(Core *c) {
 /* The bytes of `args` as sent: plain arrays' data, 64 for anything else (an estimate). */
 static inline Py_ssize_t args_nbytes(PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t n = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++) n += PyArray_Check(args[i]) ? PyArray_NBYTES((PyArrayObject *)args[i]) : 64;
+    for (Py_ssize_t i = 0; i < nargs; i++) n += is_array(args[i]) ? PyArray_NBYTES((PyArrayObject *)args[i]) : 64;
     return n;
 }
 

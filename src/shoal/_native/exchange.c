@@ -41,7 +41,7 @@ struct Exchanges {
     PyObject *result_cls;                /* reductions._ResultFuture */
     PyObject *context;                   /* the context module's namespace (_current) */
     PyObject *builtin[R_BUILTINS];       /* reducers.sum, product, max, min, logical_and, logical_or, nop, exact_sum */
-    PyObject *ufunc[4];                  /* np.add, multiply, maximum, minimum */
+    PyObject *ufunc[4];                  /* np.add, multiply, maximum, minimum: fetched at the first array */
     PyObject *pe, *what;                 /* this PE as an int; "an allreduce of" */
     PyObject *chare_cls;
     Py_ssize_t off_collection, off_done, off_count, off_hosts;          /* Chare, CollectionState */
@@ -103,6 +103,18 @@ static void exchange_unlink(Exchanges *x, Exchange *gone) {
         if (*p == gone) { *p = gone->next; return; }
 }
 
+/* NumPy's add, multiply, maximum and minimum, taken from NumPy the first time two arrays
+ * combine (NumPy is then loaded: lazy_numpy). 0 or -1. */
+static int fetch_ufuncs(Exchanges *x) {
+    static const char *names[4] = {"add", "multiply", "maximum", "minimum"};
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (!numpy) return -1;
+    for (int i = 0; i < 4 && !x->ufunc[i]; i++)
+        if (!(x->ufunc[i] = PyObject_GetAttrString(numpy, names[i]))) { Py_DECREF(numpy); return -1; }
+    Py_DECREF(numpy);
+    return 0;
+}
+
 static int builtin_id(Exchanges *x, PyObject *reducer) {
     for (int i = 0; i < R_BUILTINS; i++)
         if (reducer == x->builtin[i]) return i;
@@ -115,11 +127,13 @@ static PyObject *combine(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject
     int k = builtin_id(x, reducer);
     if (k == R_NOP) Py_RETURN_NONE;
     if (k >= 0 && k <= R_OR) {
-        int alo = PyArray_Check(lo), ahi = PyArray_Check(hi);
-        if (k <= R_MIN && alo && ahi && PyArray_CheckExact(lo) && PyArray_CheckExact(hi)) {
+        int alo = is_array(lo), ahi = is_array(hi);
+        if (k <= R_MIN && alo && ahi && is_exact_array(lo) && is_exact_array(hi)) {
             PyArrayObject *a = (PyArrayObject *)lo, *b = (PyArrayObject *)hi;
-            if (PyArray_SAMESHAPE(a, b) && PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(b)))
+            if (PyArray_SAMESHAPE(a, b) && PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(b))) {
+                if (!x->ufunc[3] && fetch_ufuncs(x) < 0) return NULL;
                 return PyObject_CallFunctionObjArgs(x->ufunc[k], lo, hi, NULL); /* a fresh array of that dtype */
+            }
         } else if (!alo && !ahi) { /* functools.reduce(op, [lo, hi]) = op(lo, hi) */
             int r;
             switch (k) {
@@ -327,12 +341,11 @@ void exchanges_free(Exchanges *x) {
 /* -- the methods the Python runtime calls -------------------------------------------- */
 
 /* use_exchanges(manager, npes, post_value, ResultFuture, Chare, CollectionState, context_ns,
- * (sum, product, max, min, logical_and, logical_or, nop, exact_sum), (add, multiply, maximum, minimum)) */
+ * (sum, product, max, min, logical_and, logical_or, nop, exact_sum)) */
 PyObject *Core_use_exchanges(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9 || !PyTuple_Check(args[7]) || PyTuple_GET_SIZE(args[7]) != R_BUILTINS || !PyTuple_Check(args[8]) ||
-        PyTuple_GET_SIZE(args[8]) != 4) {
+    if (nargs != 8 || !PyTuple_Check(args[7]) || PyTuple_GET_SIZE(args[7]) != R_BUILTINS) {
         PyErr_SetString(PyExc_TypeError, "use_exchanges(manager, npes, post_value, ResultFuture, Chare, CollectionState, "
-                                         "context, reducers[8], ufuncs[4])");
+                                         "context, reducers[8])");
         return NULL;
     }
     long npes = PyLong_AsLong(args[1]);
@@ -349,7 +362,6 @@ PyObject *Core_use_exchanges(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     x->chare_cls = Py_NewRef(args[4]);
     x->context = Py_NewRef(args[6]);
     for (int i = 0; i < R_BUILTINS; i++) x->builtin[i] = Py_NewRef(PyTuple_GET_ITEM(args[7], i));
-    for (int i = 0; i < 4; i++) x->ufunc[i] = Py_NewRef(PyTuple_GET_ITEM(args[8], i));
     x->waiters = PyObject_GetAttrString(x->manager, "waiters");
     x->remote_waiters = PyObject_GetAttrString(x->manager, "remote_waiters");
     x->pe = PyLong_FromUnsignedLong(c->pe);

@@ -70,13 +70,13 @@ int fill_array(PyArrayObject *a, const char *data) {
 
 /* Whether `o` is an array of a plain dtype that is not C-contiguous (a strided view). */
 static int strided_plain(PyObject *o) {
-    if (!PyArray_CheckExact(o)) return 0;
+    if (!is_exact_array(o)) return 0;
     char k = PyArray_DESCR((PyArrayObject *)o)->kind;
     return (k == 'b' || k == 'i' || k == 'u' || k == 'f' || k == 'c') && !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o);
 }
 
 int plain_array(PyObject *o) {
-    if (!PyArray_CheckExact(o)) return 0;
+    if (!is_exact_array(o)) return 0;
     PyArrayObject *a = (PyArrayObject *)o;
     char k = PyArray_DESCR(a)->kind;
     return (k == 'b' || k == 'i' || k == 'u' || k == 'f' || k == 'c') && PyArray_IS_C_CONTIGUOUS(a);

@@ -37,7 +37,7 @@ static int set_count(Core *c, PyObject *ch, PyObject *set, long arrived, long le
  * a strided view (a column face) that fill_array unpacks into. */
 static PyArrayObject *posted_buffer(Core *c, PyObject *ch, PyObject *set, long *arrived, long *left) {
     PyObject *into = SLOT(ch, c->off_into), *a = SLOT(ch, c->off_arrived), *r = SLOT(set, c->off_remaining);
-    if (!into || !a || !r || !PyArray_Check(into) || !PyArray_ISWRITEABLE((PyArrayObject *)into))
+    if (!into || !a || !r || !is_array(into) || !PyArray_ISWRITEABLE((PyArrayObject *)into))
         return NULL;
     *arrived = PyLong_AsLong(a);
     *left = PyLong_AsLong(r);
@@ -148,13 +148,13 @@ static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t na
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *ch = PyTuple_GET_ITEM(channels, i), *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);
         PyObject *buf = PyTuple_GET_ITEM(buffers, i);
-        if (!waiting || waiting != Py_None || !inbox || !PyArray_Check(buf)) return 0;
+        if (!waiting || waiting != Py_None || !inbox || !is_array(buf)) return 0;
         Py_ssize_t queued = PyObject_Length(inbox);
         if (queued < 0) return -1;
         if (queued == 0) continue;
         PyObject *head = PySequence_GetItem(inbox, 0);
         if (!head) return -1;
-        int fits = PyArray_CheckExact(head) && same_layout((PyArrayObject *)buf, (PyArrayObject *)head);
+        int fits = is_exact_array(head) && same_layout((PyArrayObject *)buf, (PyArrayObject *)head);
         Py_DECREF(head);
         if (!fits) return 0;
     }

@@ -26,7 +26,7 @@ import functools
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ShoalError
 from .message import Kind, decode

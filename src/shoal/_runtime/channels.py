@@ -14,7 +14,7 @@ import zlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ChannelError, GPUError
 from ..gpu.kinds import kind_of

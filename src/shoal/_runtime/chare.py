@@ -7,6 +7,7 @@ the per-message path is ``cls._shoal_funcs[entry_id](obj, *args)``.
 
 from __future__ import annotations
 
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 from .context import current
@@ -73,20 +74,31 @@ def entry_table(cls: type) -> EntryTable:
 def _check_entry_methods(cls: type) -> None:
     """Refuse, where the class is defined, an entry method whose parameter is named ``ret``:
     ``proxy.method(ret=...)`` would ask for a future instead of passing the value."""
-    import inspect
-
     for name, fn in vars(cls).items():
-        if name.startswith("_") or not inspect.isfunction(fn):
+        if name.startswith("_") or type(fn) is not FunctionType:
             continue
-        try:
-            params = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            continue
-        if "ret" in params:
+        if "ret" in _parameters(fn):
             raise TypeError(
                 f"entry method {cls.__qualname__}.{name} has a parameter named 'ret', which shoal reserves "
                 "for `proxy.method(..., ret=True)` (a future of the result); rename the parameter"
             )
+
+
+def _parameters(fn: Any) -> tuple[str, ...]:
+    """The parameter names of function ``fn`` (of the function it wraps, as
+    ``inspect.signature`` says), read from its code: :mod:`inspect` costs every PE
+    milliseconds of start-up."""
+    for _ in range(100):  # a decorator's wrapper names the function it wraps (functools.wraps)
+        inner = getattr(fn, "__wrapped__", None)
+        if inner is None:
+            break
+        fn = inner
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # CO_VARARGS, CO_VARKEYWORDS: *args, **kwargs
+    return code.co_varnames[:n]
 
 
 class Chare:

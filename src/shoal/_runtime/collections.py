@@ -9,9 +9,10 @@ home that the placement gives; nothing here assumes an element never moves.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-import numpy as np
+from ..lazy_numpy import np
 
 from . import tree
 from .context import current
@@ -50,7 +51,7 @@ class CollectionInfo:
         self.ndims = ndims
         self.placement = placement
         self.root = root
-        self.size = int(np.prod(shape)) if shape is not None else len(pes) if pes is not None else 0
+        self.size = int(math.prod(shape)) if shape is not None else len(pes) if pes is not None else 0
         self.pes = pes  # a group's PEs when it spans only some (sorted), else None
 
     def __reduce__(self) -> tuple:

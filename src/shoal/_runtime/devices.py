@@ -27,7 +27,7 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 from .._transport.base import DeviceSegment
 from ..errors import GPUError

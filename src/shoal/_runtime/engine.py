@@ -8,7 +8,7 @@ main program and the reaction to fatal errors.
 
 from __future__ import annotations
 
-import inspect
+import functools
 import os
 import sys
 import time
@@ -270,7 +270,7 @@ class Engine:
             return self.runtimes[0].exit_code
         previous = set_current(rt0)
         try:
-            if inspect.iscoroutinefunction(main):
+            if _is_async(main):
                 self._run_async_main(rt0, main, args, stopped)
             else:
                 self._run_sync_main(rt0, main, args, stopped)
@@ -417,13 +417,24 @@ def _watch_peers(transport: Any, settings: Settings) -> None:
     """Under mpiexec/srun without ``shoal run``: end the job when another PE's process dies,
     rather than wait for it forever (:func:`shoal.jobwatch.watch_peers`), saying how to
     resume from the last checkpoint (:func:`.checkpoint.after_death`)."""
-    from functools import partial
-
     from .._transport.mpi_library import exchange_ring
     from ..jobwatch import watch_peers
-    from .checkpoint import after_death
 
-    watch_peers(transport.rank, transport.size, exchange_ring, partial(after_death, settings, transport.size))
+    def advice() -> tuple[int, str]:
+        from .checkpoint import after_death  # only once a PE died
+
+        return after_death(settings, transport.size)
+
+    watch_peers(transport.rank, transport.size, exchange_ring, advice)
+
+
+def _is_async(fn: Any) -> bool:
+    """``inspect.iscoroutinefunction(fn)``, without importing :mod:`inspect` (a few
+    milliseconds of every PE's start-up): functions, methods and partials of them."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and bool(code.co_flags & 0x80)  # CO_COROUTINE
 
 
 def start(main: Callable[..., Any], until: str = "return") -> NoReturn:

@@ -9,7 +9,6 @@ main program only). Coroutines are driven by the PE's scheduler, no asyncio loop
 from __future__ import annotations
 
 import sys
-import traceback
 from time import perf_counter as _clock
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
@@ -104,7 +103,12 @@ class _Unretrieved:
         exc = self.exc
         if exc is None or sys.stderr is None:
             return
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        try:
+            import traceback
+
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        except ImportError:  # the interpreter is shutting down: no imports any more
+            text = f"{type(exc).__name__}: {exc}\n"
         try:
             sys.stderr.write(
                 f"shoal: PE {self.pe}: the error of a future nobody retrieved (created at {self.origin}); "

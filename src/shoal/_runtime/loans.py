@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
+from ..lazy_numpy import np
 
 from .._transport.rendezvous import LENT
 from ..errors import ShoalError

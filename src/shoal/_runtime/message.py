@@ -18,7 +18,7 @@ import struct
 from enum import IntEnum
 from typing import Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..gpu.kinds import kind_of
 from ..errors import ShoalError
@@ -308,8 +308,6 @@ ARRAYS = 0x40  # every argument is a plain NumPy array: a descriptor segment, th
 FWD = 0x20  # forwarded by a PE the element left: the host then keeps the sender's order
 KIND_MASK = 0x1F
 
-_ndarray = np.ndarray
-_frombuffer = np.frombuffer
 _descriptors: dict[tuple, bytes] = {}  # ((dtype, shape), ...) -> descriptor bytes
 _layouts: dict[bytes, tuple] = {}  # descriptor bytes -> ((dtype, shape), ...)
 _CACHE_LIMIT = 4096
@@ -363,7 +361,7 @@ def _encode_arrays(args: tuple) -> list | None:
     key = []
     strided = False
     for a in args:
-        if type(a) is not _ndarray or a.dtype.kind not in _PLAIN_KINDS:
+        if type(a) is not np.ndarray or a.dtype.kind not in _PLAIN_KINDS:
             return None
         key.append((a.dtype, a.shape))
         strided = strided or not a.flags.c_contiguous
@@ -383,7 +381,7 @@ def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
     """The kind flag and segments of an entry-method call's arguments."""
     if kwargs:
         return KWARGS, encode((args, kwargs))
-    if args and type(args[0]) is _ndarray:
+    if args and type(args[0]) is np.ndarray:
         segments = _encode_arrays(args)
         if segments is not None:
             return ARRAYS, segments
@@ -403,7 +401,7 @@ def decode_call(kind: int, segments: list) -> tuple[tuple, dict | None]:
         layout = _layouts.get(desc) or _layout(desc)
         if len(layout) == 1:  # the common case, without loops
             dtype, shape = layout[0]
-            a = _frombuffer(segments[1], dtype)
+            a = np.frombuffer(segments[1], dtype)
             return (a if len(shape) == 1 else a.reshape(shape),), None
         return tuple(
             np.frombuffer(buf, dtype).reshape(shape) for (dtype, shape), buf in zip(layout, segments[1:])

@@ -21,7 +21,7 @@ from __future__ import annotations
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import MigrationError
 from . import channels, receive_sets

@@ -12,8 +12,6 @@ import pickle
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from . import chare, context, message
 from .channels import Channel
 from .chare import Chare
@@ -117,7 +115,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     module.configure_tasks(Task, Future, _PENDING, _DONE, vars(context))
     core.use_exchanges(
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, CollectionState, vars(context),
-        tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS), (np.add, np.multiply, np.maximum, np.minimum),
+        tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS),
     )
     core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING, CollectionState,
                         CollectionInfo, Tree)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ChannelError, GPUError
 from .channels import Channel, _fill, check_buffer, message_value

@@ -15,7 +15,7 @@ from time import perf_counter as _clock
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ShoalError, exit_code
 from .chare import Chare

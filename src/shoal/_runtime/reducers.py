@@ -8,10 +8,11 @@ built-ins travel by name (pickle finds each as a global of this module).
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from typing import Any, Callable
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ReductionError
 
@@ -48,20 +49,23 @@ class Reducer:
         return f"<reducer {self.name}>"
 
 
-_CLOSED = {np.add, np.multiply, np.maximum, np.minimum}  # same-dtype inputs give that dtype
+_CLOSED = ("add", "multiply", "maximum", "minimum")  # same-dtype inputs give that dtype
 
 
-def _fold(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
-    """Fold values pairwise; NumPy arrays element-wise into one fresh accumulator."""
+def _fold(name: str, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
+    """Fold values pairwise; NumPy arrays element-wise (by NumPy's ``name`` ufunc) into
+    one fresh accumulator."""
+    closed = name in _CLOSED
 
     def combine(values: list) -> Any:
         if len(values) == 2:
             a, b = values
-            if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype and ufunc in _CLOSED:
-                return ufunc(a, b)  # a fresh array of the same dtype: the common case
+            if closed and type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype:
+                return getattr(np, name)(a, b)  # a fresh array of the same dtype: the common case
         arrays = [v for v in values if isinstance(v, np.ndarray)]
         if not arrays:
             return functools.reduce(op, values)
+        ufunc = getattr(np, name)
         shape = arrays[0].shape
         if len(arrays) != len(values) or any(a.shape != shape for a in arrays):
             shapes = sorted({str(getattr(v, "shape", type(v).__name__)) for v in values})
@@ -108,7 +112,7 @@ def _exact(value: Any) -> _Exact:
         special = None if finite.all() else np.where(finite, 0.0, flat).reshape(value.shape)
         return _Exact(total.reshape(value.shape), special)
     x = float(value)
-    return _Exact(_scaled(x), None) if np.isfinite(x) else _Exact(0, x)
+    return _Exact(_scaled(x), None) if math.isfinite(x) else _Exact(0, x)
 
 
 def _scaled(x: float) -> int:
@@ -159,12 +163,12 @@ class _Reducers:
     ``Chare.allreduce`` uses ``sum`` when no reducer is given.
     """
 
-    sum = Reducer("sum", _fold(np.add, operator.add))
-    product = Reducer("product", _fold(np.multiply, operator.mul))
-    max = Reducer("max", _fold(np.maximum, max))
-    min = Reducer("min", _fold(np.minimum, min))
-    logical_and = Reducer("logical_and", _fold(np.logical_and, lambda a, b: bool(a) and bool(b)))
-    logical_or = Reducer("logical_or", _fold(np.logical_or, lambda a, b: bool(a) or bool(b)))
+    sum = Reducer("sum", _fold("add", operator.add))
+    product = Reducer("product", _fold("multiply", operator.mul))
+    max = Reducer("max", _fold("maximum", max))
+    min = Reducer("min", _fold("minimum", min))
+    logical_and = Reducer("logical_and", _fold("logical_and", lambda a, b: bool(a) and bool(b)))
+    logical_or = Reducer("logical_or", _fold("logical_or", lambda a, b: bool(a) or bool(b)))
     gather = Reducer("gather", _concat, ordered=True)
     nop = Reducer("nop", lambda values: None)
     #: a floating-point sum whose result does not depend on the PE count, the tree or the

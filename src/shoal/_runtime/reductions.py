@@ -20,7 +20,7 @@ import functools
 import operator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ReductionError
 from . import proxy as _proxy

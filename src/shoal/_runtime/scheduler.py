@@ -14,7 +14,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..settings import Settings
 from . import chare, tree

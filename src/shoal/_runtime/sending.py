@@ -8,12 +8,12 @@ compiled core (``_native/send.c``); this is its reference and its fallback.
 
 from __future__ import annotations
 
+import os
 from collections import deque
-from random import randrange as _interval
 from time import perf_counter as _clock
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ShoalError
 from .balancing import COMM_SAMPLE, record_comm
@@ -177,6 +177,7 @@ class Sending:
 
     def _sample_comm(self, proxy: "ElementProxy", data: Any) -> None:
         """One send in COMM_SAMPLE from an element, for the communication graph (balancing.py)."""
-        self._comm_countdown = _interval(1, 2 * COMM_SAMPLE)  # varied: no send pattern aliases with it
+        # varied (1 .. 2*COMM_SAMPLE-1): no send pattern aliases with it
+        self._comm_countdown = 1 + int.from_bytes(os.urandom(2), "little") % (2 * COMM_SAMPLE - 1)
         nbytes = sum(a.nbytes if isinstance(a, np.ndarray) else 64 for a in data)
         record_comm(self.current_element, proxy, nbytes)

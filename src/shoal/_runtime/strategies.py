@@ -16,13 +16,12 @@ user's own.
 from __future__ import annotations
 
 import heapq
-import inspect
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import numpy as np
+from ..lazy_numpy import np
 
 from ..errors import ShoalError
 
@@ -534,6 +533,8 @@ def register_strategy(name: str, fn: Strategy, *, replace: bool = False) -> None
     if not callable(fn):
         raise ShoalError(f"strategy {name!r} must be a function f(loads, comm, placement, num_pes, pe_speeds, *, seed=0), not {type(fn).__name__} {fn!r}")
     try:
+        import inspect  # here: a PE that registers no strategy of its own never needs it
+
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # some builtins have no signature to check
         sig = None

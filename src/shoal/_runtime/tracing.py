@@ -34,10 +34,8 @@ ended is drawn wrongly by Perfetto).
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import secrets
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -147,9 +145,11 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
         "pes": [{"pe": rec["pe"], "tid": rec["pe"] + 1, "start": _us(_earliest(rec) + rec["offset"] - base),
                  "end": _us(_latest(rec) + rec["offset"] - base)} for rec in checked],
     }
+    import json  # here, not at the top: a PE that does not trace never needs it
+
     tail = json.dumps(other, default=repr, allow_nan=False)
     folder = os.path.dirname(target) or "."
-    tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
@@ -306,6 +306,8 @@ def _us(seconds: float) -> float:
 def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     """The JSON text of each event of ``rec``, times in µs from ``base`` (formatted by hand:
     a trace has millions of events, and ``json.dumps`` of a dict each is slow)."""
+    import json
+
     pe = rec["pe"]
     shift = rec["offset"] - base
     where = f'"pid":{TRACE_PID},"tid":{pe + 1}'
@@ -339,6 +341,8 @@ def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
 
 def _json(value: object) -> str:
     """``value`` as JSON; what JSON cannot hold (an object, ``nan``) as its ``repr``."""
+    import json
+
     try:
         return json.dumps(value, allow_nan=False, default=repr)
     except ValueError:  # a nan or inf somewhere inside

@@ -28,7 +28,7 @@ import os
 import struct
 from typing import Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 __all__ = ["GO_TAG", "WROTE_TAG", "READ_TAG", "MAX_SEGMENTS", "address", "pack", "unpack", "split",
            "read", "write", "available"]
@@ -120,12 +120,12 @@ def available(node: Any) -> bool:
     from mpi4py import MPI
 
     rank, size = node.Get_rank(), node.Get_size()
-    mine = np.array([os.getpid()], np.int64)
+    mine = bytearray(struct.pack("<q", os.getpid()))
     pid, where = node.sendrecv((os.getpid(), address(mine)), dest=(rank - 1) % size, source=(rank + 1) % size)
-    got = np.zeros(1, np.int64)
+    got = bytearray(8)
     try:
         read(pid, address(got), where, 8)
-        ok = int(got[0]) == pid
+        ok = struct.unpack("<q", got)[0] == pid
     except (OSError, AttributeError):  # not permitted (ptrace), or not Linux
         ok = False
     return bool(node.allreduce(ok, op=MPI.LAND))

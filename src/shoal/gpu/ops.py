@@ -11,11 +11,10 @@ as bytes, so the messaging code is written once for every dtype and shape.
 
 from __future__ import annotations
 
-import ctypes
 from abc import ABC, abstractmethod
 from typing import Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 __all__ = ["DeviceOps", "CupyOps", "cupy_ops", "cupy_missing"]
 
@@ -157,10 +156,14 @@ class CupyOps(DeviceOps):
 
     def to_host(self, host: np.ndarray, src: Any) -> None:
         if src.nbytes:
+            import ctypes
+
             src.data.copy_to_host_async(ctypes.c_void_p(host.ctypes.data), src.nbytes, self._after_program())
 
     def from_host(self, dst: Any, host: np.ndarray) -> None:
         if host.nbytes:
+            import ctypes
+
             dst.data.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.nbytes, self._after_program())
 
     def record(self) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-import numpy as np
+from ..lazy_numpy import np
 
 from .ops import DeviceOps
 
