@@ -7,10 +7,10 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test typecheck docs clean
 
 # pip builds the compiled per-message path (setup.py) into the package: a changed C file
-# reinstalls, so the extension in use is always the one the sources describe.
+# (or native.py, which fingerprints them) reinstalls, so the extension in use is always the one the sources describe.
 NATIVE := $(wildcard src/shoal/_native/*.c src/shoal/_native/*.h)
 
-$(STAMP): pyproject.toml setup.py $(NATIVE)
+$(STAMP): pyproject.toml setup.py src/shoal/native.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[mpich,test,docs,notebook,bench,charm4py,dask,ray,numba]'

@@ -418,13 +418,37 @@ def test_blas_pools_share_the_cores_unless_set(monkeypatch):
 def test_start_up_imports_only_what_each_process_needs():
     """`shoal run`'s command line leaves the server (asyncio, ssl) alone, and a PE's
     `python -m shoal prog.py` leaves the launcher alone: start-up pays for neither."""
-    probe = ("import sys, shoal.cli; shoal.cli._parser(); "
+    probe = ("import sys, shoal.commands; shoal.commands._parser(); "
              "print(sorted(m for m in ('asyncio', 'ssl', 'shoal.remote.server', 'shoal.launcher') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out
     from shoal import cli
 
     assert cli.find_mpiexec is launcher.find_mpiexec and cli.launch_mpi is launcher.launch_mpi  # still there, on use
+
+
+#: what a PE of a program without arrays must not import at start-up: NumPy (0.1 s, as long
+#: as MPI's own start), the subcommands and argparse, the launcher, and standard modules
+#: that cost milliseconds each and that the runtime needs only on rarer paths
+_NOT_AT_START_UP = ("numpy", "argparse", "shoal.commands", "shoal.launcher", "dataclasses", "inspect", "pathlib",
+                    "subprocess", "hashlib", "tempfile", "shutil", "json", "socket", "asyncio", "random")
+
+
+@pytest.mark.mpi
+def test_a_pe_starts_without_numpy_or_modules_it_does_not_use(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import sys\nimport shoal\n\n"
+        "class Probe(shoal.Chare):\n"
+        "    def loaded(self, names):\n"
+        "        return sorted(n for n in names if n in sys.modules)\n\n"
+        "def main(args):\n"
+        f"    print(shoal.Group(Probe).loaded({_NOT_AT_START_UP!r}, ret=True).get())\n\n"
+        "shoal.start(main)\n"
+    )
+    p = _shoal("run", "-n", "2", str(prog), cwd=tmp_path)
+    assert p.returncode == 0, p
+    assert p.stdout.strip() == "[[], []]", p.stdout
 
 
 def test_a_launcher_of_another_mpi_is_refused_not_run_as_single_pe_jobs(tmp_path):

@@ -1,5 +1,5 @@
 """``python -m shoal``: the command line (``python -m shoal prog.py`` runs a program)."""
 
-from .cli import main
+from .cli import command
 
-raise SystemExit(main())
+raise SystemExit(command())

@@ -23,7 +23,6 @@ import faulthandler
 import fcntl
 import os
 import sys
-import threading
 import time
 from typing import IO, TYPE_CHECKING, Any, Callable, NoReturn
 
@@ -159,6 +158,8 @@ def join_job() -> bool:
         faulthandler.enable()
     lpid, _, lstart = launcher.partition(":")
     if lpid.isdigit():
+        import threading  # here: the launcher, which imports this module too, starts no thread
+
         threading.Thread(target=_watch_launcher, args=(int(lpid), lstart), name="shoal-launcher-watch",
                          daemon=True).start()
     return True
@@ -282,6 +283,8 @@ def watch_peers(rank: int, size: int, exchange: Callable[[Any], Any], advice: Ca
     atexit.register(_farewell)
     if ahead is not None:
         ahead.settimeout(None)
+        import threading
+
         threading.Thread(target=_watch_next, args=(ahead, after, advice), name="shoal-peer-watch", daemon=True).start()
 
 

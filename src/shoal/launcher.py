@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -40,18 +38,30 @@ def find_mpiexec(explicit: str | None = None) -> str:
     """The MPI launcher: ``--mpiexec``, ``$SHOAL_MPIEXEC``, PATH, then beside this Python."""
     for candidate in (explicit, mpiexec_choice()):
         if candidate:
-            found = shutil.which(candidate)
+            found = _which(candidate)
             if found is None:
                 raise SystemExit(f"shoal: mpiexec {candidate!r} was not found or is not executable")
             return found
     for name in ("mpiexec", "mpirun"):
-        found = shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
+        found = _which(name) or _which(name, os.path.dirname(sys.executable))
         if found:
             return found
     raise SystemExit(
         "shoal: no mpiexec found; install one (`pip install mpich`), pass --mpiexec PATH, "
         "or use --transport inproc"
     )
+
+
+def _which(name: str, path: str | None = None) -> str | None:
+    """``shutil.which(name, path=path)`` for executables, without importing :mod:`shutil`
+    before the job starts (every millisecond there is the job's)."""
+    if os.path.dirname(name):
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    for folder in (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep):
+        candidate = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int:
@@ -72,7 +82,7 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOut
     """:func:`launch_mpi`, also saying which PEs died and whether any PE started."""
     exe = find_mpiexec(mpiexec)
     _raise_file_limit(pes)
-    folder = tempfile.mkdtemp(prefix=f"shoal-run-{os.getpid()}-")
+    folder = _job_folder()
     env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
     env["SHOAL_TRANSPORT"] = "mpi"
     env[JOB_DIR_VAR] = folder
@@ -84,6 +94,37 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOut
         code = job.run()
         return JobOutcome(code, job.died, job.never_started)
     finally:
+        _remove_folder(folder)
+
+
+def _temp_root() -> str:
+    """Where job folders go, and stale ones are looked for."""
+    return os.environ.get("TMPDIR") or "/tmp"
+
+
+def _job_folder() -> str:
+    """A new folder for the job's records, ``shoal-run-<pid>-<random>`` in ``$TMPDIR`` or
+    ``/tmp`` (:mod:`tempfile` is imported only where neither takes it)."""
+    name = f"shoal-run-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        path = os.path.join(_temp_root(), name)
+        os.mkdir(path, 0o700)
+        return path
+    except OSError:
+        import tempfile
+
+        return tempfile.mkdtemp(prefix=f"shoal-run-{os.getpid()}-")
+
+
+def _remove_folder(folder: str) -> None:
+    """Remove a job folder: records and FIFOs, no subfolders (else :func:`shutil.rmtree`)."""
+    try:
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    except OSError:
+        import shutil
+
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -337,7 +378,7 @@ def _raise_file_limit(pes: int) -> None:
 
 def _remove_stale_folders() -> None:
     """Remove the job folders of launchers that were killed before they could (SIGKILL)."""
-    root = tempfile.gettempdir()
+    root = _temp_root()
     try:
         names = [name for name in os.listdir(root) if name.startswith("shoal-run-") and name.count("-") >= 3]
     except OSError:
@@ -349,7 +390,7 @@ def _remove_stale_folders() -> None:
         except OSError:
             continue
         if mine and pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
+            _remove_folder(path)
 
 
 def _catch(handler: Callable[[int, Any], None], wake_fd: int) -> tuple:

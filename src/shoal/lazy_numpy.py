@@ -31,6 +31,7 @@ def _import(name: str) -> Any:
     """``np.<name>`` before NumPy was imported: import it (which fills ``np``), then look."""
     import numpy
 
+    _link(numpy)  # already done by the watch below, unless NumPy came by an unusual loader
     return getattr(numpy, name)
 
 
@@ -87,15 +88,23 @@ class _Watch:
             self.searching = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        run = spec.loader.exec_module  # this spec's own loader: finders make one per search
+        loader = spec.loader
+        run = loader.exec_module
 
         def exec_module(module: ModuleType) -> None:
-            run(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            _link(module)
+            try:
+                run(module)
+            finally:  # the loader's own method again (a zip's loader serves its other modules too)
+                vars(loader).pop("exec_module", None)
+            if module.__name__ == "numpy":
+                if self in sys.meta_path:
+                    sys.meta_path.remove(self)
+                _link(module)
 
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        try:
+            loader.exec_module = exec_module  # type: ignore[method-assign]
+        except AttributeError:  # a loader that takes no attribute: np links at its first use instead
+            pass
         return spec
 
 

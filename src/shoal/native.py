@@ -17,13 +17,13 @@ time, so its top level imports the standard library only.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
 from types import ModuleType
+import zlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pathlib, subprocess and the like are imported where a build needs them:
@@ -92,16 +92,21 @@ def locate_mpicc() -> tuple[str, str] | None:
 
 
 def source_digest() -> str:
-    """A hash of the C sources and headers: a build of other sources is not this one."""
-    h = hashlib.sha256()
+    """A fingerprint of the C sources and headers (CRC-32 and Adler-32 of their names and
+    bytes): a build of other sources is not this one. zlib rather than hashlib: every PE
+    checks it at start-up, and hashlib's OpenSSL takes milliseconds to load."""
+    crc, adler = 0, 1
     for path in SOURCES + HEADERS:
         with open(path, "rb") as f:
-            h.update(os.path.basename(path).encode() + b"\0" + f.read())
-    return h.hexdigest()[:16]
+            data = os.path.basename(path).encode() + b"\0" + f.read()
+        crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
+    return f"{crc:08x}{adler:08x}"
 
 
 def _key() -> str:
     """The first-use cache folder: one per (sources, Python, mpi4py, MPI library, NumPy)."""
+    import hashlib
+
     import mpi4py
     from mpi4py import MPI
 

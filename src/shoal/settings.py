@@ -98,11 +98,11 @@ class _Matching:
     """The valid values of a text option: those ``pattern`` matches whole, as ``text`` says."""
 
     def __init__(self, pattern: str, text: str) -> None:
-        self.pattern = re.compile(pattern)
+        self.pattern = pattern  # compiled by re on first use, not by every process that imports this
         self.text = text
 
     def __contains__(self, value: object) -> bool:
-        return isinstance(value, str) and self.pattern.fullmatch(value) is not None
+        return isinstance(value, str) and re.fullmatch(self.pattern, value) is not None
 
 
 #: per option: ``(lowest, highest)`` or the set of allowed values, and what the value means
