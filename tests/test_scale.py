@@ -251,7 +251,7 @@ def test_bench_scale_startup_reports_shoal_against_both_baselines(capsys):
     assert main(["startup", "--trials", "3"]) == 0
     out = capsys.readouterr().out
     assert "start-up on 2 PEs, 3 interleaved trials" in out, out
-    for line in ("shoal run / mpiexec + mpi4py: ", "shoal run / mpiexec + numpy + mpi4py: "):
+    for line in ("shoal run / mpiexec + mpi4py: ", "shoal run / mpiexec + numpy + mpi4py: ", "  mpiexec + shoal PEs  "):
         assert line in out, out
 
 

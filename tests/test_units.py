@@ -505,8 +505,8 @@ def test_environment_values_are_converted():
 
 def test_every_setting_has_a_variable():
     for var in ALL_VARS:
-        assert var[len("SHOAL_"):].lower() in {f for f in Settings._fields}
-    assert len(ALL_VARS) == len(Settings._fields)
+        assert var[len("SHOAL_"):].lower() in {f for f in Settings.__annotations__}
+    assert len(ALL_VARS) == len(Settings.__annotations__)
 
 
 def test_unknown_variable_is_rejected_with_the_valid_names():

@@ -1,6 +1,8 @@
 """shoal: message-driven, migratable Python objects (chares) over MPI."""
 
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+_TYPE_CHECKING = False  # typing is for type checkers: `shoal run` and a PE's start-up skip its import
+if _TYPE_CHECKING:
+    from typing import Any as _Any
 
 from .errors import (
     BlockingCallError,
@@ -36,7 +38,7 @@ if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal
     from ._runtime.threads import threaded
     from ._runtime.conditions import when, wait_until
 
-#: public name -> the module that defines it. The runtime (and NumPy with it) is imported
+#: public name -> the module that defines it. The runtime is imported (NumPy only once the program uses it)
 #: when a program first touches one of these, not by ``import shoal``: the launcher of
 #: ``shoal run`` and the command line need none of it.
 _LAZY = {
@@ -81,7 +83,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _Any:
+def __getattr__(name: str) -> "_Any":
     """Load a public name of the runtime on first use (PEP 562), then keep it here."""
     where = _LAZY.get(name)
     if where is None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-from typing import TYPE_CHECKING, Any, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 
 from . import jobwatch
 from .errors import exit_code
 from .settings import SettingsError
 
 if TYPE_CHECKING:
+    from typing import Any, Sequence
     from .commands import OptionParser
     from .launcher import find_mpiexec, launch_mpi
 

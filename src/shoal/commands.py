@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+
+TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 
 from .cli import duration, restart_path, run_program
-from .settings import MAX_PES, SettingsError, load_settings
-from ._transport import TRANSPORTS, ask_thread_level
+from .settings import MAX_PES, TRANSPORTS, SettingsError, load_settings
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
     from .launcher import JobOutcome
 
 __all__ = ["OptionParser", "run_command", "launched_only"]
@@ -365,6 +366,8 @@ def _info(ns: argparse.Namespace) -> int:
     }
     if ns.transport == "mpi":
         try:
+            from ._transport import ask_thread_level
+
             ask_thread_level(settings.mpi_threads)  # as a job's PE starts MPI
             from ._transport.mpi_library import describe_library
         except ImportError as exc:
@@ -380,7 +383,7 @@ def _info(ns: argparse.Namespace) -> int:
             load_native()
             rows["compiled path"] = native_status()
     rows.update(_gpu_rows(settings, rows.get("cuda-aware mpi", "")))
-    rows.update({f"setting {k}": v for k, v in settings._asdict().items()})
+    rows.update({f"setting {k}": v for k, v in settings.as_dict().items()})
     width = max(map(len, rows))
     for k, v in rows.items():
         lines = str(v).splitlines() or [""]

@@ -11,7 +11,6 @@ own failures, exit code 255, come first: the PEs that did start then fail on its
 from __future__ import annotations
 
 import os
-import sysconfig
 
 from .jobwatch import PERecord
 
@@ -84,6 +83,8 @@ def _how(rec: PERecord) -> str:
 
 def _frames(fault: str) -> list[str]:
     """The program's own frames in a faulthandler stack, innermost first: ``name (file, line n)``."""
+    import sysconfig  # here: reports of a crash only
+
     skip = (sysconfig.get_paths()["stdlib"], _PACKAGE, "<frozen")
     out = []
     for line in fault.splitlines():

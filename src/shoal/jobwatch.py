@@ -24,9 +24,10 @@ import fcntl
 import os
 import sys
 import time
-from typing import IO, TYPE_CHECKING, Any, Callable, NoReturn
 
+TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 if TYPE_CHECKING:
+    from typing import IO, Any, Callable, NoReturn
     import socket
 
 __all__ = [

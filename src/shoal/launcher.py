@@ -17,9 +17,12 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, NamedTuple, Sequence
 
-from .jobreport import files_needed, pe_list, summarize
+TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+
+from .jobreport import files_needed, pe_list
 from .jobwatch import JOB_DIR_VAR, LAUNCHER_VAR, PERecord, process_alive, process_start, read_records
 from .settings import mpiexec_choice
 
@@ -69,13 +72,17 @@ def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int
     return run_job(args, pes, mpiexec).code
 
 
-class JobOutcome(NamedTuple):
+class JobOutcome:
     """How a job ended: its exit code, the PEs whose process died (a signal, a crash; a
     program's own error is not a death), and whether mpiexec failed before any PE started."""
 
-    code: int
-    died: list[int]
-    never_started: bool
+    __slots__ = ("code", "died", "never_started")
+
+    def __init__(self, code: int, died: list[int], never_started: bool):
+        self.code, self.died, self.never_started = code, died, never_started
+
+    def __repr__(self) -> str:
+        return f"JobOutcome(code={self.code}, died={self.died}, never_started={self.never_started})"
 
 
 def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOutcome:
@@ -322,6 +329,8 @@ class _Job:
         # the first seen to end: the others ended with the job
         self.died = next((sorted(set(b) & vanished) for b in self.ended if set(b) & vanished), sorted(vanished))
         self.never_started = rc != 0 and not any(rec.pid for rec in records.values())
+        from .jobreport import summarize
+
         code, lines = summarize(
             records, self.ended, self.pes, rc, verdict=self.verdict, guarded=self.guarded,
             command=" ".join(self.cmd[:3]), cores=cores, file_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],

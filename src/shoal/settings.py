@@ -11,25 +11,33 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Mapping, NamedTuple
 
-__all__ = ["Settings", "SettingsError", "load_settings", "MAX_PES", "RANGES", "cache_root", "cache_limit", "mpiexec_choice"]
+TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
+if TYPE_CHECKING:
+    from typing import Any, Mapping
+
+__all__ = ["Settings", "SettingsError", "load_settings", "MAX_PES", "TRANSPORTS", "RANGES", "cache_root", "cache_limit", "mpiexec_choice"]
 
 #: The most PEs a job may have. One in-process PE costs about 12 KiB before any chare
 #: and one thread steps them all in turn, so more than this is a mistake, not a job;
 #: ``shoal run`` starts every MPI PE as a process on this machine, where the same holds.
 MAX_PES = 65536
 _MAX_BYTES = 1 << 30  # frames are buffers on every PE, and MPI counts are C ints
+#: Transport names accepted by ``shoal run --transport`` and ``SHOAL_TRANSPORT``.
+TRANSPORTS = ("mpi", "inproc")
 
 
 class SettingsError(ValueError):
     """A ``SHOAL_*`` variable or option is unknown, or its value is not valid."""
 
 
-class Settings(NamedTuple):
+class Settings:
     """Runtime options; each can be set by the environment variable ``SHOAL_<NAME>``.
 
-    (A named tuple, not a dataclass: a PE starts without importing ``dataclasses``.)"""
+    Read-only once made. A plain class rather than a dataclass or a named tuple: the
+    launcher and every PE read settings at start-up, before anything else would import
+    ``dataclasses`` or ``typing``.
+    """
 
     #: ``mpi`` or ``inproc``; empty means: ``mpi`` under an MPI launcher, else ``inproc``.
     transport: str = ""
@@ -93,6 +101,32 @@ class Settings(NamedTuple):
     #: Bytes per chunk of the pipelined host staging of device arrays.
     gpu_chunk: int = 1 << 20
 
+    def __init__(self, **values: Any) -> None:
+        for name, value in values.items():
+            if name not in _DEFAULTS:
+                raise TypeError(f"Settings() got an unexpected keyword argument {name!r}")
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"settings are read-only: make new ones with load_settings({name}=...)")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every option's value, by name, in the order of the table above."""
+        return {name: getattr(self, name) for name in _DEFAULTS}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Settings and self.as_dict() == other.as_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.as_dict().values()))
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
+
+
+#: every option's default, by name, in the order of the class
+_DEFAULTS: dict[str, Any] = {name: getattr(Settings, name) for name in Settings.__annotations__}
+
 
 class _Matching:
     """The valid values of a text option: those ``pattern`` matches whole, as ``text`` says."""
@@ -107,7 +141,7 @@ class _Matching:
 
 #: per option: ``(lowest, highest)`` or the set of allowed values, and what the value means
 RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
-    "transport": (frozenset({"", "mpi", "inproc"}),
+    "transport": (frozenset({"", *TRANSPORTS}),
                   "valid transports are mpi, inproc (empty: mpi under an MPI launcher, else inproc)"),
     "pes": ((1, MAX_PES), f"an in-process job needs at least 1 PE, and more than {MAX_PES} is a mistake: "
                           "each costs about 12 KiB and one thread steps them all"),
@@ -154,7 +188,7 @@ _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, no
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build settings from ``SHOAL_*`` variables; an unknown name or bad value is an error."""
     env = os.environ if environ is None else environ
-    known = {name: type(default).__name__ for name, default in Settings._field_defaults.items()}  # name -> type
+    known = {name: type(default).__name__ for name, default in _DEFAULTS.items()}  # name -> type
     values: dict[str, object] = {}
     labels: dict[str, str] = {}
     for key, raw in env.items():

@@ -30,7 +30,6 @@ from ..lazy_numpy import np
 
 from ..errors import ShoalError
 from .message import Kind, decode
-from .strategies import CommGraph, background_speeds, check_placement, get_strategy
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -208,6 +207,8 @@ class Balancer:
         self._decide(cs, st)
 
     def _decide(self, cs: "CollectionState", st: _Round) -> None:
+        from .strategies import CommGraph, background_speeds, check_placement, get_strategy  # a job that balances
+
         rt = self.rt
         reports, st.reports, st.reported = st.reports, [], 0
         name = rt.settings.lb

@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
+from ..settings import TRANSPORTS
 from .base import Allocator, Deliver, DeviceSegment, Transport, default_allocator
 
 from typing import Any
 
 __all__ = ["Transport", "Allocator", "Deliver", "DeviceSegment", "default_allocator", "TRANSPORTS", "open_transports", "ask_thread_level"]
-
-#: Transport names accepted by ``shoal run --transport`` and ``SHOAL_TRANSPORT``.
-TRANSPORTS = ("mpi", "inproc")
-
 
 def open_transports(name: str, settings: Any) -> list[Transport]:
     """This process's transports for a job on transport ``name``: one (this PE's) under

@@ -6,8 +6,9 @@
   broadcasts (``ret=True``, and completed by a ``nop`` reduction), medians of ``--trials``.
 * ``startup``: ``shoal run -n P hello.py`` against ``mpiexec -n P python -c "from mpi4py
   import MPI"``, interleaved, ``--trials`` each: medians with bootstrap 95% CIs, and the
-  ratio of medians; and against the same with ``import numpy`` first, which every shoal
-  PE does (shoal's own share of the start-up).
+  ratio of medians; also the same PEs under ``mpiexec`` without shoal's launcher (the
+  launcher's own share), and mpi4py with ``import numpy`` first (where a program that
+  uses NumPy starts from: shoal imports it only when the program does).
 * ``broadcast``: a ``ret=True`` broadcast to a Group answered by every element
   (:mod:`.ret_broadcast`) against mpi4py's ``Bcast`` + ``Gather`` of 8 bytes
   (:mod:`.bcast_gather`), each the best of 5 repeats of ``--calls`` calls, the two jobs
@@ -97,6 +98,8 @@ def _startup(ns: argparse.Namespace) -> int:
         hello.write_text(HELLO)
         commands = {
             "shoal run": [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes), str(hello)],
+            # the PEs without shoal's launcher: what the launcher's own process costs
+            "mpiexec + shoal PEs": [mpiexec, "-n", str(ns.pes), sys.executable, "-m", "shoal", str(hello)],
             "mpiexec + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c", "from mpi4py import MPI"],
             "mpiexec + numpy + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c",
                                          "import numpy; from mpi4py import MPI"],
