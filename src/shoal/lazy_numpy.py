@@ -66,6 +66,8 @@ def _link(numpy: ModuleType) -> None:
     if _numpy is not None:
         return
     _placeholder.__dict__.update(numpy.__dict__)
+    # a name NumPy gains later (a submodule imported since, say) is found on NumPy itself
+    _placeholder.__getattr__ = lambda name: getattr(numpy, name)  # type: ignore[method-assign]
     _numpy = numpy
     while _callbacks:
         _callbacks.pop(0)(numpy)
