@@ -157,3 +157,42 @@ def test_stencil_build_with_silent_compiler_names_the_command(tmp_path, silent_c
     text = str(info.value)
     assert text.startswith(f"prog.py:3: the compiler {silent_compiler} exited with 0 but wrote no object file"), text
     assert f"$ {silent_compiler} -O3" in text and "generated source saved in" in text
+
+
+_PLAIN = [["run", "-n", "3", "prog.py", "a", "-x"], ["run", "prog.py"], ["run", "-n", "1", "p.py", "-n", "4"],
+          ["run", "-n", "05", "p.py"], ["run", "p.py", "--trace", "x", "-h"]]
+
+
+@pytest.mark.parametrize("argv", _PLAIN, ids=lambda a: " ".join(a))
+def test_a_plain_shoal_run_launches_the_job_argparse_would(monkeypatch, argv):
+    """`shoal run -n N prog.py args…` skips building argparse's parser (start-up): the job
+    it launches is the one the full command line parser makes of the same words."""
+    from shoal import cli, commands, launcher
+
+    calls: list = []
+    monkeypatch.setattr(launcher, "launch_mpi", lambda args, pes, mpiexec=None: calls.append((list(args), pes, mpiexec)) or 0)
+    monkeypatch.setattr(cli, "_launcher_only", False)
+    for name in [k for k in os.environ if k.startswith("SHOAL_")]:
+        monkeypatch.delenv(name)
+    assert cli._plain_run(argv) is not None
+    assert cli.main(argv) == 0 and "shoal.commands" in sys.modules  # this test imported it; main need not
+    assert commands.run_command(argv) == 0
+    assert len(calls) == 2 and calls[0] == calls[1], calls
+    assert cli._launcher_only  # shoal run ends without Python's teardown
+
+
+@pytest.mark.parametrize("argv", [["run", "-n", "2", "--trace", "t.json", "p.py"], ["run", "--pes", "2", "p.py"],
+                                  ["run", "-n2", "p.py"], ["run", "-n", "0", "p.py"], ["run", "-n", str(MAX_PES + 1), "p.py"],
+                                  ["run"], ["run", "-h"], ["run", "-n", "2"], ["run", "p.py", "--", "-x"], ["info"],
+                                  ["prog.py"]])
+def test_every_other_command_line_goes_to_the_full_parser(argv):
+    from shoal import cli
+
+    assert cli._plain_run(argv) is None
+
+
+def test_a_plain_shoal_run_checks_the_settings_once_and_refuses_a_bad_one(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}, "SHOAL_TREE_FANOUT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", str(tmp_path / "p.py")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and proc.stderr.startswith("shoal run: SHOAL_TREE_FANOUT='1' is not valid"), proc.stderr

@@ -17,14 +17,15 @@ TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's st
 
 from . import jobwatch
 from .errors import exit_code
-from .settings import SettingsError
+from .settings import MAX_PES, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from typing import Any, Sequence
     from .commands import OptionParser
     from .launcher import find_mpiexec, launch_mpi
 
-__all__ = ["command", "main", "run_program", "duration", "restart_path", "find_mpiexec", "launch_mpi", "OptionParser"]
+__all__ = ["command", "main", "run_program", "launching", "duration", "restart_path", "find_mpiexec", "launch_mpi",
+           "OptionParser"]
 
 
 def __getattr__(name: str) -> Any:
@@ -123,6 +124,39 @@ def restart_path(text: str) -> str:
     return text if text == AUTO else os.path.abspath(text)
 
 
+def launching() -> bool:
+    """This process is about to launch an MPI job (``shoal run``) and will run none of its
+    program: check the ``SHOAL_*`` variables every PE will read, once, here, and let
+    :func:`command` end the process without Python's teardown afterwards. False, having
+    said why, where a variable is not valid."""
+    global _launcher_only
+    try:
+        load_settings({k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi")
+    except SettingsError as exc:
+        print(f"shoal run: {exc}", file=sys.stderr)
+        return False
+    _launcher_only = True
+    return True
+
+
+_launcher_only = False
+
+
+def _plain_run(argv: list[str]) -> tuple[int, list[str]] | None:
+    """``run -n N PROGRAM ARGS…`` or ``run PROGRAM ARGS…``, no other option: ``(N,
+    [PROGRAM, *ARGS])``, to launch without building the argparse parser (a few
+    milliseconds of every job's start); None for any other command line, which
+    :mod:`shoal.commands` parses, to the same job for these forms."""
+    if argv[:1] != ["run"]:
+        return None
+    rest, pes = argv[1:], 2
+    if rest[:1] == ["-n"] and len(rest) > 1 and rest[1].isdigit():
+        rest, pes = rest[2:], int(rest[1])
+    if not rest or rest[0].startswith("-") or "--" in rest or not 1 <= pes <= MAX_PES:
+        return None  # ("--": argparse drops it from the program's arguments)
+    return pes, rest
+
+
 def duration(text: str) -> float:
     """``90``, ``90s``, ``5m`` or ``2h`` as seconds (ValueError saying what is wrong)."""
     scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], 0)
@@ -140,8 +174,7 @@ def command() -> int:
     process only launched and watched an MPI job (none of the program ran here), an exit
     without Python's teardown, which would add milliseconds to every job's end."""
     code = main()
-    commands = sys.modules.get(f"{__package__}.commands")
-    if commands is not None and commands.launched_only:
+    if _launcher_only:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -197,6 +230,13 @@ def _main(argv: list[str]) -> int:
         argv = argv[2:]
     if argv and argv[0] not in _COMMANDS and not argv[0].startswith("-"):
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`
+    plain = _plain_run(argv)
+    if plain is not None:  # `shoal run -n N prog.py args…`
+        if not launching():
+            return 2
+        from .launcher import launch_mpi
+
+        return launch_mpi(plain[1], plain[0])
     from .commands import run_command
 
     return run_command(argv)

@@ -13,18 +13,14 @@ import sys
 
 TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 
-from .cli import duration, restart_path, run_program
+from .cli import duration, launching, restart_path, run_program
 from .settings import MAX_PES, TRANSPORTS, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from typing import Any, Callable
     from .launcher import JobOutcome
 
-__all__ = ["OptionParser", "run_command", "launched_only"]
-
-#: ``shoal run`` with the MPI transport ran in this process: it launched and watched the
-#: job, and no part of the program ran here (:func:`shoal.cli.command`)
-launched_only = False
+__all__ = ["OptionParser", "run_command"]
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -229,11 +225,9 @@ def _run(ns: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # the launcher is the job here: one line, not a traceback
             print("shoal run: stopped by SIGINT (KeyboardInterrupt)", file=sys.stderr)
             return 128 + 2
-    if not _check_settings("run", {k: v for k, v in environ.items() if k != "SHOAL_PES"}, transport="mpi"):
-        return 2
     os.environ.update(options)  # launch_mpi hands this environment to every PE
-    global launched_only
-    launched_only = True
+    if not launching():
+        return 2
     from .launcher import launch_mpi
 
     return _run_recovering(ns) if ns.max_restarts > 0 else launch_mpi([ns.program, *ns.args], ns.pes, ns.mpiexec)
