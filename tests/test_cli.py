@@ -196,3 +196,13 @@ def test_a_plain_shoal_run_checks_the_settings_once_and_refuses_a_bad_one(tmp_pa
     proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", str(tmp_path / "p.py")],
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2 and proc.stderr.startswith("shoal run: SHOAL_TREE_FANOUT='1' is not valid"), proc.stderr
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    """`shoal info | head -1`: the command stops without a BrokenPipeError traceback (here
+    the reader is gone before the first line)."""
+    proc = subprocess.Popen([sys.executable, "-m", "shoal", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 128 + 13 and err == "", err

@@ -172,8 +172,13 @@ def duration(text: str) -> float:
 def command() -> int:
     """The ``shoal`` executable and ``python -m shoal``: :func:`main`; then, where this
     process only launched and watched an MPI job (none of the program ran here), an exit
-    without Python's teardown, which would add milliseconds to every job's end."""
-    code = main()
+    without Python's teardown, which would add milliseconds to every job's end. Output
+    cut short by its reader (``shoal info | head``) ends it quietly, as SIGPIPE would."""
+    try:
+        code = main()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit
+        return 128 + 13
     if _launcher_only:
         for stream in (sys.stdout, sys.stderr):
             try:
