@@ -183,7 +183,8 @@ def test_a_plain_shoal_run_launches_the_job_argparse_would(monkeypatch, argv):
 
 @pytest.mark.parametrize("argv", [["run", "-n", "2", "--trace", "t.json", "p.py"], ["run", "--pes", "2", "p.py"],
                                   ["run", "-n2", "p.py"], ["run", "-n", "0", "p.py"], ["run", "-n", str(MAX_PES + 1), "p.py"],
-                                  ["run"], ["run", "-h"], ["run", "-n", "2"], ["run", "p.py", "--", "-x"], ["info"],
+                                  ["run"], ["run", "-h"], ["run", "-n", "2"], ["run", "p.py", "--", "-x"],
+                                  ["run", "-n", "\u00b2", "p.py"], ["info"],
                                   ["prog.py"]])
 def test_every_other_command_line_goes_to_the_full_parser(argv):
     from shoal import cli

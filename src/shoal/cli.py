@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .commands import OptionParser
     from .launcher import find_mpiexec, launch_mpi
 
-__all__ = ["command", "main", "run_program", "launching", "duration", "restart_path", "find_mpiexec", "launch_mpi",
+__all__ = ["command", "main", "run_program", "launching", "check_settings", "duration", "restart_path", "find_mpiexec", "launch_mpi",
            "OptionParser"]
 
 
@@ -130,12 +130,20 @@ def launching() -> bool:
     :func:`command` end the process without Python's teardown afterwards. False, having
     said why, where a variable is not valid."""
     global _launcher_only
-    try:
-        load_settings({k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi")
-    except SettingsError as exc:
-        print(f"shoal run: {exc}", file=sys.stderr)
+    if not check_settings("run", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return False
     _launcher_only = True
+    return True
+
+
+def check_settings(command: str, environ: dict[str, str] | None = None, **overrides: object) -> bool:
+    """Refuse bad ``SHOAL_*`` values once, in the command that starts the PEs, before any
+    PE starts (each would refuse them again); False, having said why."""
+    try:
+        load_settings(environ, **overrides)
+    except SettingsError as exc:
+        print(f"shoal {command}: {exc}", file=sys.stderr)
+        return False
     return True
 
 
@@ -150,7 +158,7 @@ def _plain_run(argv: list[str]) -> tuple[int, list[str]] | None:
     if argv[:1] != ["run"]:
         return None
     rest, pes = argv[1:], 2
-    if rest[:1] == ["-n"] and len(rest) > 1 and rest[1].isdigit():
+    if rest[:1] == ["-n"] and len(rest) > 1 and rest[1].isdecimal():  # what int() takes
         rest, pes = rest[2:], int(rest[1])
     if not rest or rest[0].startswith("-") or "--" in rest or not 1 <= pes <= MAX_PES:
         return None  # ("--": argparse drops it from the program's arguments)

@@ -13,7 +13,7 @@ import sys
 
 TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 
-from .cli import duration, launching, restart_path, run_program
+from .cli import check_settings, duration, launching, restart_path, run_program
 from .settings import MAX_PES, TRANSPORTS, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -154,16 +154,6 @@ _SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] =
 }
 
 
-def _check_settings(command: str, environ: dict[str, str] | None = None, **overrides: object) -> bool:
-    """Refuse bad ``SHOAL_*`` values once, here, before any PE starts."""
-    try:
-        load_settings(environ, **overrides)
-    except SettingsError as exc:
-        print(f"shoal {command}: {exc}", file=sys.stderr)
-        return False
-    return True
-
-
 def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
     """The ``SHOAL_*`` variables that ``shoal run``'s options set for every PE (those given)."""
     env = {}
@@ -215,7 +205,7 @@ def _run(ns: argparse.Namespace) -> int:
         return 2
     environ = {**os.environ, **options}
     if ns.transport == "inproc":
-        if not _check_settings("run", environ, pes=ns.pes, transport="inproc"):
+        if not check_settings("run", environ, pes=ns.pes, transport="inproc"):
             return 2
         os.environ.update(options)
         os.environ["SHOAL_TRANSPORT"] = "inproc"
@@ -300,7 +290,7 @@ def _serve(ns: argparse.Namespace, argv: list[str]) -> int:
         if ns.transport == "inproc":
             os.environ["SHOAL_TRANSPORT"], os.environ["SHOAL_PES"] = "inproc", str(ns.pes)
         return run_program(program, args)
-    if not _check_settings("serve", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
+    if not check_settings("serve", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return 2
     from .launcher import launch_mpi
 

@@ -35,7 +35,8 @@ __all__ = [
     "SOURCES", "HEADERS", "fresh_load",
 ]
 
-_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_FOLDER = os.path.join(_PACKAGE, "_native")
 #: the paths of the C files of the extension (one module), and of the headers they include
 SOURCES = [os.path.join(_FOLDER, name) for name in ("frames.c", "core.c", "send.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "broadcasts.c", "query.c")]
 HEADERS = sorted(os.path.join(_FOLDER, name) for name in os.listdir(_FOLDER) if name.endswith(".h"))
@@ -242,13 +243,13 @@ def build_config() -> dict[str, Any]:
         record = importlib.import_module(f"{__package__ or 'shoal'}.{RECORD}")
     except ImportError:
         return {"built": False, "reason": "no extension was built at install (there is no build record "
-                f"{os.path.join(os.path.dirname(os.path.abspath(__file__)), RECORD + '.py')}: reinstall with `pip install -e .` or `make`)"}
+                f"{os.path.join(_PACKAGE, RECORD + '.py')}: reinstall with `pip install -e .` or `make`)"}
     return dict(record.CONFIG)
 
 
 def _installed() -> str:
     """Where the install put the extension: beside this file, as setuptools names it."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0])
+    return os.path.join(_PACKAGE, EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0])
 
 
 def _mismatch(config: dict[str, Any]) -> str | None:

@@ -109,8 +109,8 @@ static int fetch_ufuncs(Exchanges *x) {
     static const char *names[4] = {"add", "multiply", "maximum", "minimum"};
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (!numpy) return -1;
-    for (int i = 0; i < 4 && !x->ufunc[i]; i++)
-        if (!(x->ufunc[i] = PyObject_GetAttrString(numpy, names[i]))) { Py_DECREF(numpy); return -1; }
+    for (int i = 0; i < 4; i++) /* (after a failed fetch, the ones still missing) */
+        if (!x->ufunc[i] && !(x->ufunc[i] = PyObject_GetAttrString(numpy, names[i]))) { Py_DECREF(numpy); return -1; }
     Py_DECREF(numpy);
     return 0;
 }
