@@ -207,3 +207,45 @@ def test_output_cut_short_by_its_reader_ends_quietly():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 128 + 13 and err == "", err
+
+
+_AS_MAIN = '''"""the program's docstring"""
+import pickle, sys
+import shoal
+
+class Point:
+    pass
+
+def f(x: int) -> None:
+    pass
+
+def main(args):
+    assert __name__ == "__main__" and __doc__ == "the program's docstring", (__name__, __doc__)
+    assert __file__ == sys.argv[0] and __spec__ is None, (__file__, sys.argv)
+    assert sys.modules["__main__"].__dict__ is globals()
+    assert f.__annotations__ == {"x": int, "return": None}, f.__annotations__  # no __future__ flag inherited from shoal
+    assert type(pickle.loads(pickle.dumps(Point()))) is Point
+    print("as __main__: OK")
+
+shoal.start(main)
+'''
+
+
+def test_a_program_runs_as_main_as_python_would_run_it(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(_AS_MAIN)
+    proc = subprocess.run([sys.executable, "-m", "shoal", str(prog)], capture_output=True, text=True, timeout=120,
+                          env=_env(), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "as __main__: OK", proc
+
+
+def test_a_zip_application_runs_too(tmp_path):
+    """Anything but a .py file goes through runpy, which runs zip applications (and compiled files)."""
+    import zipfile
+
+    app = tmp_path / "app.pyz"
+    with zipfile.ZipFile(app, "w") as z:
+        z.writestr("__main__.py", "import sys\nprint('zip app ran with', sys.argv[1:])\n")
+    proc = subprocess.run([sys.executable, "-m", "shoal", str(app), "x"], capture_output=True, text=True, timeout=120,
+                          env=_env(), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "zip app ran with ['x']", proc

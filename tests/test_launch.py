@@ -431,7 +431,11 @@ def test_start_up_imports_only_what_each_process_needs():
 #: as MPI's own start), the subcommands and argparse, the launcher, and standard modules
 #: that cost milliseconds each and that the runtime needs only on rarer paths
 _NOT_AT_START_UP = ("numpy", "argparse", "shoal.commands", "shoal.launcher", "dataclasses", "inspect", "pathlib",
-                    "subprocess", "hashlib", "tempfile", "shutil", "json", "socket", "asyncio", "random")
+                    "subprocess", "hashlib", "tempfile", "shutil", "json", "socket", "asyncio", "random", "typing",
+                    "pkgutil")
+#: what the launcher of `shoal run -n N prog.py` does without (mpiexec's process is started by shoal.process)
+_NOT_IN_THE_LAUNCHER = ("subprocess", "threading", "typing", "re", "enum", "argparse", "shoal.commands",
+                        "shoal._runtime", "mpi4py", "numpy")
 
 
 @pytest.mark.mpi
@@ -449,6 +453,20 @@ def test_a_pe_starts_without_numpy_or_modules_it_does_not_use(tmp_path):
     p = _shoal("run", "-n", "2", str(prog), cwd=tmp_path)
     assert p.returncode == 0, p
     assert p.stdout.strip() == "[[], []]", p.stdout
+
+
+@pytest.mark.mpi
+def test_the_launcher_imports_only_what_it_uses(tmp_path):
+    """Every import of `shoal run` is on every job's critical path, before mpiexec starts."""
+    prog = tmp_path / "prog.py"
+    prog.write_text("import shoal\nshoal.start(lambda args: print('ran'))\n")
+    launcher_only = (f"import sys\nsys.argv = ['shoal', 'run', '-n', '2', {str(prog)!r}]\n"
+                     "import shoal.cli\ncode = shoal.cli.main()\n"
+                     f"print(sorted(n for n in {_NOT_IN_THE_LAUNCHER!r} if n in sys.modules))\nsys.exit(code)\n")
+    p = subprocess.run([sys.executable, "-c", launcher_only], capture_output=True, text=True, timeout=HANG_GUARD,
+                       env=_env(), cwd=tmp_path)
+    assert p.returncode == 0, p
+    assert p.stdout.split() == ["ran", "[]"], p.stdout
 
 
 def test_a_launcher_of_another_mpi_is_refused_not_run_as_single_pe_jobs(tmp_path):

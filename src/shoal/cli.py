@@ -10,7 +10,6 @@ entry: it runs the program, and hands any other command line to :mod:`shoal.comm
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
@@ -74,7 +73,7 @@ def run_program(path: str, args: Sequence[str]) -> int:
     if mpi:
         _whole_lines()
     try:
-        runpy.run_path(path, run_name="__main__")
+        _run_main(path)
     except SystemExit as exc:
         code = exit_code(exc)
         if mpi and code != 0 and not _job_finished():
@@ -95,6 +94,30 @@ def run_program(path: str, args: Sequence[str]) -> int:
         jobwatch.end_job(jobwatch.launcher_rank(), f"{what} in {path}, outside the main program", text,
                          code=130 if interrupted else 1)
     return 0
+
+
+def _run_main(path: str) -> None:
+    """Run the file ``path`` as ``__main__``, as ``runpy.run_path(path, run_name="__main__")``
+    does: a ``.py`` file here, without the imports runpy makes (pkgutil: milliseconds of
+    every PE's start-up); anything else (a zip application, compiled code) by runpy."""
+    if not path.endswith(".py"):
+        import runpy
+
+        runpy.run_path(path, run_name="__main__")
+        return
+    import io
+
+    with io.open_code(os.path.abspath(path)) as f:
+        code = compile(f.read(), path, "exec", dont_inherit=True)  # not this module's __future__ flags
+    module = type(sys)("__main__")
+    module.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__="", __spec__=None)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module  # the program's classes pickle as __main__.Name
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _whole_lines() -> None:

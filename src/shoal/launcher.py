@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import os
 import select
-import signal
-import subprocess
 import sys
 import time
+
+try:  # signal's C core: the module `signal` adds enum and its ~70 members, milliseconds of every job's start
+    import _signal as signal
+except ImportError:  # not CPython
+    import signal  # type: ignore[no-redef]
 
 TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 if TYPE_CHECKING:
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 
 from .jobreport import files_needed, pe_list
 from .jobwatch import JOB_DIR_VAR, LAUNCHER_VAR, PERecord, process_alive, process_start, read_records
+from .process import Process, TimeoutExpired
 from .settings import mpiexec_choice
 
 __all__ = ["find_mpiexec", "launch_mpi", "run_job", "JobOutcome", "GRACE", "STOP_WAIT"]
@@ -171,7 +175,7 @@ class _Job:
         try:
             self._follow()
             try:
-                proc = subprocess.Popen(self.cmd, env=self.env, preexec_fn=_parent_death_signal())
+                proc = Process(self.cmd, self.env, death_signal=signal.SIGTERM)
             except OSError as exc:
                 _say(f"cannot start {self.cmd[0]}: {exc}")
                 return 127
@@ -190,7 +194,7 @@ class _Job:
                     os.close(exited)
             if self.signum:
                 return self._stop(proc, self.signum)
-            rc = proc.returncode
+            rc = proc.wait()  # it ended: its exit code
             return self._report(128 - rc if rc < 0 else rc)  # mpiexec killed by a signal: as a shell says
         finally:
             if previous is not None:
@@ -219,7 +223,7 @@ class _Job:
             self.alive[fd] = pe
             self.poller.register(fd, select.POLLIN)
 
-    def _watch(self, wake_r: int, proc: subprocess.Popen) -> None:
+    def _watch(self, wake_r: int, proc: Process) -> None:
         """Wait a moment for a PE's process to end or a signal; note what the PEs wrote."""
         batch = []
         for fd, _ in self.poller.poll(_POLL * 1000):
@@ -233,7 +237,7 @@ class _Job:
         self._read()  # after the wait: a PE writes its exit record before its process ends
         self._guard(proc)
 
-    def _guard(self, proc: subprocess.Popen) -> None:
+    def _guard(self, proc: Process) -> None:
         """A hang guard: end the job if mpiexec has not, well after a PE failed, vanished, or
         left without starting MPI while another PE waits for it in MPI's start-up."""
         now = time.monotonic()
@@ -280,13 +284,13 @@ class _Job:
         return any(self.records.get(pe, PERecord(pe)).exit_code is None for b in self.ended for pe in b)
 
     # -- ending ------------------------------------------------------------------------
-    def _end(self, proc: subprocess.Popen, sig: int) -> str:
+    def _end(self, proc: Process, sig: int) -> str:
         """End mpiexec and every PE: ``sig`` first, SIGKILL if they linger; what it took."""
-        how = f"sent {signal.Signals(sig).name} to mpiexec"
+        how = f"sent {_signal_name(sig)} to mpiexec"
         try:
             proc.send_signal(sig)
             proc.wait(STOP_WAIT)
-        except subprocess.TimeoutExpired:
+        except TimeoutExpired:
             proc.kill()
             proc.wait()
             how += ", then SIGKILL"
@@ -303,12 +307,12 @@ class _Job:
             how += f", then SIGKILL to {pe_list(sorted(left))}"
         return how
 
-    def _stop(self, proc: subprocess.Popen, signum: int) -> int:
-        name = signal.Signals(signum).name
+    def _stop(self, proc: Process, signum: int) -> int:
+        name = _signal_name(signum)
         if signum == signal.SIGINT and proc.poll() is None:
             try:  # from a terminal, mpiexec got the Ctrl-C too: give it a moment to end the job
                 proc.wait(1.0)
-            except subprocess.TimeoutExpired:
+            except TimeoutExpired:
                 pass
         if proc.poll() is None:
             how = self._end(proc, signal.SIGTERM)
@@ -402,12 +406,19 @@ def _remove_stale_folders() -> None:
             _remove_folder(path)
 
 
+def _signal_name(sig: int) -> str:
+    """``SIGTERM`` for 15 (by :mod:`signal`, imported as the job ends)."""
+    import signal as named
+
+    return named.Signals(sig).name
+
+
 def _catch(handler: Callable[[int, Any], None], wake_fd: int) -> tuple:
     """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (and wake ``select`` on ``wake_fd``)."""
     old_wake = signal.set_wakeup_fd(wake_fd)
     handlers = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup: SIGHUP stays ignored
+        if signal.getsignal(sig) != signal.SIG_IGN:  # nohup: SIGHUP stays ignored
             handlers[sig] = signal.signal(sig, handler)
     return old_wake, handlers
 
@@ -418,22 +429,3 @@ def _restore(previous: tuple) -> None:
         signal.signal(sig, h)
     signal.set_wakeup_fd(old_wake)
 
-
-def _parent_death_signal() -> Callable[[], None] | None:
-    """Linux: have the kernel send SIGTERM to mpiexec if the launcher dies (even by SIGKILL)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def in_child() -> None:
-        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the launcher died before the line above
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return in_child

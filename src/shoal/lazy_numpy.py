@@ -18,7 +18,10 @@ from __future__ import annotations
 import importlib.util
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 __all__ = ["np", "when_loaded", "loaded"]
 

@@ -8,9 +8,7 @@ name, the value and the range, wherever settings are read: ``shoal run``, ``shoa
 
 from __future__ import annotations
 
-import math
 import os
-import re
 
 TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 if TYPE_CHECKING:
@@ -132,10 +130,12 @@ class _Matching:
     """The valid values of a text option: those ``pattern`` matches whole, as ``text`` says."""
 
     def __init__(self, pattern: str, text: str) -> None:
-        self.pattern = pattern  # compiled by re on first use, not by every process that imports this
+        self.pattern = pattern
         self.text = text
 
     def __contains__(self, value: object) -> bool:
+        import re  # where a text option is set: `shoal run` and a PE start without re
+
         return isinstance(value, str) and re.fullmatch(self.pattern, value) is not None
 
 
@@ -226,12 +226,13 @@ def _check(name: str, value: object, label: str) -> None:
         valid = "one of " + ", ".join(repr(v) for v in sorted(allowed, key=repr))
     else:
         low, high = allowed
-        if not (isinstance(value, float) and not math.isfinite(value)) and low <= value <= high:  # type: ignore[operator]
+        if not (isinstance(value, float) and not -_INF < value < _INF) and low <= value <= high:  # type: ignore[operator]
             return
         valid = f"from {low:g} to {high:g}" if isinstance(low, float) else f"from {low} to {high}"
     raise SettingsError(f"{label} is not valid: SHOAL_{name.upper()} must be {valid}; {why}")
 
 
+_INF = float("inf")
 _KINDS: dict[str, type] = {"int": int, "float": (float, int), "str": str}  # type: ignore[dict-item]
 
 

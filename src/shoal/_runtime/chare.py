@@ -8,7 +8,10 @@ the per-message path is ``cls._shoal_funcs[entry_id](obj, *args)``.
 from __future__ import annotations
 
 from types import FunctionType
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from .context import current
 

@@ -10,7 +10,10 @@ home that the placement gives; nothing here assumes an element never moves.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Sequence, TypeAlias
 
 from ..lazy_numpy import np
 
@@ -23,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement"]
 
-Placement = Callable[[tuple, int], int]
+#: ``placement(index, npes) -> pe``: the PE an element of a collection starts on
+Placement: TypeAlias = "Callable[[tuple, int], int]"
 
 
 def block_placement(index: tuple, shape: tuple, npes: int) -> int:

@@ -6,7 +6,7 @@ anything on a PE (several in-process PEs take turns in one thread).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
 from ..errors import NotRunningError
 

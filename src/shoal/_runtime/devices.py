@@ -25,7 +25,10 @@ into the buffer a channel's ``recv(into=...)`` posted.
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..lazy_numpy import np
 

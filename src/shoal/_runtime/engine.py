@@ -12,7 +12,10 @@ import functools
 import os
 import sys
 import time
-from typing import Any, Callable, NoReturn, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn, Sequence
 
 from ..errors import DeadlockError, ShoalError, exit_code
 from . import context

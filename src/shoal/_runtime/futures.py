@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import sys
 from time import perf_counter as _clock
-from typing import TYPE_CHECKING, Any, Callable, Generator
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, Generator
 
 from ..errors import BlockingCallError, ShoalError
 from . import context

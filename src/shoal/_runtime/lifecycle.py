@@ -8,7 +8,9 @@ and become complete when the insertion count balances after ``done_inserting()``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..errors import ShoalError
 from . import tree

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import itertools
 from enum import Enum
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
 if TYPE_CHECKING:
     from .collections import CollectionInfo

@@ -16,7 +16,10 @@ import io
 import pickle
 import struct
 from enum import IntEnum
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..lazy_numpy import np
 

@@ -19,7 +19,10 @@ PE it arrives on fences its own old route in the same way.
 from __future__ import annotations
 
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..lazy_numpy import np
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import pickle
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from . import chare, context, message
 from .channels import Channel

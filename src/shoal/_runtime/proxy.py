@@ -9,7 +9,9 @@ multicast (through ``_invoke``).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 from .chare import entry_table
 from .collections import CollectionInfo

@@ -9,7 +9,7 @@ the same counts. :class:`Detector` is the pure state machine; the system group
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
 if TYPE_CHECKING:
     from .futures import Future

@@ -10,7 +10,9 @@ into its buffer as it arrives (on this PE, at send time), counts, and queues
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
 
 from ..lazy_numpy import np
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from ..lazy_numpy import np
 

@@ -12,7 +12,10 @@ import heapq
 import time
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from ..lazy_numpy import np
 

@@ -11,7 +11,7 @@ contributor is in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
 from . import tree
 from .chare import entry_table

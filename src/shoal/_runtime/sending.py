@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 from collections import deque
 from time import perf_counter as _clock
-from typing import TYPE_CHECKING, Any, Callable
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from ..lazy_numpy import np
 

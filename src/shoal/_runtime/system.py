@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
 from .chare import Chare
 from .context import current

@@ -37,7 +37,11 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
 
 from ..errors import ShoalError
 

@@ -8,7 +8,10 @@ its parent and children alone, so no PE stores more than its own links.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Sequence
 
 __all__ = ["Tree", "all_pes", "over"]
 

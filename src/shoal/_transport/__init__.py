@@ -8,7 +8,9 @@ import sys
 from ..settings import TRANSPORTS
 from .base import Allocator, Deliver, DeviceSegment, Transport, default_allocator
 
-from typing import Any
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Transport", "Allocator", "Deliver", "DeviceSegment", "default_allocator", "TRANSPORTS", "open_transports", "ask_thread_level"]
 

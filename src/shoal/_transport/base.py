@@ -10,16 +10,19 @@ into memory the receiver names through its *allocator*.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence, TypeAlias
 
 __all__ = ["Transport", "Allocator", "Deliver", "DeviceSegment", "default_allocator"]
 
 #: ``allocator(header, segment_index, nbytes) -> writable buffer`` chooses where a
 #: large incoming segment lands (a channel's posted array, or fresh memory).
-Allocator = Callable[[bytes, int, int], Any]
+Allocator: TypeAlias = "Callable[[bytes, int, int], Any]"
 
 #: ``deliver(header, segments)`` is called once per message, in per-sender order.
-Deliver = Callable[[bytes, list], None]
+Deliver: TypeAlias = "Callable[[bytes, list], None]"
 
 
 def default_allocator(header: bytes, index: int, nbytes: int) -> bytearray:

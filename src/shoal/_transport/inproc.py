@@ -9,7 +9,10 @@ copies each segment once, as a network would: small ones into a private
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from .base import Deliver, DeviceSegment, Transport
 

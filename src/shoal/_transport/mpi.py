@@ -22,7 +22,10 @@ from __future__ import annotations
 import os
 import struct
 from collections import deque
-from typing import Any, Sequence
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from mpi4py import MPI
 

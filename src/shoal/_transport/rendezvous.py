@@ -30,7 +30,10 @@ from __future__ import annotations
 import os
 from collections import deque
 from time import perf_counter
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from mpi4py import MPI
 

@@ -26,7 +26,10 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..lazy_numpy import np
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from mpi4py import MPI
 

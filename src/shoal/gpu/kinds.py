@@ -13,7 +13,9 @@ a device array.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from .ops import DeviceOps, cupy_ops
 

@@ -12,7 +12,10 @@ as bytes, so the messaging code is written once for every dtype and shape.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..lazy_numpy import np
 

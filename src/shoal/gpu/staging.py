@@ -10,7 +10,10 @@ MVAPICH2-GDR and UCX's ``cuda_copy``). Data no larger than one chunk is copied d
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..lazy_numpy import np
 
@@ -53,7 +56,8 @@ class Stager:
             ops.to_host(host, src)
             ops.sync()
             return
-        bounce, pending = self._buffers(), deque[Any]()
+        bounce = self._buffers()
+        pending: deque[Any] = deque()
         for i, (off, size) in enumerate(chunks(n, self.chunk)):
             if len(pending) == self.count:  # this chunk's buffer still holds an earlier chunk
                 self._drain(host, pending.popleft())
@@ -75,7 +79,8 @@ class Stager:
             ops.from_host(dst, host)
             ops.sync()
             return
-        bounce, pending = self._buffers(), deque[Any]()
+        bounce = self._buffers()
+        pending: deque[Any] = deque()
         for i, (off, size) in enumerate(chunks(n, self.chunk)):
             if len(pending) == self.count:  # wait until the device has read this buffer
                 ops.wait(pending.popleft())

@@ -96,9 +96,13 @@ def _startup(ns: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         hello = Path(tmp) / "hello.py"
         hello.write_text(HELLO)
+        script = Path(sys.executable).with_name("shoal")  # the console script pip installed beside this Python
+        shoal = [str(script)] if script.is_file() and os.access(script, os.X_OK) else [sys.executable, "-m", "shoal"]
         commands = {
-            "shoal run": [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes), str(hello)],
-            # the PEs without shoal's launcher: what the launcher's own process costs
+            "shoal run": [*shoal, "run", "-n", str(ns.pes), str(hello)],
+            "python -m shoal run": [sys.executable, "-m", "shoal", "run", "-n", str(ns.pes), str(hello)],
+            # the PEs without shoal's launcher (they then watch each other over TCP, which
+            # under shoal run the launcher does): near what the launcher's own process costs
             "mpiexec + shoal PEs": [mpiexec, "-n", str(ns.pes), sys.executable, "-m", "shoal", str(hello)],
             "mpiexec + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c", "from mpi4py import MPI"],
             "mpiexec + numpy + mpi4py": [mpiexec, "-n", str(ns.pes), sys.executable, "-c",
@@ -116,7 +120,8 @@ def _startup(ns: argparse.Namespace) -> int:
                     return proc.returncode
                 if trial:
                     times[name].append(elapsed)
-    print(f"start-up on {ns.pes} PEs, {ns.trials} interleaved trials (the command's wall time, from this process):")
+    print(f"start-up on {ns.pes} PEs, {ns.trials} interleaved trials (the command's wall time, from this process; "
+          f"shoal run = {' '.join(commands['shoal run'][:-4])}):")
     for name, samples in times.items():
         ci = median_ci(samples, confidence=0.95)
         print(f"  {name:<24} median {median(samples):.3f} s  95% CI [{ci.low:.3f}, {ci.high:.3f}]")
