@@ -447,12 +447,13 @@ def test_a_pe_starts_without_numpy_or_modules_it_does_not_use(tmp_path):
         "    def loaded(self, names):\n"
         "        return sorted(n for n in names if n in sys.modules)\n\n"
         "def main(args):\n"
-        f"    print(shoal.Group(Probe).loaded({_NOT_AT_START_UP!r}, ret=True).get())\n\n"
+        f"    print(shoal.Group(Probe).loaded({_NOT_AT_START_UP!r}, ret=True).get())\n"
+        f"    print(shoal.Array(Probe, (2, 3)).loaded({_NOT_AT_START_UP!r}, ret=True).get())\n\n"
         "shoal.start(main)\n"
     )
     p = _shoal("run", "-n", "2", str(prog), cwd=tmp_path)
     assert p.returncode == 0, p
-    assert p.stdout.strip() == "[[], []]", p.stdout
+    assert p.stdout.split("\n")[:2] == ["[[], []]", "[[], [], [], [], [], []]"], p.stdout  # an N-d array of chares needs no NumPy
 
 
 @pytest.mark.mpi

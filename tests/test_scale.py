@@ -255,6 +255,20 @@ def test_bench_scale_startup_reports_shoal_against_both_baselines(capsys):
         assert line in out, out
 
 
+@pytest.mark.mpi
+def test_bench_scale_startup_starts_the_program_given(tmp_path, capsys):
+    """--program: the job timed is that program (one that fails makes the command fail, saying why)."""
+    from shoal.bench.scale.cli import main
+
+    prog = tmp_path / "mine.py"
+    prog.write_text("import shoal\n\ndef main(args):\n    raise RuntimeError('the program given ran')\n\nshoal.start(main)\n")
+    assert main(["startup", "--trials", "3", "--program", str(prog)]) != 0
+    assert "the program given ran" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["startup", "--program", str(tmp_path / "missing.py")])
+    assert info.value.code == 2 and "no such file" in capsys.readouterr().err
+
+
 def test_bench_scale_refuses_bad_options(capsys):
     from shoal.bench.scale.cli import main
 

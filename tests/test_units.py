@@ -581,3 +581,19 @@ def test_settings_are_frozen():
     s = load_settings(environ={})
     with pytest.raises(AttributeError):
         s.pes = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("shape", [(7,), (2, 3), (4, 1, 3), (3, 5, 2, 2), (1, 1), (6, 4)])
+def test_row_major_numbers_indices_as_numpy_does(shape):
+    """A dense array's indices without NumPy (an array of chares needs none): every range
+    [lo, hi) gives what np.unravel_index gives, as tuples of Python ints."""
+    from shoal._runtime.collections import row_major
+
+    n = math.prod(shape)
+    assert list(row_major(shape)) == [tuple(int(i) for i in ix) for ix in np.ndindex(*shape)]
+    for lo in range(n + 1):
+        for hi in range(lo, n + 1):
+            want = list(zip(*(c.tolist() for c in np.unravel_index(np.arange(lo, hi), shape))))
+            got = list(row_major(shape, lo, hi))
+            assert got == want, (shape, lo, hi)
+            assert all(type(i) is int for ix in got for i in ix)

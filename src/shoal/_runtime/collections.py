@@ -9,6 +9,7 @@ home that the placement gives; nothing here assumes an element never moves.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
@@ -24,10 +25,30 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .proxy import CollectionProxy
 
-__all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement"]
+__all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement", "row_major"]
 
 #: ``placement(index, npes) -> pe``: the PE an element of a collection starts on
 Placement: TypeAlias = "Callable[[tuple, int], int]"
+
+
+def row_major(shape: tuple, lo: int = 0, hi: int | None = None) -> Iterator[tuple]:
+    """The indices of a dense array of ``shape`` numbered ``lo`` to ``hi - 1`` in row-major
+    order, as tuples of ints (``np.unravel_index(np.arange(lo, hi), shape)``, as fast
+    without NumPy: a program whose arrays of chares are not NumPy's starts without it)."""
+    if hi is None:
+        hi = math.prod(shape)
+    if len(shape) == 1:
+        yield from zip(range(lo, hi))
+        return
+    inner = math.prod(shape[1:])
+    head, offset = divmod(lo, inner)
+    while head * inner < hi:
+        stop = min(hi - head * inner, inner)
+        rests = itertools.product(*map(range, shape[1:])) if offset == 0 and stop == inner \
+            else row_major(shape[1:], offset, stop)
+        for rest in rests:
+            yield (head, *rest)
+        head, offset = head + 1, 0
 
 
 def block_placement(index: tuple, shape: tuple, npes: int) -> int:
@@ -113,12 +134,8 @@ class CollectionInfo:
         """The indices of a dense array whose home is ``pe``, in row-major order."""
         assert self.shape is not None
         if self.placement is None:
-            lo, hi = self.block(pe, npes)
-            if len(self.shape) == 1:
-                return zip(range(lo, hi))
-            cols = np.unravel_index(np.arange(lo, hi), self.shape)
-            return zip(*(c.tolist() for c in cols))
-        return (i for i in np.ndindex(*self.shape) if self.home(i, npes) == pe)
+            return row_major(self.shape, *self.block(pe, npes))
+        return (i for i in row_major(self.shape) if self.home(i, npes) == pe)
 
     def block(self, pe: int, npes: int) -> tuple[int, int]:
         """The row-major numbers ``[lo, hi)`` of the elements of a dense array with the
@@ -134,7 +151,7 @@ class CollectionInfo:
         if self.placement is None:
             n = self.size
             return range(npes) if n >= npes else sorted({lin * npes // n for lin in range(n)})
-        return sorted({self.home(i, npes) for i in np.ndindex(*self.shape)})
+        return sorted({self.home(i, npes) for i in row_major(self.shape)})
 
 
 def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, root: int,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import Any, Iterable
 
 from .chare import entry_table
-from .collections import CollectionInfo
+from .collections import CollectionInfo, row_major
 from . import context
 from .context import current
 
@@ -375,9 +375,7 @@ def _parts_of(p: Proxy, npes: int) -> tuple:
         if info.kind == "group":
             return ((info, tuple((pe,) for pe in info.hosts(npes))),)
         if info.shape is not None:
-            import numpy as np
-
-            return ((info, tuple(np.ndindex(*info.shape))),)
+            return ((info, tuple(row_major(info.shape))),)
         raise TypeError(f"union(): the sparse array of {info.cls.__qualname__} has no fixed elements; "
                         "take a section of the indices you inserted (proxy.section(indices))")
     raise TypeError(f"union() takes collection, section and element proxies, not {p!r}")

@@ -94,8 +94,9 @@ def _startup(ns: argparse.Namespace) -> int:
 
     mpiexec = find_mpiexec(None)
     with tempfile.TemporaryDirectory() as tmp:
-        hello = Path(tmp) / "hello.py"
-        hello.write_text(HELLO)
+        hello = Path(tmp) / "hello.py" if ns.program is None else ns.program.resolve()
+        if ns.program is None:
+            hello.write_text(HELLO)
         script = Path(sys.executable).with_name("shoal")  # the console script pip installed beside this Python
         shoal = [str(script)] if script.is_file() and os.access(script, os.X_OK) else [sys.executable, "-m", "shoal"]
         commands = {
@@ -121,7 +122,7 @@ def _startup(ns: argparse.Namespace) -> int:
                 if trial:
                     times[name].append(elapsed)
     print(f"start-up on {ns.pes} PEs, {ns.trials} interleaved trials (the command's wall time, from this process; "
-          f"shoal run = {' '.join(commands['shoal run'][:-4])}):")
+          f"shoal run = {' '.join(commands['shoal run'][:-4])}; hello.py = {ns.program or 'a one-line hello'}):")
     for name, samples in times.items():
         ci = median_ci(samples, confidence=0.95)
         print(f"  {name:<24} median {median(samples):.3f} s  95% CI [{ci.low:.3f}, {ci.high:.3f}]")
@@ -141,9 +142,13 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--calls", type=int, default=20_000, help="broadcast: calls per repeat (20000)")
     p.add_argument("--lb", default="", help="elements: run with this load balancer set (elements then keep load counters)")
     p.add_argument("--json", action="store_true", help="elements: also print the job's JSON line")
+    p.add_argument("--program", type=Path, default=None,
+                   help="startup: the shoal program to start (a hello that prints one line)")
     ns = p.parse_args(argv)
     if ns.pes < 1 or ns.elements < 1 or ns.trials < 3 or ns.calls < 1:
         p.error("give -n >= 1, --elements >= 1, --trials >= 3 and --calls >= 1")
+    if ns.program is not None and not ns.program.is_file():
+        p.error(f"--program {ns.program}: no such file")
     code = 0
     if ns.what in ("elements", "all"):
         code = _elements(ns)
