@@ -62,7 +62,8 @@ class Process:
         if report:
             os.waitpid(pid, 0)
             number, _, text = report.decode(errors="replace").partition(":")
-            raise OSError(int(number), os.strerror(int(number)) if int(number) else text, argv[0])
+            code = int(number)
+            raise OSError(code, os.strerror(code) if code else text, argv[0])
         self.pid = pid
         self.returncode: int | None = None
 

@@ -23,10 +23,9 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
-
 from ..errors import ReductionError
 from . import proxy as _proxy
+from .collections import row_major
 from .futures import Failure, Future, Outcomes, future_handle
 from .message import Kind
 from .reducers import BUILTIN_IDS, BUILTIN_NAMES, BUILTINS, Reducer, as_reducer, reducers
@@ -475,12 +474,8 @@ class Block:
 
     def pairs(self) -> list:
         """``(index, value)`` for each value that is not ``PENDING``."""
-        keep = [i for i, v in enumerate(self.values) if v is not PENDING]
-        if len(self.shape) == 1:
-            keys: Any = ((self.first + i,) for i in keep)
-        else:
-            keys = zip(*(c.tolist() for c in np.unravel_index(np.asarray(keep, dtype=np.int64) + self.first, self.shape)))
-        return list(zip(keys, (self.values[i] for i in keep)))
+        keys = row_major(self.shape, self.first, self.first + len(self.values))
+        return [(key, v) for key, v in zip(keys, self.values) if v is not PENDING]
 
 
 class _Pending:
