@@ -481,3 +481,28 @@ def test_a_launcher_of_another_mpi_is_refused_not_run_as_single_pe_jobs(tmp_path
     assert p.returncode != 0 and "ran on" not in p.stdout, p
     assert "the launcher started 2 processes (OMPI_COMM_WORLD_SIZE=2), but MPI sees 1" in p.stderr, p.stderr
     assert "MPI4PY_LIBMPI" in p.stderr
+
+
+@pytest.mark.mpi
+def test_an_mpiexec_that_cannot_be_executed_is_named_with_the_reason(tmp_path):
+    """SHOAL_MPIEXEC names a script whose #! interpreter is missing: exec fails after fork;
+    the launcher says which file and why, and exits 127 (as a shell does)."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/nonexistent/interpreter\n")
+    fake.chmod(0o755)
+    prog = tmp_path / "prog.py"
+    prog.write_text("import shoal\nshoal.start(lambda args: print('ran'))\n")
+    p = _shoal("run", "-n", "2", str(prog), env=_env(SHOAL_MPIEXEC=str(fake)))
+    assert p.returncode == 127 and "ran" not in p.stdout, p
+    assert _last_line(p.stderr) == (f"shoal run: cannot start {fake}: its interpreter (/nonexistent/interpreter, "
+                                    "its #! line) was not found; fix that line or pass --mpiexec"), p.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("launch", [("run", "-n", "2"), ()], ids=["shoal run", "python -m shoal"])
+def test_a_program_that_does_not_compile_ends_the_job_naming_the_line(tmp_path, launch):
+    prog = tmp_path / "broken.py"
+    prog.write_text("import shoal\nx = (\n")
+    p = _shoal(*launch, str(prog))
+    assert p.returncode == 1, p
+    assert f'File "{prog}", line 2' in p.stderr and "SyntaxError: '(' was never closed" in p.stderr, p.stderr

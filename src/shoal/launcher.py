@@ -177,7 +177,7 @@ class _Job:
             try:
                 proc = Process(self.cmd, self.env, death_signal=signal.SIGTERM)
             except OSError as exc:
-                _say(f"cannot start {self.cmd[0]}: {exc}")
+                _say(f"cannot start {self.cmd[0]}: {_start_failure(exc, self.cmd[0])}")
                 return 127
             _remove_stale_folders()  # while the PEs start: nothing waits for it
             exited = _exit_fd(proc.pid)  # readable when mpiexec ends: the wait below wakes at once
@@ -404,6 +404,23 @@ def _remove_stale_folders() -> None:
             continue
         if mine and pid.isdigit() and not process_alive(int(pid)):
             _remove_folder(path)
+
+
+def _start_failure(exc: OSError, path: str) -> str:
+    """Why ``path`` did not start: the OS's words, and for a script whose ``#!``
+    interpreter is missing (ENOENT for a file that exists), which one."""
+    import errno
+
+    if exc.errno == errno.ENOENT and os.path.isfile(path):
+        try:
+            with open(path, "rb") as f:
+                first = f.readline(256)
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            interpreter = first[2:].decode(errors="replace").strip()
+            return f"its interpreter ({interpreter}, its #! line) was not found; fix that line or pass --mpiexec"
+    return str(exc)
 
 
 def _signal_name(sig: int) -> str:
