@@ -11,7 +11,7 @@ import shoal.pool
 import shoal.stencil
 
 PUBLIC = {
-    "start", "run", "attach", "detach", "connect", "my_pe", "num_pes", "my_device", "GPUError",
+    "start", "run", "attach", "detach", "connect", "my_pe", "num_pes", "topology", "my_device", "GPUError",
     "Chare", "Group", "Array", "destroy", "Future", "gather", "lend", "Loan", "Channel", "ReceiveSet", "reducers", "Reducer",
     "quiescence", "call_later", "mpi_comm", "pool", "Executor", "BrokenPool",
     "ShoalError", "NotRunningError", "BlockingCallError", "DeadlockError", "RemoteError", "ReductionError",

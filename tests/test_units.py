@@ -605,3 +605,46 @@ def test_a_block_pairs_its_values_with_their_indices():
 
     assert Block(4, ["a", PENDING, "c", "d"], (3, 3)).pairs() == [((1, 1), "a"), ((2, 0), "c"), ((2, 1), "d")]
     assert Block(2, [PENDING, "x"], (9,)).pairs() == [((3,), "x")]
+
+
+def check_two_level(members: list[int], nodes: list[int], root: int, fanout: int) -> None:
+    """The node-aware tree over ``members``: one spanning tree, with exactly one edge into
+    each node other than the root's (so a broadcast crosses between nodes once per node)."""
+    views = {pe: tree.over(members, pe, fanout, nodes) if root == members[0] else tree.all_pes(len(nodes), root, pe, fanout, nodes)
+             for pe in members}
+    parent_of: dict[int, int] = {}
+    for pe, t in views.items():
+        assert t is not None and t.root == root and t.size == len(members), (pe, t)
+        assert len(t.children) <= 2 * fanout, (pe, t)
+        for c in t.children:
+            assert c in views and c not in parent_of, (pe, c, t)
+            parent_of[c] = pe
+    assert views[root].parent == -1 and root not in parent_of
+    assert all(views[pe].parent == parent_of[pe] for pe in members if pe != root)
+    reached, todo = {root}, [root]
+    while todo:
+        for c in views[todo.pop()].children:
+            assert c not in reached
+            reached.add(c)
+            todo.append(c)
+    assert reached == set(members)
+    crossings = [(p, c) for c, p in parent_of.items() if nodes[p] != nodes[c]]
+    assert len(crossings) == len({nodes[pe] for pe in members}) - 1, crossings
+    assert all(nodes[c] != nodes[root] for _, c in crossings)
+
+
+@pytest.mark.parametrize("npes,per_node,fanout", [(4, 2, 4), (7, 3, 2), (16, 4, 4), (17, 5, 3), (64, 8, 4), (10, 1, 2)])
+@pytest.mark.parametrize("layout", ["block", "round-robin"])
+def test_trees_across_nodes_cross_into_each_node_once(npes, per_node, fanout, layout):
+    count = -(-npes // per_node)
+    nodes = [pe // per_node if layout == "block" else pe % count for pe in range(npes)]
+    for root in sorted({0, 1 % npes, npes // 2, npes - 1}):
+        check_two_level(list(range(npes)), nodes, root, fanout)
+    check_two_level(list(range(1, npes, 2)) or [0], nodes, (list(range(1, npes, 2)) or [0])[0], fanout)
+
+
+def test_a_tree_on_one_node_is_the_flat_tree():
+    one = [0] * 9
+    for pe in range(9):
+        flat, two = tree.all_pes(9, 4, pe, 3), tree.all_pes(9, 4, pe, 3, one)
+        assert (flat.parent, flat.children) == (two.parent, two.children)

@@ -36,6 +36,7 @@ if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal
     from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
     from ._runtime.strategies import register_strategy
     from ._runtime.threads import threaded
+    from ._runtime.topology import topology
     from ._runtime.conditions import when, wait_until
 
 #: public name -> the module that defines it. The runtime is imported (NumPy only once the program uses it)
@@ -78,6 +79,7 @@ _LAZY = {
     "restarted": "._runtime.checkpoint",
     "register_strategy": "._runtime.strategies",
     "threaded": "._runtime.threads",
+    "topology": "._runtime.topology",
     "when": "._runtime.conditions",
     "wait_until": "._runtime.conditions",
 }
@@ -130,6 +132,7 @@ __all__ = [
     "my_pe",
     "my_device",
     "num_pes",
+    "topology",
     "Chare",
     "Group",
     "Array",

@@ -62,6 +62,11 @@ class Settings:
     #: one thread at a time, so ``serialized`` suffices, and MPICH then takes no lock
     #: around each call; ``multiple`` for programs that call MPI from threads of their own.
     mpi_threads: str = "serialized"
+    #: MPI transport: how a PE takes in messages from any PE. ``standing``: a persistent
+    #: any-source receive (the fastest); ``probe``: matched probes (``MPI_Improbe``), which
+    #: every MPI delivers correctly across nodes (MPICH's ch4:ucx can lose messages for an
+    #: any-source receive there); ``auto``: standing on one node, probe across nodes.
+    receive: str = "auto"
     #: MPI transport: let the C allocator serve blocks below this many bytes from its heap
     #: and keep freed ones, so large messages land in memory already mapped instead of
     #: fresh pages (page faults halve rendezvous bandwidth); 0 leaves malloc alone.
@@ -157,6 +162,8 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "native": (frozenset({0, 1}), "1: the compiled per-message path, 0: pure Python"),
     "mpi_threads": (frozenset({"funneled", "serialized", "multiple"}),
                     "the MPI thread level shoal asks for (multiple: the program calls MPI from threads of its own)"),
+    "receive": (frozenset({"auto", "standing", "probe"}),
+                "how a PE receives from any PE: a standing receive, matched probes, or auto (probes across nodes)"),
     "heap_reuse": ((0, 2**31 - 1), "bytes; malloc takes a C int, and above 32 MiB acts as 32 MiB"),
     "shared_copy": ((0, 2**62), "bytes; 0 lets MPI alone move large messages within a node"),
     "trace": (_Matching(r"[^\x00]*", "a file name without NUL characters"),

@@ -51,16 +51,20 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     MPI_Comm comm;
-    MPI_Request recv;
+    MPI_Request recv; /* the standing receive (not `probe`) */
+    int probe;        /* 1: frames are received by matched probe, not by a standing receive */
     char *rbuf;
     Py_ssize_t capacity;
     Py_ssize_t threshold;
     PendingSend *sends;
     Py_ssize_t nsends, maxsends;
     int active;
+    /* 1 while the receive buffer holds a frame not yet read: no frame is received into it
+     * until frames_restart says it has been (a nested poll must not overwrite it) */
+    int reading;
     /* The runtime's handler of received eager frames, once one attached (a core owns the
      * frames, so `hook_owner` is borrowed): 1 delivered; 0 not a case it handles (the frame
-     * goes to Python); -1 error set. It restarts the receive once it has read the buffer. */
+     * goes to Python); -1 error set. It frees the buffer (frames_restart) once it has read it. */
     int (*hook)(void *hook_owner, const char *frame, Py_ssize_t n, void *frames);
     void *hook_owner;
 } Frames;
@@ -72,7 +76,7 @@ extern PyTypeObject FramesType;
 int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
                        const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 
-/* Restart the standing receive once the frame in the receive buffer has been read. */
+/* The frame in the receive buffer has been read: the next one may be received into it. */
 int frames_restart(Frames *self);
 
 /* The runtime layer's parts add their types to the module (core.c, proxies.c). */

@@ -400,7 +400,7 @@ def restore(rt: "Runtime", path: str) -> None:
         indices = [tuple(r[1]) for r in by_coll.get(info.id, ())]
         homes = sorted({info.home(i, rt.npes) for i in indices})
         cs.hosts = homes if info.kind == "sparse" else info.hosts(rt.npes)
-        cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)
+        cs.span = tree.over(cs.hosts, rt.pe, rt.fanout, rt.nodes)
         cs.size = len(indices)
         cs.done = True
         mine = [r for r in by_coll.get(info.id, ()) if info.home(tuple(r[1]), rt.npes) == rt.pe]

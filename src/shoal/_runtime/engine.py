@@ -128,7 +128,8 @@ class Engine:
         self.runtimes = [Runtime(self, t, settings) for t in transports]
         self.idle_since: float | None = None
         self.until_exit = False  # run_main(until="exit"): main returning does not end the job
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = transports[0].node_cpus or (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
         local = transports[0].local_size
         self.yield_when_idle = settings.idle_yield == 1 or (settings.idle_yield == -1 and local > cores)
         if self.yield_when_idle:

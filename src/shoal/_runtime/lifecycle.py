@@ -122,7 +122,7 @@ class Lifecycle:
         cs.size = size
         cs.hosts = hosts
         cs.count = len(cs.elements)
-        cs.span = tree.over(hosts, rt.pe, rt.fanout)
+        cs.span = tree.over(hosts, rt.pe, rt.fanout, rt.nodes)
         cs.done = True
         deferred, cs.deferred = cs.deferred, []
         for fn in deferred:
@@ -188,7 +188,7 @@ class Lifecycle:
                 self.finish_inserting(coll, *pending)
         else:
             cs.hosts = info.hosts(rt.npes)
-            cs.span = tree.over(cs.hosts, rt.pe, rt.fanout)
+            cs.span = tree.over(cs.hosts, rt.pe, rt.fanout, rt.nodes)
             local = ([(rt.pe,)] if info.kind == "group" else list(info.local_indices(rt.pe, rt.npes))) if cs.span else []
             cs.count = len(local)
             if info.kind == "dense" and info.placement is None:

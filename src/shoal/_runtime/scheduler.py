@@ -75,6 +75,8 @@ class Runtime(Receiving, Sending):
         self.pe = transport.rank
         self.npes = transport.size
         self.fanout = settings.tree_fanout
+        #: the node of each PE (trees cross between nodes once per node); None: one node
+        self.nodes = transport.node_of
         self.ready: deque[Callable[[], Any]] = deque()
         self.local: deque = deque()
         self.timers: list = []
@@ -175,7 +177,7 @@ class Runtime(Receiving, Sending):
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
         cs = self.colls[SYSTEM_ID] = CollectionState(info)
         cs.hosts = range(self.npes)
-        cs.span = tree.over(cs.hosts, self.pe, self.fanout)
+        cs.span = tree.over(cs.hosts, self.pe, self.fanout, self.nodes)
         cs.count = 1
         self.lifecycle.construct(cs, (self.pe,), ())
 
@@ -223,7 +225,7 @@ class Runtime(Receiving, Sending):
     def tree_from(self, root: int) -> tree.Tree:
         t = self._trees.get(root)
         if t is None:
-            t = self._trees[root] = tree.all_pes(self.npes, root, self.pe, self.fanout)
+            t = self._trees[root] = tree.all_pes(self.npes, root, self.pe, self.fanout, self.nodes)
         return t
 
     # -- job control -------------------------------------------------------------

@@ -71,7 +71,7 @@ class Sections:
             hosts = sorted(set(where))
             st = SectionState(
                 frozenset((info.id, m) for info, members in section.parts for m in members),
-                tree.over(hosts, self.rt.pe, self.rt.fanout), where.count(self.rt.pe)
+                tree.over(hosts, self.rt.pe, self.rt.fanout, self.rt.nodes), where.count(self.rt.pe)
             )
             self.states[section.sid] = st
         return st

@@ -71,6 +71,13 @@ class Transport(ABC):
     local_size: int = 1
     #: this PE's place among them (0 to local_size - 1): which GPU it takes by default.
     local_rank: int = 0
+    #: CPUs this node's PEs may run on between them (the union of their affinity masks; a
+    #: launcher that binds each PE to a core gives each one CPU of its own): fewer than
+    #: ``local_size`` means PEs share cores, and an idle PE must not spin. 0: unknown.
+    node_cpus: int = 0
+    #: the node (0, 1, …) of each PE, in PE order, as MPI's shared-memory split groups them;
+    #: None when every PE is on one node.
+    node_of: Sequence[int] | None = None
     #: Segments at least this large travel by rendezvous instead of in the frame.
     rendezvous_threshold: int
     allocator: Allocator = staticmethod(default_allocator)  # type: ignore[assignment]

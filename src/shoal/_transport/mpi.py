@@ -5,7 +5,10 @@ of ``COMM_WORLD``:
 
 * a *frame* (tag ``FRAME``): ``<HH`` header length and segment count, one ``<Q`` per
   segment (``nbytes << 2``, plus ``_BULK`` for a segment sent by rendezvous and
-  ``_DEVICE`` for one in device memory), the header, then the inline segments;
+  ``_DEVICE`` for one in device memory), the header, then the inline segments. Frames
+  and clear-to-send answers come by a standing ``ANY_SOURCE`` receive on one node, and
+  by matched probe across nodes, where MPICH's ch4:ucx netmod can lose messages for an
+  any-source receive (``Settings.receive``);
 * each *bulk* segment follows as its own message on a second duplicate communicator,
   sent straight from the caller's buffer once the receiver, having posted its receives,
   answers clear-to-send (:mod:`.rendezvous`: a receiver that is busy computing makes the
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
 from collections import deque
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
@@ -57,6 +61,28 @@ _SHIFT = 2
 RECEIVE_DEPTH = 1
 
 
+def _node_cpus(node: MPI.Comm) -> int:
+    """The CPUs the processes of node communicator ``node`` may run on, between them
+    (collective over ``node``): Open MPI binds each process to a core of its own, where
+    this process's own mask would suggest one core for the whole node."""
+    if not hasattr(os, "sched_getaffinity"):
+        return os.cpu_count() or 1
+    mask = 0
+    for cpu in os.sched_getaffinity(0):
+        mask |= 1 << cpu
+    return node.allreduce(mask, op=MPI.BOR).bit_count()
+
+
+def _node_numbers(world: MPI.Comm, node: MPI.Comm) -> array:
+    """The node of each PE, numbered 0, 1, … in the order of their first PEs (collective
+    over ``world``: one all-gather of an int per PE)."""
+    first = array("i", [node.bcast(world.Get_rank())])
+    firsts = array("i", bytes(4 * world.Get_size()))
+    world.Allgather([first, MPI.INT], [firsts, MPI.INT])
+    number = {pe: n for n, pe in enumerate(sorted(set(firsts)))}
+    return array("i", [number[pe] for pe in firsts])
+
+
 class _Incoming:
     """A message whose frame arrived but whose bulk segments are still moving."""
 
@@ -77,7 +103,7 @@ class MPITransport(Transport):
 
     def __init__(
         self, rendezvous_threshold: int = 256 * 1024, frame_capacity: int = 256 * 1024, native: bool = True,
-        heap_reuse: int = 32 << 20, shared_copy: int = 1 << 20,
+        heap_reuse: int = 32 << 20, shared_copy: int = 1 << 20, receive: str = "auto",
     ):
         if heap_reuse > 0:
             reuse_heap(heap_reuse)
@@ -91,6 +117,11 @@ class MPITransport(Transport):
         node = world.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_size = node.Get_size()
         self.local_rank = node.Get_rank()
+        self.node_cpus = _node_cpus(node)
+        if self.local_size < self.size:
+            self.node_of = _node_numbers(world, node)
+        #: frames and clear-to-send answers are received by matched probe (see :data:`Settings.receive`)
+        self.probe = receive == "probe" or (receive == "auto" and self.local_size < self.size)
         #: messages of at least this many rendezvous bytes from a PE of this node are copied
         #: by both processes (shared_copy.py); 0: by MPI alone
         self.shared_copy = 0
@@ -109,19 +140,20 @@ class MPITransport(Transport):
         # module's Python code is the reference and the fallback.
         self._module = native_module() if native else None
         self._native = (
-            self._module.Frames(self._frames, self.frame_capacity, rendezvous_threshold) if self._module else None
+            self._module.Frames(self._frames, self.frame_capacity, rendezvous_threshold, self.probe)
+            if self._module else None
         )
         #: ``send_eager(dest, header, segments) -> bool``: the compiled send of an eager-only
         #: message (False: not eager-only, use :meth:`send`); None without the compiled path.
         self.send_eager = self._native.send if self._native is not None else None
-        if self._native is None:
+        self._status = MPI.Status()
+        if self._native is None and not self.probe:
             self._buf = bytearray(self.frame_capacity)
-            self._status = MPI.Status()
             self._recv = self._frames.Recv_init(self._buf, MPI.ANY_SOURCE, _FRAME_TAG)
             self._recv.Start()
         self._nothing = bytearray(0)
         self._sends: list = []  # (request, frame) pairs of eager sends in flight
-        self._bulk_sender = BulkSender(self._bulk)
+        self._bulk_sender = BulkSender(self._bulk, self.probe)
         # the sender's queues themselves (changed in place), tested on every poll
         self._bulk_waiting, self._bulk_moving = self._bulk_sender.waiting, self._bulk_sender.moving
         self._arrived: deque = deque()  # complete messages not yet delivered
@@ -133,7 +165,7 @@ class MPITransport(Transport):
         """The transport a job with :class:`shoal.settings.Settings` ``settings`` uses."""
         return cls(
             settings.rendezvous_threshold, settings.frame_capacity, native=bool(settings.native),
-            heap_reuse=settings.heap_reuse, shared_copy=settings.shared_copy,
+            heap_reuse=settings.heap_reuse, shared_copy=settings.shared_copy, receive=settings.receive,
         )
 
     # -- sending -----------------------------------------------------------------
@@ -186,13 +218,19 @@ class MPITransport(Transport):
         if self._native is not None:
             self._native.poll(None, self._unpack, self._stalled, self._arrived)
             return
-        req, status = self._recv, self._status
+        status = self._status
+        if self.probe:
+            comm, probe = self._frames, MPI.Message.iprobe
+            while (message := probe(comm, MPI.ANY_SOURCE, _FRAME_TAG, status)) is not None:
+                frame = bytearray(status.Get_count(MPI.BYTE))
+                message.Recv(frame)
+                self._unpack(status.Get_source(), frame)
+            return
+        req = self._recv
         while req.Test(status):
-            n = status.Get_count(MPI.BYTE)
-            src = status.Get_source()
-            frame = bytearray(memoryview(self._buf)[:n])
+            frame = bytearray(memoryview(self._buf)[: status.Get_count(MPI.BYTE)])
             req.Start()
-            self._unpack(src, frame)
+            self._unpack(status.Get_source(), frame)
 
     def _unpack(self, src: int, frame: bytearray) -> None:
         hlen, nseg = _PREFIX.unpack_from(frame, 0)
@@ -386,13 +424,13 @@ class MPITransport(Transport):
     def close(self) -> None:
         self.barrier()
         finished.append(True)
-        self._bulk_sender.close()
         if self._native is not None:
             self._native.close()
-        else:
+        elif not self.probe:
             self._recv.Cancel()
             self._recv.Wait()
             self._recv.Free()
+        self._bulk_sender.close()
         for comm in (self._frames, self._bulk, self._user):
             comm.Free()
 

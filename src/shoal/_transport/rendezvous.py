@@ -72,16 +72,18 @@ class _Outgoing:
 
 class BulkSender:
     """One PE's side of the protocol: its segments waiting to be cleared or sent, the
-    persistent receive of clear-to-send answers, and the answers it gives."""
+    clear-to-send answers it receives (from any source) and those it gives."""
 
-    def __init__(self, comm: MPI.Comm):
+    def __init__(self, comm: MPI.Comm, probe: bool = False):
         self.comm = comm
         self.waiting: dict[int, deque[_Outgoing]] = {}  # destination -> uncleared, in frame order
         self.moving: list[_Outgoing] = []  # copies and loans cleared, in MPI's hands (changed in place)
         self._answer = bytearray(shared_copy.MAX_ANSWER)
         self._status = MPI.Status()
-        self._cts = comm.Recv_init(self._answer, MPI.ANY_SOURCE, CTS_TAG)
-        self._cts.Start()
+        #: answers by matched probe (across nodes), else by a standing any-source receive
+        self._cts = None if probe else comm.Recv_init(self._answer, MPI.ANY_SOURCE, CTS_TAG)
+        if self._cts is not None:
+            self._cts.Start()
         self._empty = bytearray(0)
         self._pid = os.getpid()
 
@@ -122,12 +124,13 @@ class BulkSender:
 
     def take_answers(self) -> None:
         """Start the sends that clear-to-send answers arrived for."""
-        cts, status = self._cts, self._status
-        while cts.Test(status):
+        while self._next_answer():
+            status = self._status
             src = status.Get_source()
             count = status.Get_count(MPI.BYTE)
             shared = shared_copy.unpack(self._answer, count) if count else None
-            cts.Start()
+            if self._cts is not None:
+                self._cts.Start()
             queue = self.waiting[src]
             out = queue.popleft()
             if not queue:
@@ -140,6 +143,17 @@ class BulkSender:
                 ]
             if out.detached:
                 self.moving.append(out)
+
+    def _next_answer(self) -> bool:
+        """Whether a clear-to-send answer came: then it is in ``_answer``, its source and
+        size in ``_status``."""
+        if self._cts is not None:
+            return self._cts.Test(self._status)
+        answer = MPI.Message.iprobe(self.comm, MPI.ANY_SOURCE, CTS_TAG, self._status)
+        if answer is None:
+            return False
+        answer.Recv(self._answer)
+        return True
 
     def _write_shared(self, out: _Outgoing, dest: int, pid: int, targets: tuple) -> None:
         """Copy the sender's part of each segment into the receiver's memory; the
@@ -159,7 +173,8 @@ class BulkSender:
             self.moving[:] = [o for o in self.moving if not MPI.Request.Testall(o.requests or [])]
 
     def close(self) -> None:
-        """Cancel the persistent receive (every segment has been sent by now)."""
-        self._cts.Cancel()
-        self._cts.Wait()
-        self._cts.Free()
+        """Cancel the standing receive, if any (every segment has been sent by now)."""
+        if self._cts is not None:
+            self._cts.Cancel()
+            self._cts.Wait()
+            self._cts.Free()

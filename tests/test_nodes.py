@@ -1,0 +1,158 @@
+"""PEs on several nodes, simulated with MPICH's ``MPIR_CVAR_NUM_CLIQUES``: one machine
+seen by MPI as N nodes (the shared-memory split follows it, and messages between cliques
+go through the network module), so traffic between nodes is tested here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+FEATURES = Path(__file__).parent / "programs" / "features.py"
+
+
+def _mpich() -> bool:
+    from mpi4py import MPI
+
+    return "MPICH" in MPI.Get_library_version()
+
+
+needs_mpich = pytest.mark.skipif(not _mpich(), reason="MPIR_CVAR_NUM_CLIQUES (simulated nodes) is MPICH's")
+TWO_NODES = {"MPIR_CVAR_NUM_CLIQUES": "2"}
+
+
+@needs_mpich
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_every_feature_works_with_the_pes_on_two_nodes(mpi_job: Callable[..., Any], native: str) -> None:
+    """The program that hung at a different step each run (a stream of calls, a reduction
+    of arrays) before frames were received by matched probe across nodes."""
+    job = mpi_job(FEATURES.read_text(), n=2, env={**TWO_NODES, "SHOAL_NATIVE": native}, timeout=120)
+    assert job.returncode == 0 and "ALL OK" in job.stdout, job
+
+
+@needs_mpich
+def test_three_pes_on_two_nodes_mix_shared_memory_and_network(mpi_job: Callable[..., Any]) -> None:
+    job = mpi_job(FEATURES.read_text(), n=3, env=TWO_NODES, timeout=120)
+    assert job.returncode == 0 and "ALL OK" in job.stdout, job
+
+
+_RECEIVE = """
+import shoal
+from shoal._runtime.context import current
+
+class W(shoal.Chare):
+    def how(self):
+        t = current().transport
+        return shoal.my_pe(), t.local_size, t.probe
+
+def main(args):
+    print("RECEIVE", sorted(shoal.Group(W).how(ret=True).get()))
+
+shoal.start(main)
+"""
+
+
+@needs_mpich
+def test_receives_are_probed_across_nodes_and_standing_within_one(mpi_job: Callable[..., Any]) -> None:
+    across = mpi_job(_RECEIVE, n=2, env=TWO_NODES)
+    assert across.returncode == 0, across
+    assert "RECEIVE [(0, 1, True), (1, 1, True)]" in across.stdout, across
+    one = mpi_job(_RECEIVE, n=2)
+    assert one.returncode == 0, one
+    assert "RECEIVE [(0, 2, False), (1, 2, False)]" in one.stdout, one
+    forced = mpi_job(_RECEIVE, n=2, env={"SHOAL_RECEIVE": "probe"})
+    assert "RECEIVE [(0, 2, True), (1, 2, True)]" in forced.stdout, forced
+
+
+@pytest.mark.parametrize("receive", ["probe", "standing"])
+def test_every_feature_works_with_either_way_of_receiving(mpi_job: Callable[..., Any], receive: str) -> None:
+    job = mpi_job(FEATURES.read_text(), n=2, env={"SHOAL_RECEIVE": receive}, timeout=120)
+    assert job.returncode == 0 and "ALL OK" in job.stdout, job
+
+
+_CROSSINGS = """
+import shoal
+from mpi4py import MPI
+from shoal._runtime.context import current
+from shoal._runtime.message import KIND_MASK, Kind
+
+crossed = {"broadcast": 0, "reduce": 0}
+
+
+def count_crossings():
+    # wrap this PE's transport send: count the broadcasts and reductions sent off the node
+    transport, top = current().transport, shoal.topology()
+    send = transport.send
+
+    def counting(dest, header, segments):
+        if top.node_of(dest) != top.my_node:
+            kind = header[0] & KIND_MASK
+            if kind == Kind.BROADCAST:
+                crossed["broadcast"] += 1
+            elif kind == Kind.REDUCE:
+                crossed["reduce"] += 1
+        return send(dest, header, segments)
+
+    transport.send = counting
+
+
+class W(shoal.Chare):
+    def __init__(self):
+        count_crossings()
+
+    def where(self):
+        split = shoal.mpi_comm().Split_type(MPI.COMM_TYPE_SHARED)  # what MPI says, asked anew
+        first = split.bcast(shoal.my_pe())
+        split.Free()
+        top = shoal.topology()
+        return shoal.my_pe(), top.my_node, top.pes_on(top.my_node)[0] == first
+
+    def touch(self):
+        return shoal.my_pe()
+
+    def counts(self):
+        return dict(crossed)
+
+
+def main(args):
+    g = shoal.Group(W)
+    top = shoal.topology()
+    print("NODES", top.num_nodes, top.nodes)
+    print("WHERE", g.where(ret=True).get())
+    before = g.counts(ret=True).get()
+    for _ in range(10):
+        assert sorted(g.touch(ret=True).get()) == list(range(shoal.num_pes()))
+    after = g.counts(ret=True).get()
+    for kind in ("broadcast", "reduce"):
+        print("CROSSED", kind, sum(a[kind] - b[kind] for a, b in zip(after, before)))
+
+shoal.start(main)
+"""
+
+
+@needs_mpich
+def test_broadcasts_and_replies_cross_between_nodes_once_per_node(mpi_job: Callable[..., Any]) -> None:
+    """10 ret=True broadcasts over 4 PEs on 2 nodes: each goes down the tree and its
+    replies come up it, so each crosses between the nodes once each way (a flat tree from
+    PE 0 with fan-out 4 would cross twice). Counted on the Python path, where every
+    message passes through the transport's send."""
+    job = mpi_job(_CROSSINGS, n=4, env={**TWO_NODES, "SHOAL_NATIVE": "0"}, timeout=120)
+    assert job.returncode == 0, job
+    nodes = eval(job.stdout.split("NODES 2 ", 1)[1].splitlines()[0])
+    assert sorted(pe for node in nodes for pe in node) == [0, 1, 2, 3] and len(nodes) == 2, job
+    where = eval(job.stdout.split("WHERE ", 1)[1].splitlines()[0])
+    assert all(agrees for _, _, agrees in where), where  # the topology is MPI's split
+    assert {pe: node for pe, node, _ in where} == {pe: n for n, node in enumerate(nodes) for pe in node}
+    # 11: the ten, the second `counts` broadcast (counted as it leaves PE 0, before the
+    # counters are read) and the first one's replies (counted after it read them)
+    assert "CROSSED broadcast 11" in job.stdout, job
+    assert "CROSSED reduce 11" in job.stdout, job
+
+
+def test_one_node_has_one_topology_node(mpi_job: Callable[..., Any]) -> None:
+    job = mpi_job(_CROSSINGS, n=2, env={"SHOAL_NATIVE": "0"}, timeout=120)
+    assert job.returncode == 0 and "NODES 1 [[0, 1]]" in job.stdout, job
+    assert "CROSSED broadcast 0" in job.stdout, job
