@@ -180,7 +180,9 @@ def _plain_run(argv: list[str]) -> tuple[int, list[str]] | None:
     :mod:`shoal.commands` parses, to the same job for these forms."""
     if argv[:1] != ["run"]:
         return None
-    rest, pes = argv[1:], 2
+    from .launchers import default_pes
+
+    rest, pes = argv[1:], default_pes()
     if rest[:1] == ["-n"] and len(rest) > 1 and rest[1].isdecimal():  # what int() takes
         rest, pes = rest[2:], int(rest[1])
     if not rest or rest[0].startswith("-") or "--" in rest or not 1 <= pes <= MAX_PES:

@@ -77,7 +77,8 @@ def _command_parser(name: str) -> argparse.ArgumentParser:
 
 
 def _run_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument("-n", "--pes", type=int, default=2, help="number of PEs (default 2)")
+    run.add_argument("-n", "--pes", type=int, default=None,
+                     help="number of PEs (default: the Slurm allocation's tasks inside one, else 2)")
     run.add_argument("--transport", choices=TRANSPORTS, default="mpi", help="machine layer (default mpi)")
     run.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
     run.add_argument("--trace", metavar="PATH", default=None,
@@ -196,6 +197,10 @@ def _check_trace_path(path: str) -> bool:
 
 
 def _run(ns: argparse.Namespace) -> int:
+    if ns.pes is None:
+        from .launchers import default_pes
+
+        ns.pes = default_pes()
     if not 1 <= ns.pes <= MAX_PES:
         print(f"shoal run: -n {ns.pes} is not valid: a job has from 1 to {MAX_PES} PEs "
               "(each is a process on this machine, or a PE in this one with --transport inproc)", file=sys.stderr)
@@ -366,6 +371,7 @@ def _info(ns: argparse.Namespace) -> int:
 
             load_native()
             rows["compiled path"] = native_status()
+        rows.update(_launcher_rows())
     rows.update(_gpu_rows(settings, rows.get("cuda-aware mpi", "")))
     rows.update({f"setting {k}": v for k, v in settings.as_dict().items()})
     width = max(map(len, rows))
@@ -375,6 +381,23 @@ def _info(ns: argparse.Namespace) -> int:
         for line in lines[1:]:  # a compiler's message, say: indented under its row
             print(f"{'':<{width}}    {line}")
     return 0
+
+
+def _launcher_rows() -> dict[str, str]:
+    """What ``shoal run -n N`` would start: the launcher, its family, the options it adds."""
+    from .launcher import job_launch
+    from .launchers import default_pes
+
+    pes = default_pes()
+    try:
+        launch = job_launch(pes, ["prog.py"])
+    except SystemExit as exc:  # no launcher, or one that refuses (Open MPI as root)
+        return {"launcher": str(exc.code)}
+    return {
+        "launcher": f"{launch.command[0]} ({launch.family})",
+        f"shoal run -n {pes}": " ".join(launch.command),
+        **({"launcher notes": "\n".join(launch.notes)} if launch.notes else {}),
+    }
 
 
 def _gpu_rows(settings: Any, mpi_aware: str) -> dict[str, str]:

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 from .jobreport import files_needed, pe_list
 from .jobwatch import JOB_DIR_VAR, LAUNCHER_VAR, PERecord, process_alive, process_start, read_records
 from .process import Process, TimeoutExpired
+from .launchers import Launch, in_allocation, plan
 from .settings import mpiexec_choice
 
-__all__ = ["find_mpiexec", "launch_mpi", "run_job", "JobOutcome", "GRACE", "STOP_WAIT"]
+__all__ = ["find_mpiexec", "job_launch", "launch_mpi", "run_job", "JobOutcome", "GRACE", "STOP_WAIT"]
 
 #: seconds mpiexec may run on after a PE reported a failure or vanished, before the
 #: launcher ends the job itself (a hang guard: MPI_Abort normally ends it at once)
@@ -57,6 +58,20 @@ def find_mpiexec(explicit: str | None = None) -> str:
         "shoal: no mpiexec found; install one (`pip install mpich`), pass --mpiexec PATH, "
         "or use --transport inproc"
     )
+
+
+def job_launch(pes: int, args: Sequence[str], mpiexec: str | None = None) -> Launch:
+    """How ``python -m shoal *args`` starts on ``pes`` PEs: the launcher found (or srun,
+    inside a Slurm allocation with no launcher named) and the options its family needs."""
+    srun = None if mpiexec or mpiexec_choice() else _which("srun")
+    if srun is not None and in_allocation():
+        try:
+            exe = find_mpiexec()
+        except SystemExit:  # no mpiexec at all: srun starts the PEs
+            exe = srun
+    else:
+        exe = find_mpiexec(mpiexec)
+    return plan(exe, pes, [sys.executable, "-m", "shoal", *args], srun=srun)
 
 
 def _which(name: str, path: str | None = None) -> str | None:
@@ -91,7 +106,7 @@ class JobOutcome:
 
 def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOutcome:
     """:func:`launch_mpi`, also saying which PEs died and whether any PE started."""
-    exe = find_mpiexec(mpiexec)
+    launch = job_launch(pes, args, mpiexec)
     _raise_file_limit(pes)
     folder = _job_folder()
     env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
@@ -99,8 +114,7 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOut
     env[JOB_DIR_VAR] = folder
     env.update(blas_threads(pes, env))
     env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
-    cmd = [exe, "-n", str(pes), sys.executable, "-m", "shoal", *args]
-    job = _Job(cmd, env, folder, pes)
+    job = _Job(launch.command, env, folder, pes)
     try:
         code = job.run()
         return JobOutcome(code, job.died, job.never_started)
