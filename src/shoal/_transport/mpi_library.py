@@ -100,6 +100,16 @@ def check_launcher(rank: int, size: int) -> None:
                 f"library mpi4py loaded ({library}) is not the one whose mpiexec started the job. Start the job with "
                 f"that library's mpiexec, or point mpi4py at the launcher's library (MPI4PY_LIBMPI=/path/to/libmpi.so)"
             )
+    tasks = os.environ.get("SLURM_STEP_NUM_TASKS", "")
+    if tasks.isdigit() and int(tasks) != size and not any(os.environ.get(var) for var in _LAUNCHED_SIZE):
+        from ..errors import ShoalError
+
+        raise ShoalError(
+            f"PE {rank}: srun started {tasks} tasks (SLURM_STEP_NUM_TASKS={tasks}), but MPI sees {size}: srun gave "
+            "them no process-management interface this MPI understands, so each would run alone. Start the job "
+            "with `srun --mpi=pmi2` (MPICH, Intel MPI, Cray MPICH) or `srun --mpi=pmix` (Open MPI); "
+            "`srun --mpi=list` shows what this Slurm offers"
+        )
 
 
 def _first_line(text: str) -> str:
