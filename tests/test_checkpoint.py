@@ -18,6 +18,7 @@ import pytest
 from conftest import Job
 
 from shoal.launcher import find_mpiexec
+from shoal.launchers import family
 
 PROGRAM = Path(__file__).parent / "programs" / "checkpoint.py"
 MPI = pytest.mark.mpi
@@ -257,6 +258,11 @@ trap '' USR1
 """
 
 
+#: the tests that play srun with Hydra's option
+HYDRA = pytest.mark.skipif(family(find_mpiexec()) != "mpich",
+                           reason="plays srun with Hydra's -disable-auto-cleanup, an option of MPICH's mpiexec only")
+
+
 def _srun_like(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     shell = tmp / "pe.sh"
     shell.write_text(SRUN_LIKE)
@@ -265,6 +271,7 @@ def _srun_like(tmp: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @MPI
+@HYDRA
 def test_under_another_launcher_a_survivor_says_how_to_resume(tmp_path, undisturbed):
     """The PE that watched the dead one ends the job with exit code 75 and one line naming it,
     the last good checkpoint and the command that resumes; that command finishes the job."""
@@ -282,6 +289,7 @@ def test_under_another_launcher_a_survivor_says_how_to_resume(tmp_path, undistur
 
 
 @MPI
+@HYDRA
 def test_under_another_launcher_without_checkpoints_a_death_ends_the_job(tmp_path):
     job = _srun_like(tmp_path, "recovery.py", "30", "--die-at", "5")
     assert job.returncode == 1, job.stderr

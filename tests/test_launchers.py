@@ -89,3 +89,22 @@ def test_shoal_info_names_the_launcher_and_its_command() -> None:
     lines = {line.split("  ", 1)[0]: line for line in out.stdout.splitlines()}
     assert "launcher" in lines and "(" in lines["launcher"], out.stdout
     assert any(key.startswith("shoal run -n ") for key in lines), out.stdout
+
+
+@pytest.mark.mpi
+def test_shoal_run_over_subscribes_open_mpi_by_itself(tmp_path: Path) -> None:
+    """More PEs than cores, with no over-subscription setting in the environment: under
+    Open MPI the job runs because shoal run asked for it (mpiexec alone refuses)."""
+    import subprocess
+
+    from shoal.launcher import find_mpiexec
+
+    if family(find_mpiexec()) != "openmpi":
+        pytest.skip("Open MPI's launcher is not the one in use here (make test-openmpi runs this)")
+    prog = tmp_path / "prog.py"
+    prog.write_text("import shoal\nshoal.start(lambda args: print('PES', shoal.num_pes()))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SHOAL_", "PRTE_MCA_", "OMPI_MCA_rmaps"))}
+    pes = len(os.sched_getaffinity(0)) + 1
+    out = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", str(pes), str(prog)], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0 and f"PES {pes}" in out.stdout, out.stderr
