@@ -41,7 +41,8 @@ class Job:
     def __init__(self, proc: subprocess.CompletedProcess):
         self.returncode = proc.returncode
         self.stdout = proc.stdout
-        self.stderr = proc.stderr
+        # Open MPI 5's launcher ends its abort notice with a NUL byte and no newline
+        self.stderr = proc.stderr.replace("\x00", "")
 
     def __repr__(self) -> str:
         return f"<Job rc={self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}>"

@@ -33,8 +33,7 @@ def _shoal(*argv: str, env: dict | None = None, cwd: Path | None = None, **kw) -
 
 
 def _last_line(text: str) -> str:
-    # Open MPI 5's launcher ends its abort notice with a NUL byte and no newline
-    lines = [ln.lstrip("\x00") for ln in text.splitlines() if ln.strip("\x00").strip()]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     return lines[-1] if lines else ""
 
 

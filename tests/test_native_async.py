@@ -94,10 +94,12 @@ def test_channel_recv_takes_every_form_and_refuses_misuse(mpi_job, native):
                 await self.collection[1 - me].ping(ret=True)  # sent after its "early": that waits in the inbox
                 assert await ch.recv() == "early"
                 fut = ch.recv()
+                second = readonly = False
                 try:
                     ch.recv()
                 except shoal.ChannelError as exc:
                     second = "already has a receive pending" in str(exc)
+                await self.allreduce(0, shoal.reducers.sum)  # both ends tried before either sends
                 ch.send(me)
                 assert await fut == 1 - me
                 frozen = np.zeros(2)

@@ -156,3 +156,30 @@ def test_one_node_has_one_topology_node(mpi_job: Callable[..., Any]) -> None:
     job = mpi_job(_CROSSINGS, n=2, env={"SHOAL_NATIVE": "0"}, timeout=120)
     assert job.returncode == 0 and "NODES 1 [[0, 1]]" in job.stdout, job
     assert "CROSSED broadcast 0" in job.stdout, job
+
+
+_PLACEMENT = """
+import shoal
+
+class Cell(shoal.Chare):
+    def where(self):
+        return self.index[0], shoal.topology().my_node
+
+def main(args):
+    where = shoal.Array(Cell, 8).where(ret=True).get()
+    print("NODES", [node for _, node in sorted(where)])
+    print("TOPOLOGY", shoal.topology().nodes)
+
+shoal.start(main)
+"""
+
+
+@needs_mpich
+def test_a_block_map_keeps_its_neighbours_on_one_node(mpi_job: Callable[..., Any]) -> None:
+    """MPICH deals ranks to cliques round-robin (PEs 0, 2 on one node, 1, 3 on the other):
+    the default placement gives blocks to PEs node by node, so 8 elements on 4 PEs cross
+    between nodes once, between elements 3 and 4, not at every block."""
+    job = mpi_job(_PLACEMENT, n=4, env=TWO_NODES)
+    assert job.returncode == 0, job
+    assert "TOPOLOGY [[0, 2], [1, 3]]" in job.stdout, job  # the layout this test is about
+    assert "NODES [0, 0, 0, 0, 1, 1, 1, 1]" in job.stdout, job

@@ -18,7 +18,15 @@ import pytest
 
 from slurm_cluster import SlurmCluster, SlurmUnavailable, one_node_slurm
 
-pytestmark = pytest.mark.mpi
+from shoal.launcher import find_mpiexec
+from shoal.launchers import family
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(family(find_mpiexec()) == "openmpi",
+                       reason="srun --mpi=pmi2 serves MPICH-family libraries; Open MPI needs Slurm's PMIx plugin, "
+                              "which Debian's slurm-wlm does not ship"),
+]
 
 HANG_GUARD = 60
 

@@ -648,3 +648,28 @@ def test_a_tree_on_one_node_is_the_flat_tree():
     for pe in range(9):
         flat, two = tree.all_pes(9, 4, pe, 3), tree.all_pes(9, 4, pe, 3, one)
         assert (flat.parent, flat.children) == (two.parent, two.children)
+
+
+def test_blocks_go_to_pes_node_by_node_and_back_to_pe_order():
+    from shoal._runtime import collections as colls
+    from shoal._runtime.collections import CollectionInfo
+
+    class C:
+        __qualname__ = "C"
+
+    info = CollectionInfo(1, C, "dense", (10,), 1, None, 0)
+    try:
+        colls.order_blocks([0, 1, 0, 1])  # round-robin over 2 nodes
+        homes = [info.home((i,), 4) for i in range(10)]
+        assert homes == [0, 0, 0, 2, 2, 1, 1, 1, 3, 3]  # blocks 0..3 on PEs 0, 2, 1, 3
+        for pe in range(4):  # each PE's block is exactly the elements whose home it is
+            lo, hi = info.block(pe, 4)
+            assert [i for i in range(10) if homes[i] == pe] == list(range(lo, hi))
+            assert [i for (i,) in info.local_indices(pe, 4)] == list(range(lo, hi))
+        small = CollectionInfo(2, C, "dense", (2,), 1, None, 0)
+        assert list(small.hosts(4)) == sorted({small.home((i,), 4) for i in range(2)})
+        colls.order_blocks([0, 0, 1, 1])  # already node by node: PE order
+        assert colls._block_pes is None
+    finally:
+        colls.order_blocks(None)
+    assert [info.home((i,), 4) for i in range(10)] == [0, 0, 0, 1, 1, 2, 2, 2, 3, 3]

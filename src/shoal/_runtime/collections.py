@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .proxy import CollectionProxy
 
-__all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement", "row_major"]
+__all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement", "order_blocks", "row_major"]
 
 #: ``placement(index, npes) -> pe``: the PE an element of a collection starts on
 Placement: TypeAlias = "Callable[[tuple, int], int]"
@@ -51,15 +51,35 @@ def row_major(shape: tuple, lo: int = 0, hi: int | None = None) -> Iterator[tupl
         head, offset = head + 1, 0
 
 
+#: The PE that holds each block of the default placement, node by node, where the launcher
+#: dealt ranks to nodes out of order (round-robin, say), so that neighbouring blocks share a
+#: node; None: block b on PE b. One MPI process runs one PE, so this is the process's; the
+#: in-process transport has one node.
+_block_pes: list[int] | None = None
+_block_of: dict[int, int] = {}  # the inverse: PE -> its block
+
+
+def order_blocks(nodes: Sequence[int] | None) -> None:
+    """Give the default placement's blocks to PEs node by node (``nodes``: the node of each
+    PE, or None for one node)."""
+    global _block_pes, _block_of
+    order = None if nodes is None else sorted(range(len(nodes)), key=lambda pe: (nodes[pe], pe))
+    if order is not None and order == list(range(len(order))):
+        order = None  # ranks already numbered node by node (block distribution): PE order
+    _block_pes, _block_of = order, ({pe: b for b, pe in enumerate(order)} if order is not None else {})
+
+
 def block_placement(index: tuple, shape: tuple, npes: int) -> int:
-    """Contiguous blocks of the row-major order of ``shape`` per PE."""
+    """Contiguous blocks of the row-major order of ``shape`` per PE (node by node: see
+    :func:`order_blocks`)."""
     lin = 0
     for i, n in zip(index, shape):
         lin = lin * n + i
     size = 1
     for n in shape:
         size *= n
-    return lin * npes // size
+    block = lin * npes // size
+    return block if _block_pes is None else _block_pes[block]
 
 
 class CollectionInfo:
@@ -140,8 +160,8 @@ class CollectionInfo:
     def block(self, pe: int, npes: int) -> tuple[int, int]:
         """The row-major numbers ``[lo, hi)`` of the elements of a dense array with the
         default placement whose home is ``pe``."""
-        n = self.size
-        return -(-pe * n // npes), -(-(pe + 1) * n // npes)
+        n, b = self.size, pe if _block_pes is None else _block_of[pe]
+        return -(-b * n // npes), -(-(b + 1) * n // npes)
 
     def hosts(self, npes: int) -> Sequence[int]:
         """The sorted PEs that are home to at least one element (dense arrays and groups)."""
@@ -150,7 +170,10 @@ class CollectionInfo:
         assert self.shape is not None
         if self.placement is None:
             n = self.size
-            return range(npes) if n >= npes else sorted({lin * npes // n for lin in range(n)})
+            if n >= npes:
+                return range(npes)
+            blocks = {lin * npes // n for lin in range(n)}
+            return sorted(blocks if _block_pes is None else {_block_pes[b] for b in blocks})
         return sorted({self.home(i, npes) for i in row_major(self.shape)})
 
 

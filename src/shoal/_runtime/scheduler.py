@@ -22,7 +22,7 @@ from ..lazy_numpy import np
 from ..settings import Settings
 from . import chare, tree
 from .chare import Chare
-from .collections import CollectionInfo, CollectionState
+from .collections import CollectionInfo, CollectionState, order_blocks
 from .futures import Future, Task, new_future
 from .balancing import COMM_SAMPLE, Balancer, record_comm
 from .devices import DeviceTransfers, transfers
@@ -77,6 +77,7 @@ class Runtime(Receiving, Sending):
         self.fanout = settings.tree_fanout
         #: the node of each PE (trees cross between nodes once per node); None: one node
         self.nodes = transport.node_of
+        order_blocks(self.nodes)  # the default placement keeps neighbouring blocks on a node
         self.ready: deque[Callable[[], Any]] = deque()
         self.local: deque = deque()
         self.timers: list = []
