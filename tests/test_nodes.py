@@ -183,3 +183,55 @@ def test_a_block_map_keeps_its_neighbours_on_one_node(mpi_job: Callable[..., Any
     assert job.returncode == 0, job
     assert "TOPOLOGY [[0, 2], [1, 3]]" in job.stdout, job  # the layout this test is about
     assert "NODES [0, 0, 0, 0, 1, 1, 1, 1]" in job.stdout, job
+
+
+_ALLREDUCE = """
+import numpy as np
+import shoal
+from shoal._runtime.context import current
+from shoal._runtime.message import KIND_MASK, Kind
+
+crossed = [0]
+
+
+class W(shoal.Chare):
+    def __init__(self):
+        transport, top = current().transport, shoal.topology()
+        send = transport.send
+
+        def counting(dest, header, segments):
+            if top.node_of(dest) != top.my_node and header[0] & KIND_MASK in (Kind.EXCHANGE, Kind.REDUCE, Kind.RESULT):
+                crossed[0] += 1
+            return send(dest, header, segments)
+
+        transport.send = counting
+
+    async def run(self, rounds):
+        before = crossed[0]
+        total = 0
+        for k in range(rounds):
+            total += await self.allreduce(np.full(4, shoal.my_pe() + k), shoal.reducers.sum)
+        return total.tolist(), crossed[0] - before
+
+
+def main(args):
+    n = shoal.num_pes()
+    out = shoal.Group(W).run(10, ret=True).get()
+    want = [float(sum(n * (n - 1) // 2 + n * k for k in range(10)))] * 4
+    assert all(t == want for t, _ in out), out
+    print("CROSSED", sum(c for _, c in out))
+
+shoal.start(main)
+"""
+
+
+@needs_mpich
+def test_an_all_reduce_across_nodes_crosses_once_per_node_each_way(mpi_job: Callable[..., Any]) -> None:
+    """10 all-reduces of arrays on 4 PEs on 2 nodes: up the node-aware tree and down again,
+    one message between the nodes each way (20), where the butterfly sends one from every
+    PE in its cross-node round (40)."""
+    job = mpi_job(_ALLREDUCE, n=4, env={**TWO_NODES, "SHOAL_NATIVE": "0"}, timeout=120)
+    assert job.returncode == 0, job
+    assert "CROSSED 20" in job.stdout, job
+    compiled = mpi_job(_ALLREDUCE, n=4, env=TWO_NODES, timeout=120)  # the sums, on the compiled path
+    assert compiled.returncode == 0 and "CROSSED" in compiled.stdout, compiled

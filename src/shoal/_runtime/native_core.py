@@ -123,7 +123,8 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING, CollectionState,
                         CollectionInfo, Tree)
     rt.reductions.use_core(core)
-    chare.compiled_allreduce = core.allreduce
+    # across nodes an all-reduce goes up and down the node-aware tree, not the butterfly
+    chare.compiled_allreduce = core.allreduce if rt.nodes is None else None
     message.pickle_simple = module.pickle_simple
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
     return core

@@ -11,7 +11,8 @@ unordered reducer, skips the tree: the PEs exchange partial values pairwise in
 log2(PEs) rounds (recursive doubling, as MPI libraries do for small all-reduces), so
 the result is ready everywhere after one message per round instead of a trip up the
 tree and back down. Both partners combine the lower PE's value first, so every PE
-ends with the same bits.
+ends with the same bits. Across nodes it takes the tree, whose two levels cross between
+nodes once per node where the butterfly's last rounds would cross at every PE.
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ class ReductionManager:
         if reducer.ordered:
             value = [(_order_key(el, section), value)]
         if waiter is not None:
-            if section is None and reducer.name in _EXCHANGEABLE and not el._shoal_away:
+            if section is None and reducer.name in _EXCHANGEABLE and not el._shoal_away and self.rt.nodes is None:
                 cs = self.rt.colls.get(domain[0])  # the one element here: straight to the butterfly
                 if cs is not None and cs.done and cs.count == 1 and len(cs.hosts) == self.rt.npes:
                     self._exchange((domain, seq), value, reducer, waiter)
@@ -322,7 +323,8 @@ class ReductionManager:
             if cs is None or not cs.done:
                 return
             span, local = cs.span, cs.count
-            if p.target is ALLREDUCE and p.reducer.name in _EXCHANGEABLE and len(cs.hosts) == self.rt.npes:
+            if (p.target is ALLREDUCE and p.reducer.name in _EXCHANGEABLE and len(cs.hosts) == self.rt.npes
+                    and self.rt.nodes is None):  # across nodes, the node-aware tree: once per node
                 if p.got == local:  # this PE's elements are in: start the butterfly
                     del self.partials[key]
                     value = p.reducer.combine(p.values) if len(p.values) > 1 else p.values[0]
