@@ -331,7 +331,10 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
 /* run_local(deliver, deliver_direct) -> count: the messages queued for this PE's own
  * elements when it was called (Runtime.step's local loop). Array calls of elements that
  * are here run in C; the rest go to deliver(header, segments) or
- * deliver_direct(coll, index, entry, args), the Python handlers. */
+ * deliver_direct(coll, index, entry, args), the Python handlers. Only this loop takes
+ * items out of the queue, so the count it starts with holds while its calls run (a
+ * departure among them leaves migration.SENT_ON, (None, None), for each message it sends
+ * on): a queue found shorter is a broken invariant, reported as such. */
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "run_local(deliver, deliver_direct)"); return NULL; }
     Py_ssize_t n = PyObject_Length(c->local), k;
@@ -343,7 +346,24 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
             if (more == 0) break;
         }
         PyObject *item = PyObject_CallNoArgs(c->local_popleft);
-        if (!item) return NULL;
+        if (!item) {
+            if (k < n && PyErr_ExceptionMatches(PyExc_IndexError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_RuntimeError,
+                             "PE %u: the local queue is empty where its count says %zd message(s) wait (in "
+                             "Runtime.step's local loop, compiled path: run_local, after %zd of the %zd queued "
+                             "when it began): only that loop may take messages out of the queue (a departing "
+                             "element's messages leave migration.SENT_ON in their place)",
+                             (unsigned)c->pe, n - k, k, n);
+            }
+            return NULL;
+        }
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_Format(PyExc_RuntimeError, "PE %u: the local queue holds %R where a (header, body) pair belongs "
+                         "(in Runtime.step's local loop, compiled path: run_local)", (unsigned)c->pe, item);
+            Py_DECREF(item);
+            return NULL;
+        }
         PyObject *header = PyTuple_GET_ITEM(item, 0), *body = PyTuple_GET_ITEM(item, 1);
         PyObject *r = NULL;
         if (header != Py_None) {
@@ -351,6 +371,12 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
             if (done == 0) done = local_broadcast(c, header, body);
             if (done < 0) { Py_DECREF(item); return NULL; }
             r = done ? Py_NewRef(Py_None) : PyObject_CallFunctionObjArgs(args[0], header, body, NULL);
+        } else if (body == Py_None) { /* migration.SENT_ON: sent on after its element, which left */
+            r = Py_NewRef(Py_None);
+        } else if (!PyTuple_CheckExact(body) || PyTuple_GET_SIZE(body) != 4) {
+            PyErr_Format(PyExc_RuntimeError, "PE %u: the local queue holds a direct call %R that is not "
+                         "(coll, index, entry, args) (in Runtime.step's local loop, compiled path: run_local)",
+                         (unsigned)c->pe, body);
         } else {
             PyObject *coll = PyTuple_GET_ITEM(body, 0), *index = PyTuple_GET_ITEM(body, 1);
             PyObject *cs = PyDict_GetItemWithError(c->colls, coll);

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .collections import CollectionState
     from .scheduler import Runtime
 
-__all__ = ["Migration", "RUNTIME_ATTRS"]
+__all__ = ["Migration", "RUNTIME_ATTRS", "SENT_ON"]
 
 #: what the runtime keeps in an element's ``__dict__`` and moves with it, whatever the
 #: class's ``__getstate__`` returns
@@ -45,6 +45,10 @@ RUNTIME_ATTRS = (
     "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced",
 )
 _SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away", "_shoal_comm"))
+
+#: what takes the place, in the PE's local queue, of a message sent on after its element
+#: left (Migration._send_queued); the step's local loop passes over it
+SENT_ON = (None, None)
 
 
 class Migration:
@@ -109,21 +113,30 @@ class Migration:
                 )
 
     def _send_queued(self, coll: int, index: tuple, dest: int) -> None:
-        """Messages this PE queued for the element before it left go after it, first."""
+        """Messages this PE queued for the element before it left go after it, first.
+
+        Each leaves a :data:`SENT_ON` in its place: the queue keeps its length, because a
+        departure can happen inside ``Runtime.step``'s local loop (the PLAN of a balancing
+        round runs from the root PE's own queue), and that loop runs the count of messages
+        it found when it began (scheduler.py, receive.c: run_local)."""
         local = self.rt.local
-        keep: list = []
+        kept: list = []
         move: list = []
         for item in local:
             header, body = item
             if header is None:
-                mine = body[0] == coll and body[1] == index
+                mine = body is not None and body[0] == coll and body[1] == index
             else:
                 mine = header[1] == len(index) and _coll_of(header) == coll and _index_of(header) == index
-            (move if mine else keep).append(item)
+            if mine:
+                move.append(item)
+                kept.append(SENT_ON)
+            else:
+                kept.append(item)
         if not move:
             return
         local.clear()
-        local.extend(keep)
+        local.extend(kept)
         for header, body in move:
             if header is None:  # a direct call (arrays copied): as the general path encodes it
                 from .message import encode_call

@@ -289,10 +289,15 @@ class Runtime(Receiving, Sending):
             if self._run_local is not None:  # compiled
                 n += self._run_local(self._deliver_cb, self._deliver_direct)
             else:
-                for _ in range(len(local)):
-                    header, segments = local.popleft()
+                count = len(local)
+                for k in range(count):
+                    try:
+                        header, segments = local.popleft()
+                    except IndexError:
+                        raise RuntimeError(broken_local_queue(self.pe, count - k, k, count, "Python")) from None
                     if header is None:
-                        self._deliver_direct(*segments)
+                        if segments is not None:  # None: sent on after its element (migration.SENT_ON)
+                            self._deliver_direct(*segments)
                     else:
                         self._deliver(header, segments)
                     n += 1
@@ -307,6 +312,15 @@ class Runtime(Receiving, Sending):
             fn()
             n += 1
         return n > 0
+
+
+def broken_local_queue(pe: int, left: int, done: int, count: int, path: str) -> str:
+    """What a RuntimeError says when the local queue is shorter than the step's count of it
+    (the compiled run_local, receive.c, says the same)."""
+    return (f"PE {pe}: the local queue is empty where its count says {left} message(s) wait "
+            f"(in Runtime.step's local loop, {path} path, after {done} of the {count} queued when it began): "
+            "only that loop may take messages out of the queue (a departing element's messages "
+            "leave migration.SENT_ON in their place)")
 
 
 def _pending_sets(el: Chare, pe: int) -> list[str]:
