@@ -4,6 +4,7 @@ go through the network module), so traffic between nodes is tested here."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,6 +23,8 @@ def _mpich() -> bool:
 
 needs_mpich = pytest.mark.skipif(not _mpich(), reason="MPIR_CVAR_NUM_CLIQUES (simulated nodes) is MPICH's")
 TWO_NODES = {"MPIR_CVAR_NUM_CLIQUES": "2"}
+#: one node even where the whole run sees two (make test-nodes): the one-node cases
+ONE_NODE = {"MPIR_CVAR_NUM_CLIQUES": "1"}
 
 
 @needs_mpich
@@ -60,16 +63,16 @@ def test_receives_are_probed_across_nodes_and_standing_within_one(mpi_job: Calla
     across = mpi_job(_RECEIVE, n=2, env=TWO_NODES)
     assert across.returncode == 0, across
     assert "RECEIVE [(0, 1, True), (1, 1, True)]" in across.stdout, across
-    one = mpi_job(_RECEIVE, n=2)
+    one = mpi_job(_RECEIVE, n=2, env=ONE_NODE)
     assert one.returncode == 0, one
     assert "RECEIVE [(0, 2, False), (1, 2, False)]" in one.stdout, one
-    forced = mpi_job(_RECEIVE, n=2, env={"SHOAL_RECEIVE": "probe"})
+    forced = mpi_job(_RECEIVE, n=2, env={**ONE_NODE, "SHOAL_RECEIVE": "probe"})
     assert "RECEIVE [(0, 2, True), (1, 2, True)]" in forced.stdout, forced
 
 
 @pytest.mark.parametrize("receive", ["probe", "standing"])
 def test_every_feature_works_with_either_way_of_receiving(mpi_job: Callable[..., Any], receive: str) -> None:
-    job = mpi_job(FEATURES.read_text(), n=2, env={"SHOAL_RECEIVE": receive}, timeout=120)
+    job = mpi_job(FEATURES.read_text(), n=2, env={**ONE_NODE, "SHOAL_RECEIVE": receive}, timeout=120)
     assert job.returncode == 0 and "ALL OK" in job.stdout, job
 
 
@@ -153,7 +156,7 @@ def test_broadcasts_and_replies_cross_between_nodes_once_per_node(mpi_job: Calla
 
 
 def test_one_node_has_one_topology_node(mpi_job: Callable[..., Any]) -> None:
-    job = mpi_job(_CROSSINGS, n=2, env={"SHOAL_NATIVE": "0"}, timeout=120)
+    job = mpi_job(_CROSSINGS, n=2, env={**ONE_NODE, "SHOAL_NATIVE": "0"}, timeout=120)
     assert job.returncode == 0 and "NODES 1 [[0, 1]]" in job.stdout, job
     assert "CROSSED broadcast 0" in job.stdout, job
 
@@ -235,3 +238,25 @@ def test_an_all_reduce_across_nodes_crosses_once_per_node_each_way(mpi_job: Call
     assert "CROSSED 20" in job.stdout, job
     compiled = mpi_job(_ALLREDUCE, n=4, env=TWO_NODES, timeout=120)  # the sums, on the compiled path
     assert compiled.returncode == 0 and "CROSSED" in compiled.stdout, compiled
+
+
+def test_a_node_that_cannot_build_the_compiled_path_says_so_and_runs(mpi_job: Callable[..., Any],
+                                                                    tmp_path: Path) -> None:
+    """shoal's sources without the install's build, a compiler that fails and an empty
+    cache: the PEs cannot have the compiled path. The job still runs (the Python path
+    gives the same results) and one line per node names the PE, the host and why."""
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(__file__).parent.parent / "src" / "shoal", site / "shoal",
+                    ignore=shutil.ignore_patterns("*.so", "_native_build.py", "__pycache__"))
+    broken = tmp_path / "mpicc"
+    broken.write_text("#!/bin/sh\necho 'mpicc: no compiler on this node' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    env = {"PYTHONPATH": str(site), "MPICC": str(broken), "SHOAL_CACHE_DIR": str(tmp_path / "cache")}
+    job = mpi_job(FEATURES.read_text(), n=2, env=env, timeout=180)
+    assert job.returncode == 0 and "ALL OK" in job.stdout, job
+    lines = [ln for ln in job.stderr.splitlines() if "compiled per-message path is unavailable" in ln]
+    nodes = 2 if os.environ.get("MPIR_CVAR_NUM_CLIQUES") == "2" else 1  # make test-nodes runs this too
+    assert len(lines) == nodes and lines[0].startswith("shoal: PE 0 (host "), job.stderr
+    assert "no compiler on this node" in lines[0] or "failed" in lines[0], lines

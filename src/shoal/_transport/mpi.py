@@ -73,6 +73,20 @@ def _node_cpus(node: MPI.Comm) -> int:
     return node.allreduce(mask, op=MPI.BOR).bit_count()
 
 
+def _say_python_path(pe: int) -> None:
+    """One line per node whose PEs could not load the compiled path: the job goes on, on
+    the Python path (the same results, slower), and the user learns why and where."""
+    import socket
+    import sys
+
+    from ..native import native_status
+
+    print(f"shoal: PE {pe} (host {socket.gethostname()}): the compiled per-message path is unavailable, so "
+          f"this node's PEs run the Python path (the same results, slower): {native_status()}. "
+          "Fix: `shoal info` on this host says why; set MPICC to the MPI's compiler wrapper, or "
+          "SHOAL_NATIVE=0 to choose the Python path", file=sys.stderr, flush=True)
+
+
 def _node_numbers(world: MPI.Comm, node: MPI.Comm) -> array:
     """The node of each PE, numbered 0, 1, … in the order of their first PEs (collective
     over ``world``: one all-gather of an int per PE)."""
@@ -139,6 +153,8 @@ class MPITransport(Transport):
         # The compiled per-message path (shoal/_native) when it builds; this
         # module's Python code is the reference and the fallback.
         self._module = native_module() if native else None
+        if native and self._module is None and self.local_rank == 0:
+            _say_python_path(self.rank)
         self._native = (
             self._module.Frames(self._frames, self.frame_capacity, rendezvous_threshold, self.probe)
             if self._module else None
