@@ -399,3 +399,35 @@ def test_first_use_build_refuses_a_wrapper_of_another_mpi(tmp_path):
     assert "compiles against Open MPI 4.1.6 (MPI 3.1), but mpi4py loaded MPICH" in str(err.value), err.value
     assert "set MPICC" in str(err.value)
     native._same_abi(native.find_mpicc())  # this machine's own wrapper is of its MPI's family
+
+
+def test_a_failed_first_use_build_is_not_repeated_by_the_pes_waiting_behind_it(tmp_path):
+    """The first PE's build fails; the PEs that were waiting on the lock take its word
+    (one compiler run, not one per PE), and a later job with the same compiler after the
+    failure has stood its time tries again."""
+    counter = tmp_path / "runs"
+    mpicc = tmp_path / "mpicc"
+    mpicc.write_text(f"#!/bin/sh\necho run >> {counter}\necho 'mpicc: broken on purpose' >&2\nexit 1\n")
+    mpicc.chmod(0o755)
+    code = f"""
+        import json, os
+        import shoal.native as native
+        native._same_abi = lambda mpicc: None
+        errors = []
+        for _ in range(3):  # three PEs, one after another behind the lock
+            try:
+                native._build_on_first_use()
+            except native.BuildError as exc:
+                errors.append(str(exc))
+        failed = next(native.cache_dir().glob("*/build.failed"))
+        os.utime(failed, (0, 0))  # as if it had failed long ago
+        try:
+            native._build_on_first_use()
+        except native.BuildError as exc:
+            errors.append(str(exc))
+        print(json.dumps(errors))
+    """
+    errors = _report(code, {"MPICC": str(mpicc), "SHOAL_CACHE_DIR": str(tmp_path / "cache")})
+    assert len(errors) == 4 and all("broken on purpose" in e for e in errors), errors
+    assert "failed for another PE" in errors[1] and "failed for another PE" in errors[2], errors
+    assert counter.read_text().count("run") == 2, counter.read_text()  # the first PE, then the later job

@@ -22,6 +22,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import time
 from types import ModuleType
 import zlib
 
@@ -323,8 +324,15 @@ def _load(path: str | Path, name: str) -> ModuleType:
     return module
 
 
+#: seconds a failed first-use build stands for the PEs that start after it: the PEs of
+#: one job (32 at once, say) take its word instead of each failing in turn behind the
+#: lock, while a job started later (the compiler fixed) tries again
+FAILURE_STANDS = 300.0
+
+
 def _build_on_first_use() -> Path:
-    """Compile the extension into the cache (once: concurrent callers wait on a lock)."""
+    """Compile the extension into the cache (once: concurrent callers wait on a lock; a
+    build that failed is not tried again by the PEs waiting behind it)."""
     folder = cache_dir() / _key()
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / (EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0])
@@ -333,9 +341,22 @@ def _build_on_first_use() -> Path:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not target.exists():
                 mpicc = find_mpicc()
-                if mpicc is not None:
-                    _same_abi(mpicc)
-                compile_extension(target, mpicc)
+                failed = folder / "build.failed"
+                try:
+                    said = failed.read_text()
+                    if failed.stat().st_mtime > time.time() - FAILURE_STANDS and said.startswith(f"{mpicc}\n"):
+                        raise BuildError(f"{said.split(chr(10), 1)[1]} (the build failed for another PE "
+                                         f"{time.time() - failed.stat().st_mtime:.0f} s ago; {failed})")
+                except OSError:
+                    pass
+                try:
+                    if mpicc is not None:
+                        _same_abi(mpicc)
+                    compile_extension(target, mpicc)
+                except BuildError as exc:
+                    failed.write_text(f"{mpicc}\n{exc}")
+                    raise
+                failed.unlink(missing_ok=True)
     return target
 
 

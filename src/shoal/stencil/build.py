@@ -33,6 +33,9 @@ __all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-ffp-contract=off", "-fno-math-errno")
 FAST_FLAGS = ("-ffast-math",)
+#: seconds a kernel's compiler may run before the statement fails (every PE that needs the
+#: kernel waits on its lock meanwhile)
+COMPILE_TIMEOUT = 600.0
 
 _loaded: dict[str, Callable] = {}
 _compiler: list[str | None] = []
@@ -120,9 +123,10 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
         src.write_text(source)
         tmp = folder / f"{key}.{os.getpid()}.tmp.so"
         cmd = [cc, *flags, str(src), "-o", str(tmp), "-lm"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as exc:
+        try:  # bounded: the PEs that need this kernel wait on its lock
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            tmp.unlink(missing_ok=True)
             raise CompilerError(f"{where}the compiler {cc} could not be run: {exc}\n  $ {' '.join(cmd)}") from None
         if proc.returncode == 0 and (not tmp.is_file() or tmp.stat().st_size == 0):
             kept = folder / f"{key}.failed.{suffix}"
