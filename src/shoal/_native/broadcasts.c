@@ -391,10 +391,14 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     }
     for (Py_ssize_t i = 0; !err && i < nchildren; i++)
         if (later[i] && !copies && !(copies = segment_copies(segs, lens, nseg))) err = -1;
+    /* the header too is read before the restart: once the receive buffer is free, a peer
+     * may write the next frame into it at any time (Open MPI's single-copy transfers) */
+    char header[HSIZE];
+    memcpy(header, h, HSIZE);
     if (!err && frames && frames_restart(frames)) err = -1;
     for (Py_ssize_t i = 0; !err && i < nchildren; i++) {
         if (!later[i]) continue;
-        if (send_segments(c, PyLong_AsLong(PyTuple_GET_ITEM(children, i)), h, hlen, copies) < 0) err = -1;
+        if (send_segments(c, PyLong_AsLong(PyTuple_GET_ITEM(children, i)), header, hlen, copies) < 0) err = -1;
         else if (coll != SYSTEM_ID) c->sent++;
     }
     PyMem_Free(later);

@@ -76,7 +76,9 @@ extern PyTypeObject FramesType;
 int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
                        const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 
-/* The frame in the receive buffer has been read: the next one may be received into it. */
+/* The frame in the receive buffer has been read: the next one may be received into it.
+ * Nothing may read the buffer after this call: with a standing receive, a peer may write
+ * the next frame into it at once (Open MPI's single-copy transfers do, from the sender). */
 int frames_restart(Frames *self);
 
 /* The runtime layer's parts add their types to the module (core.c, proxies.c). */

@@ -312,11 +312,11 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
         return 0;
     }
     Py_INCREF(el);
+    uint32_t src; /* read before the restart: then a peer may write the next frame here at any time */
+    memcpy(&src, h + H_SRC, 4);
     int err = frames_restart(frames);
     if (!err) {
         if (coll != SYSTEM_ID) c->received++;
-        uint32_t src;
-        memcpy(&src, h + H_SRC, 4);
         err = run_entry(c, el, fn, args, kwargs, src, aux);
     }
     Py_DECREF(el);
