@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from .commands import OptionParser
     from .launcher import find_mpiexec, launch_mpi
 
-__all__ = ["command", "main", "run_program", "launching", "check_settings", "duration", "restart_path", "find_mpiexec", "launch_mpi",
-           "OptionParser"]
+__all__ = ["command", "main", "run_program", "program_problem", "check_program", "launching", "check_settings", "duration",
+           "restart_path", "find_mpiexec", "launch_mpi", "OptionParser"]
 
 
 def __getattr__(name: str) -> Any:
@@ -55,6 +55,8 @@ def run_program(path: str, args: Sequence[str]) -> int:
     """
     if not os.path.isfile(path):
         print(f"shoal: program {path!r} not found", file=sys.stderr)
+        return 2
+    if not check_program("shoal", path, quiet=jobwatch.launcher_rank() not in (None, 0)):
         return 2
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -94,6 +96,108 @@ def run_program(path: str, args: Sequence[str]) -> int:
         jobwatch.end_job(jobwatch.launcher_rank(), f"{what} in {path}, outside the main program", text,
                          code=130 if interrupted else 1)
     return 0
+
+
+#: what a ``#!`` line may name to run a Python program: an interpreter (``python3.12``,
+#: ``pypy3``, ``ipython``, ``graalpy``), shoal itself, or a tool that runs a script under one
+#: (``uv run --script``, ``pipx run``); a word after the command counts too (``conda run
+#: python``, ``mpiexec -n 4 python3``)
+_PYTHON_PREFIXES = ("python", "pypy", "ipython", "graalpy", "jython")
+_PYTHON_RUNNERS = ("shoal", "uv", "uvx", "pipx")
+#: ``env``'s options that take a value (``env -u NAME python3``)
+_ENV_VALUE_OPTIONS = ("-u", "--unset", "-C", "--chdir")
+
+
+def program_problem(path: str) -> str | None:
+    """Why the file ``path`` is not a Python program that shoal can run, or None.
+
+    A file that ends in ``.py``/``.pyw`` is Python unless its ``#!`` line names another
+    interpreter (``#!/bin/sh``: a shell script whose lines may happen to parse as Python,
+    such as Charm4py's ``tests/exec.sh``, would run as a program that does nothing). Any
+    other file must be compiled Python (``.pyc``), a zip application, or have a ``#!`` line
+    that names Python (``#!/usr/bin/env python3``). A file that cannot be read is not
+    judged here (running it says why)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return None
+    name = os.path.basename(path)
+    line = head.split(b"\n", 1)[0].rstrip(b"\r").decode(errors="replace") if head.startswith(b"#!") else ""
+    command = _shebang_command(line)
+    python_source = path.endswith((".py", ".pyw"))
+    if not python_source:
+        if path.endswith((".pyc", ".pyo")) or _compiled(head) or _zip_application(path):
+            return None
+    if command:
+        if _names_python(line) or _reexecutes_as_python(head):
+            return None
+        return (f"{name} is not a Python program: its #! line ({line.strip()}) runs it with {command}, and shoal "
+                f"would run it as Python instead. Give shoal the Python program itself (a .py file, compiled "
+                f".pyc, a zip application, or a file whose #! line names python)")
+    if python_source:
+        return None
+    return (f"{name} is not a Python program: its name does not end in .py, it has no #! line naming python, and it "
+            f"is neither compiled Python (.pyc) nor a zip application. Rename it to end in .py, or make its first "
+            f"line #!/usr/bin/env python3")
+
+
+def check_program(command: str, path: str, quiet: bool = False) -> bool:
+    """Refuse ``path`` where it is not a Python program (:func:`program_problem`), saying
+    why (unless ``quiet``: another PE says it); True where it may run."""
+    problem = program_problem(path)
+    if problem is not None and not quiet:
+        print(f"{command}: {problem}", file=sys.stderr)
+    return problem is None
+
+
+def _shebang_command(line: str) -> str:
+    """The command a ``#!`` line runs (the word after ``env`` and its options); "" without one."""
+    words = [w.strip("'\"") for w in line[2:].split()]  # env -S "python3 -u"
+    if not words:
+        return ""
+    command, rest = os.path.basename(words[0]), words[1:]
+    if command == "env":
+        while rest and (rest[0].startswith("-") or "=" in rest[0]):  # options, NAME=value
+            rest = rest[2:] if rest[0] in _ENV_VALUE_OPTIONS else rest[1:]
+        command = os.path.basename(rest[0]) if rest else "env"
+    return command
+
+
+def _names_python(line: str) -> bool:
+    """Whether a ``#!`` line names a Python interpreter (or shoal, or a runner of Python scripts)."""
+    for word in line[2:].split():
+        base = os.path.basename(word.strip("'\"")).lower()
+        if base.startswith(_PYTHON_PREFIXES) or base in _PYTHON_RUNNERS:
+            return True
+    return False
+
+
+def _reexecutes_as_python(head: bytes) -> bool:
+    """The shell-and-Python trick: a ``#!/bin/sh`` file whose next lines ``exec python … "$0"``
+    (the shell runs the file itself under Python, which reads the exec line as a string)."""
+    for raw in head.split(b"\n")[1:6]:
+        text = raw.decode(errors="replace")
+        if "exec" in text and "python" in text and "$0" in text:
+            return True
+    return False
+
+
+def _compiled(head: bytes) -> bool:
+    """Whether ``head`` starts with this interpreter's magic number of compiled code."""
+    from importlib.util import MAGIC_NUMBER
+
+    return head.startswith(MAGIC_NUMBER)
+
+
+def _zip_application(path: str) -> bool:
+    """Whether ``path`` is a zip file (a zip application: runpy runs its ``__main__.py``)."""
+    import zipfile
+
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
 
 
 def _run_main(path: str) -> None:
@@ -147,12 +251,15 @@ def restart_path(text: str) -> str:
     return text if text == AUTO else os.path.abspath(text)
 
 
-def launching() -> bool:
+def launching(program: str | None = None) -> bool:
     """This process is about to launch an MPI job (``shoal run``) and will run none of its
-    program: check the ``SHOAL_*`` variables every PE will read, once, here, and let
-    :func:`command` end the process without Python's teardown afterwards. False, having
-    said why, where a variable is not valid."""
+    program: check the ``SHOAL_*`` variables every PE will read, and that ``program`` (where
+    given) is a Python program, once, here, and let :func:`command` end the process
+    without Python's teardown afterwards. False, having said why, where a variable is not
+    valid or the program is not Python."""
     global _launcher_only
+    if program is not None and os.path.isfile(program) and not check_program("shoal run", program):
+        return False
     if not check_settings("run", {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}, transport="mpi"):
         return False
     _launcher_only = True
@@ -270,7 +377,7 @@ def _main(argv: list[str]) -> int:
         return run_program(argv[0], argv[1:])  # `python -m shoal prog.py args…`
     plain = _plain_run(argv)
     if plain is not None:  # `shoal run -n N prog.py args…`
-        if not launching():
+        if not launching(plain[1][0]):
             return 2
         from .launcher import launch_mpi
 

@@ -221,7 +221,7 @@ def _run(ns: argparse.Namespace) -> int:
             print("shoal run: stopped by SIGINT (KeyboardInterrupt)", file=sys.stderr)
             return 128 + 2
     os.environ.update(options)  # launch_mpi hands this environment to every PE
-    if not launching():
+    if not launching(ns.program):
         return 2
     from .launcher import launch_mpi
 
