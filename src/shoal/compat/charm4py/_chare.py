@@ -14,7 +14,8 @@ from ..._runtime.proxy import CollectionProxy, EntryRef
 from ._proxies import KINDS
 from ._reduction import as_reducer
 
-__all__ = ["Chare", "Group", "Array", "ArrayMap", "coro", "threaded", "when", "OnPE", "MainPlacement"]
+__all__ = ["Chare", "Group", "Array", "ArrayMap", "coro", "threaded", "when", "OnPE", "MainPlacement", "CharmBlockMap",
+           "RoundRobinMap", "charm_block"]
 
 
 def coro(fn: Callable) -> Callable:
@@ -203,11 +204,85 @@ def Group(cls: type, args: Any = (), onPEs: Any = None) -> Any:
 
 def Array(cls: type, dims: Any = None, ndims: int = -1, args: Any = (), map: Any = None,
           useAtSync: bool = False) -> Any:
-    """An Array: dense over ``dims`` (an int or a tuple), or sparse with ``ndims`` dimensions."""
-    placement = None if map is None else _MapPlacement(map)
+    """An Array: dense over ``dims`` (an int or a tuple), or sparse with ``ndims`` dimensions.
+    Without a ``map``, its elements start where Charm++'s default map puts them
+    (:class:`CharmBlockMap`, :class:`RoundRobinMap`)."""
+    placement: Any
     if dims is None:
+        placement = _MapPlacement(map) if map is not None else RoundRobinMap() if max(ndims, 1) == 1 else None
         return shoal.Array(cls, ndims=max(ndims, 1), args=tuple(args), placement=placement)
+    placement = _MapPlacement(map) if map is not None else CharmBlockMap.unless_same(dims, shoal.num_pes())
     return shoal.Array(cls, dims, args=tuple(args), placement=placement)
+
+
+class CharmBlockMap:
+    """Charm++'s default placement of a dense array (its ``DefaultArrayMap``): the elements
+    in row-major order, in blocks, the first ``n % P`` PEs holding one element more than
+    the others (6 elements on 4 PEs: PEs 0 0 1 1 2 3). shoal's own default spreads the
+    larger blocks evenly instead (0 0 1 2 2 3); the two agree where ``P`` divides ``n``."""
+
+    __slots__ = ("shape", "size")
+
+    def __init__(self, shape: tuple):
+        self.shape = shape
+        size = 1
+        for n in shape:
+            size *= n
+        self.size = size
+
+    @classmethod
+    def unless_same(cls, dims: Any, npes: int) -> "CharmBlockMap | None":
+        """The map for an array of ``dims`` on ``npes`` PEs; None (shoal's default, and its
+        faster paths) where that places every element as this one would."""
+        try:
+            shape = tuple(int(n) for n in dims) if isinstance(dims, (tuple, list)) else (int(dims),)
+        except (TypeError, ValueError):
+            return None  # shoal.Array says what is wrong with it
+        placement = cls(shape)
+        return None if placement.size % npes == 0 or min(shape) < 0 else placement
+
+    def __call__(self, index: Any, npes: int) -> int:
+        if type(index) is tuple:
+            flat = 0
+            for i, n in zip(index, self.shape):
+                flat = flat * n + i
+        else:
+            flat = index
+        return charm_block(flat, self.size, npes)
+
+    def __getstate__(self) -> tuple:
+        return self.shape
+
+    def __setstate__(self, shape: tuple) -> None:
+        self.__init__(shape)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"Charm++'s default map of shape {self.shape}"
+
+
+def charm_block(flat: int, n: int, npes: int) -> int:
+    """The PE of element ``flat`` (row-major) of ``n`` in Charm++'s default block map."""
+    small, extra = divmod(n, npes)
+    first = extra * (small + 1)  # the elements of the PEs that hold one more
+    if flat < first:
+        return flat // (small + 1)
+    return extra + (flat - first) // small
+
+
+class RoundRobinMap:
+    """Charm++'s placement of the elements inserted into a 1-D sparse array: index ``i``
+    on PE ``i % P`` (shoal's own default hashes the index)."""
+
+    __slots__ = ()
+
+    def __call__(self, index: Any, npes: int) -> int:
+        return index % npes
+
+    def __reduce__(self) -> tuple:
+        return (RoundRobinMap, ())
+
+    def __repr__(self) -> str:
+        return "Charm++'s round-robin map"
 
 
 class ArrayMap(Chare):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Topology"]
+__all__ = ["Topology", "topo_subtrees"]
 
 
 class Topology:
@@ -44,42 +44,78 @@ class Topology:
         return list(self._pes[host])
 
     def tree_edges(self, pe: int, root: int, pes: Any, bfactor: int) -> tuple:
-        """(parent, children) of ``pe`` in a spanning tree of ``pes`` (default: all) rooted at
-        ``root``: hosts form a ``bfactor``-ary tree of their first PEs, each host's PEs a
-        ``bfactor``-ary tree under it, so that most edges stay inside a host."""
-        members = list(range(len(self.host_of))) if pes is None else list(pes)
-        parent_of, children_of = self._tree(root, members, bfactor)
-        return parent_of.get(pe, -1), children_of.get(pe, [])
+        """(parent, children) of ``pe`` in Charm++'s spanning tree of ``pes`` (default: all)
+        rooted at ``root`` (:func:`topo_subtrees`); the root's parent is None."""
+        members = self._members(root, pes)
+        if pe not in members:
+            raise ValueError(f"getTopoTreeEdges: PE {pe} is not one of the PEs of the tree {members}")
+        parent = None
+        while members[0] != pe:
+            for sub in self._split(members, bfactor):
+                if pe in sub:
+                    parent, members = members[0], sub
+                    break
+        return parent, [sub[0] for sub in self._split(members, bfactor)]
 
-    def subtrees(self, root: int, pes: list, bfactor: int) -> list:
-        """The PEs under each child of ``root`` in that tree, one list per child."""
-        _, children_of = self._tree(root, list(pes), bfactor)
+    def subtrees(self, root: int, pes: Any, bfactor: int) -> list:
+        """The PEs under each child of ``root`` in that tree, one list per child (its root first)."""
+        return self._split(self._members(root, pes), bfactor)
 
-        def below(p: int) -> list:
-            out = [p]
-            for c in children_of.get(p, []):
-                out.extend(below(c))
-            return out
+    def _members(self, root: int, pes: Any) -> list:
+        """The tree's PEs, its root first (Charm4py asks for ``pes`` with the root first; the
+        others keep their order)."""
+        others = range(len(self.host_of)) if pes is None else pes
+        return [root] + [p for p in others if p != root]
 
-        return [below(c) for c in children_of.get(root, [])]
+    def _split(self, members: list, bfactor: int) -> list:
+        if not isinstance(bfactor, int) or bfactor < 1:
+            raise ValueError(f"the branching factor of a topology tree must be an int of at least 1, not {bfactor!r}")
+        return topo_subtrees(members, [self.host_of[p] for p in members], bfactor)
 
-    def _tree(self, root: int, members: list, bfactor: int) -> tuple[dict, dict]:
-        by_host: dict[int, list[int]] = {}
-        for p in [root] + [m for m in members if m != root]:
-            by_host.setdefault(self.host_of[p], []).append(p)
-        parent_of: dict[int, int] = {root: -1}
-        children_of: dict[int, list[int]] = {}
 
-        def kary(nodes: list) -> None:
-            for i in range(1, len(nodes)):
-                parent = nodes[(i - 1) // bfactor]
-                parent_of[nodes[i]] = parent
-                children_of.setdefault(parent, []).append(nodes[i])
+def topo_subtrees(members: list, hosts: list, bfactor: int) -> list:
+    """The subtrees under ``members[0]`` in Charm++'s spanning tree of ``members`` (its
+    ``ST_RecursivePartition``, where every PE is a process of its own, as Charm4py's are);
+    ``hosts[i]`` is the host of ``members[i]``. Each subtree is a list of PEs, its root first;
+    the tree below a subtree's root is that subtree split again.
 
-        kary([group[0] for group in by_host.values()])
-        for group in by_host.values():
-            kary(group)
-        return parent_of, children_of
+    At most ``b = min(bfactor, len(members) - 1)`` subtrees hold the other PEs of the root's
+    host, in order: ``b`` runs of ``k // b`` PEs (``k`` of them), the last run taking the
+    rest (4 PEs on one host, root 0, ``bfactor=2``: ``[[1], [2, 3]]``). The other hosts,
+    each whole and in order of first appearance, are cut into at most ``b`` more subtrees
+    by recursive halving: ``parts`` parts of ``n`` hosts are ``parts // 2`` parts of the
+    first ``n // 2`` hosts and the rest of the rest (thirds, when ``parts`` is a multiple
+    of 3: ``n // 3``, ``n // 3`` and the rest, ``parts // 3`` parts each)."""
+    if len(members) < 2:
+        return []
+    branches = min(bfactor, len(members) - 1)
+    groups: dict[Any, list] = {}
+    for pe, host in zip(members, hosts):
+        groups.setdefault(host, []).append(pe)
+    first, *others = groups.values()
+    out = []
+    local = first[1:]  # the root's host, without the root
+    if local:
+        parts = min(branches, len(local))
+        size = len(local) // parts
+        out += [local[i * size:(i + 1) * size] for i in range(parts - 1)] + [local[(parts - 1) * size:]]
+    for part in _partition(others, branches):
+        out.append([pe for group in part for pe in group])
+    return out
+
+
+def _partition(groups: list, parts: int) -> list:
+    """``groups`` cut into at most ``parts`` runs, by recursive halving (or thirds)."""
+    if not groups:
+        return []
+    if parts <= 1 or len(groups) == 1:
+        return [groups]
+    if parts % 3 == 0:
+        third = len(groups) // 3
+        return (_partition(groups[:third], parts // 3) + _partition(groups[third:2 * third], parts // 3)
+                + _partition(groups[2 * third:], parts // 3))
+    half, left = len(groups) // 2, parts // 2
+    return _partition(groups[:half], left) + _partition(groups[half:], parts - left)
 
 
 def _world() -> Any:
