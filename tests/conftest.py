@@ -49,13 +49,18 @@ class Job:
 
 
 @pytest.fixture
-def mpi_job(tmp_path: Path) -> Callable[..., Job]:
-    """Run a program text under real mpiexec: ``mpi_job(source, n=2, args=(), timeout=60)``."""
+def mpi_job(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[..., Job]:
+    """Run a program text under real mpiexec: ``mpi_job(source, n=2, args=(), timeout=60)``.
+    A test marked ``one_node`` (what it checks exists within a node only: CUDA IPC, the
+    compiled butterfly) runs on one node even where the run simulates two (make test-nodes)."""
+    one_node = request.node.get_closest_marker("one_node") is not None
 
     def launch(source: str, n: int = 2, args: tuple = (), timeout: float = 90, env: dict | None = None) -> Job:
         prog = tmp_path / "prog.py"
         prog.write_text(textwrap.dedent(source))
         environ = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+        if one_node:
+            environ["MPIR_CVAR_NUM_CLIQUES"] = "1"
         environ.setdefault("SHOAL_DEADLOCK_TIMEOUT", "0.5")
         environ.update(env or {})
         cmd = [sys.executable, "-m", "shoal", "run", "-n", str(n), str(prog), *args]

@@ -174,6 +174,7 @@ sys.exit(shoal.run(run_and_count, []))
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("path", ["", "staged"])
+@pytest.mark.one_node  # the direct path is CUDA IPC, within a node
 def test_shoal_direct_halos_go_through_the_device_protocol(mpi_job, path: str, expected: float) -> None:
     """--staging direct on 2 MPI processes, the faces sent and posted as (simulated) device
     arrays: shoal's device path moves them (IPC handles by default, host staging when forced)."""

@@ -22,6 +22,9 @@ from conftest import run_inproc
 sys.path.insert(0, str(Path(__file__).parent))
 import gpu_sim  # noqa: E402  (registers the kind "sim")
 
+#: device paths between PEs of one node (CUDA IPC among them): their jobs run on one node
+pytestmark = pytest.mark.one_node
+
 TESTS = str(Path(__file__).parent)
 
 

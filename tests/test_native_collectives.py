@@ -9,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.mpi
 
 
+@pytest.mark.one_node  # the compiled butterfly runs within a node; across nodes an all-reduce takes the tree
 def test_allreduces_give_the_python_results(mpi_job):
     """All-reduces of every built-in reducer, of numbers, arrays and mixed values, on 3
     PEs (a PE outside the power of two folds in and gets the result last), back to back

@@ -18,6 +18,8 @@ from shoal.stencil import devices
 from stencil_device_checks import checks_program, run_checks
 from stencil_support import Grid, run_on, same
 
+#: device-resident tiles and their halos between PEs of one node (CUDA IPC among them)
+pytestmark = pytest.mark.one_node
 
 
 @pytest.mark.parametrize("pes, odf", [(1, 1), (1, 3), (2, 1), (3, 2)])
