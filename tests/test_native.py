@@ -82,7 +82,7 @@ def test_entry_calls_round_trip(mpi_job, native):
                         assert w == h, (w, h)
             far.take_kw(1, c=np.arange(3), d="s")
             far.take_kw(2, 3, 4, ret=False)
-            far.take_kw(5, b=6, c=None, ret=0)
+            far.take_kw(5, b=6, c=None, ret=False)
             kw = far.dump(ret=True).get()[len(sent):]
             assert kw[0][:3] == (1, 0, ()) and np.array_equal(kw[0][3], np.arange(3)) and kw[0][4] == {"d": "s"}, kw
             assert kw[1] == (2, 3, (4,), None, {}) and kw[2] == (5, 6, (), None, {}), kw

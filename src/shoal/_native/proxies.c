@@ -63,14 +63,15 @@ static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssi
 }
 
 /* Keyword arguments of a call as a dict without the call's options, `ret` (shoal's) and
- * `awaitable` (a proxy class's own, the Charm4py layer's): NULL if one is true (the
- * Python path then takes the call), or on an error. */
+ * `awaitable` (a proxy class's own, the Charm4py layer's): NULL if one is true or not a
+ * bool (the Python path then takes the call), or on an error. */
 static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
     PyObject *kwargs = PyDict_New();
     if (!kwargs) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
         if (keyword_is(key, "ret") || keyword_is(key, "awaitable")) {
+            if (!PyBool_Check(values[i])) { Py_DECREF(kwargs); return NULL; } /* the Python path refuses or takes it */
             int ret = PyObject_IsTrue(values[i]);
             if (ret != 0) { Py_DECREF(kwargs); return NULL; }
             continue;
@@ -113,12 +114,13 @@ static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_
 }
 
 /* The `ret` option of a broadcast's keywords: 0 or 1 (`*ret`) when `ret` is the only
- * keyword (or there are none); 0 for other keywords (the Python path); -1 error. */
+ * keyword (or there are none); 0 for other keywords or a `ret` that is not a bool (the
+ * Python path); -1 error. */
 static int ret_only(PyObject *const *values, PyObject *kwnames, int *ret) {
     *ret = 0;
     if (kwnames == NULL) return 1;
     if (PyTuple_GET_SIZE(kwnames) != 1) return 0;
-    if (!keyword_is(PyTuple_GET_ITEM(kwnames, 0), "ret")) return 0;
+    if (!keyword_is(PyTuple_GET_ITEM(kwnames, 0), "ret") || !PyBool_Check(values[0])) return 0; /* a non-bool: Python refuses it */
     int truth = PyObject_IsTrue(values[0]);
     if (truth < 0) return -1;
     *ret = truth;

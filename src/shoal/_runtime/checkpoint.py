@@ -133,9 +133,20 @@ def restarted() -> Any:
 
 def _main_runtime(what: str) -> "Runtime":
     rt = current(what)
-    if rt.pe != 0 or rt.counts.depth:
+    if rt.pe != 0 or not _in_main(rt):
         raise CheckpointError(f"{what} is for the main program (PE 0, outside entry methods)")
     return rt
+
+
+def _in_main(rt: "Runtime") -> bool:
+    """Whether the main program runs now, not an entry method: a synchronous main runs
+    at depth 0; an async main's every step runs at depth 1 (Task.step counts it as a
+    coroutine, so that blocking calls are refused in it), with its coroutine running and
+    no entry method nested in it. An entry method's coroutine runs while main's waits."""
+    depth = rt.counts.depth
+    if depth == 0:
+        return True
+    return depth == 1 and bool(getattr(rt.main_coro, "cr_running", False))
 
 
 def _new_folder(final: str) -> str:

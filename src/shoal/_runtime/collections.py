@@ -262,13 +262,22 @@ def Array(
         if ndims is None or ndims < 1:
             raise ValueError("shoal.Array needs dims (a dense array) or ndims >= 1 (a sparse array)")
         return rt.lifecycle.create(cls, "sparse", None, int(ndims), placement, tuple(args))
-    shape = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
-    if not shape or not all(isinstance(n, (int, np.integer)) and n > 0 for n in shape) or len(shape) > 8:
+    shape: tuple[Any, ...]
+    try:  # one size, or a sequence of them (a float, or anything else, is refused below)
+        shape = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    except TypeError:
+        shape = (dims,)
+    if not shape or len(shape) > 8 or not all(_size(n) for n in shape):
         raise ValueError(f"shoal.Array dims must be 1 to 8 positive integers, not {dims!r}")
     if ndims is not None and ndims != len(shape):
         raise ValueError(f"shoal.Array got dims {shape} and ndims={ndims}; give one or make them agree")
     shape = tuple(int(n) for n in shape)
     return rt.lifecycle.create(cls, "dense", shape, len(shape), placement, tuple(args))
+
+
+def _size(n: Any) -> bool:
+    """Whether ``n`` is one size of a dense array: a positive integer (not a bool, nor a float)."""
+    return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and bool(n > 0)
 
 
 def destroy(collection: Any) -> None:

@@ -346,6 +346,7 @@ class Engine:
                 self.fatal(rt0, exc, where)
 
         task = Task(rt0, main(args), finished, where)
+        rt0.main_coro = task.coro  # its steps run at depth 1, as an entry method's do (checkpoint.py tells them apart)
         rt0.ready.append(task.step)
         watch = _Watch(self, rt0, lambda: task.waiting or (returned if watch.what else None))
         while not stopped():
@@ -451,10 +452,16 @@ def start(main: Callable[..., Any], until: str = "return") -> NoReturn:
     sys.exit(run(main, until=until))
 
 
-def exit(code: int = 0) -> NoReturn:
-    """End the job on every PE with exit code ``code`` (from any PE, main or entry method)."""
-    current("shoal.exit()").request_exit(code)
-    raise SystemExit(code)
+def exit(code: Any = 0) -> NoReturn:
+    """End the job on every PE with exit code ``code`` (from any PE, main or entry method):
+    an int from 0 to 255; None as 0; anything else, as ``sys.exit`` does, printed (once,
+    by this PE) and 1."""
+    rt = current("shoal.exit()")
+    if isinstance(code, int) and not 0 <= code <= 255:  # the process would end with code % 256
+        raise ValueError(f"shoal.exit({code!r}): an exit code is 0 to 255")
+    status = exit_code(SystemExit(code))  # a message is printed here, and only here
+    rt.request_exit(status)
+    raise SystemExit(status)
 
 
 def call_later(delay: float, fn: Callable[..., Any], *args: Any) -> None:

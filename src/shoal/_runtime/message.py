@@ -44,6 +44,7 @@ __all__ = [
     "encode_call_shared",
     "decode_call",
     "unpicklable",
+    "bad_ret",
 ]
 
 
@@ -53,7 +54,7 @@ class Kind(IntEnum):
     INVOKE = 0  # run an entry method on one element
     BROADCAST = 1  # run an entry method on every element (travels down a tree)
     MULTICAST = 2  # run an entry method on the listed local elements of a section
-    FUTURE = 3  # resolve a future owned by the receiver
+    FUTURE = 3  # resolve a future owned by the receiver (entry: its sender PE + 1, or 0 if not said)
     REDUCE = 4  # a partial reduction result going up a tree
     RESULT = 5  # an all-reduce result going down a tree
     CREATE = 6  # make a collection known (and its local elements) on a PE
@@ -427,3 +428,8 @@ def unpicklable(cls: type, name: str, args: tuple, kwargs: dict, exc: Exception)
                 "entry-method arguments must be picklable"
             )
     return TypeError(f"cannot send the arguments of {cls.__qualname__}.{name}: {exc}")
+
+
+def bad_ret(cls: type, name: str, ret: object) -> TypeError:
+    """The error of a call whose ``ret=`` is not a bool (``ret=5`` would read as True)."""
+    return TypeError(f"{cls.__qualname__}.{name}(ret={ret!r}): ret takes True or False, not {type(ret).__name__}")

@@ -74,6 +74,7 @@ class Receiving:
     request_exit: Callable[[int], None]
     send_raw: Callable[..., None]
     send_future: Callable[..., None]
+    describe_future: Callable[[int], str]
     #: who hears of an entry method's error that no caller waits for (default None: the
     #: job ends); ``shoal serve`` sets it so that a client's broken chare ends no job
     entry_error_sink: Callable[[BaseException, str], None] | None = None
@@ -356,16 +357,18 @@ class Receiving:
         return reply
 
     def _on_future(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
-        self._resolve_future(aux, decode_call(kind, segments)[0][0])
+        self._resolve_future(aux, decode_call(kind, segments)[0][0], src)
 
-    def _resolve_future(self, fid: int, value: Any) -> None:
+    def _resolve_future(self, fid: int, value: Any, src: int | None) -> None:
         fut = self.futures.get(fid)
         if fut is None:
             if isinstance(value, Failure):
                 return  # a second error for a future that failed already: the first one wins
+            sender = "another PE" if src is None else f"PE {src}"
             self.fail(
-                ShoalError(f"a value came for future #{fid} of PE {self.pe}, which was already resolved"),
-                "Future.send",
+                ShoalError(f"{sender} sent a value to the {self.describe_future(fid)}, which was already "
+                           "resolved; a future resolves once"),
+                f"Future.send from {sender}",
             )
             return
         fut._resolve(value)
@@ -408,8 +411,8 @@ class Receiving:
     def _on_value(self, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
         """A message of one value, decoded by the compiled core (a future's value, a
         compact REDUCE or RESULT, an EXCHANGE): what their handlers do after decoding."""
-        if kind == Kind.FUTURE:
-            self._resolve_future(aux, value)
+        if kind == Kind.FUTURE:  # its entry field: the sender PE + 1, or 0 (see Sending.send_future)
+            self._resolve_future(aux, value, entry - 1 if entry else None)
         elif kind == Kind.EXCHANGE:
             self.reductions.on_exchange(coll, aux, entry, value)
         elif kind == Kind.REDUCE:

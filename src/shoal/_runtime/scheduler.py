@@ -110,6 +110,8 @@ class Runtime(Receiving, Sending):
         self.restart_state: Any = None  # PE 0: main's state in the checkpoint this run restarted from
         self.restore_seconds = 0.0  # how long rebuilding this PE's elements from it took
         self.last_checkpoint = time.monotonic()  # when main's last checkpoint_point() wrote one
+        #: PE 0: the coroutine of an async main (engine.py), to tell its steps from entry methods'
+        self.main_coro: Any = None
         self.detector = Detector()
         self.reductions = ReductionManager(self)
         self.lifecycle = Lifecycle(self)

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 from . import tree
 from .chare import entry_table
 from .futures import Future, future_handle
-from .message import FWD, Kind, decode, encode, pack_header, unpicklable
+from .message import FWD, Kind, bad_ret, decode, encode, pack_header, unpicklable
 
 if TYPE_CHECKING:
     from .proxy import SectionProxy
@@ -47,6 +47,8 @@ class Sections:
     def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to the elements of ``section``, one message per PE
         (per collection of a union: there the method of the same name)."""
+        if ret is not False and ret is not True:
+            raise bad_ret(section._info.cls, name, ret)
         fut = Future(_depth=5) if ret else None
         for info, section_members in section.parts:
             e = entry if info.cls is section._info.cls else entry_table(info.cls).id_of(name)

@@ -25,7 +25,8 @@ from .futures import Failure, Future
 from .location import Locations
 from . import message as _message
 from .message import (
-    HEADER, Kind, encode, encode_call, encode_call_shared, pack_header, pack_index, segment_nbytes, unpicklable,
+    HEADER, Kind, bad_ret, encode, encode_call, encode_call_shared, pack_header, pack_index, segment_nbytes,
+    unpicklable,
 )
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 from .._transport.base import DeviceSegment
@@ -69,6 +70,7 @@ class Sending:
     local: deque
     locations: Locations
     futures: dict[int, Future]
+    escaped: Any
     _send_eager: Callable[..., bool] | None
     _send_value: Callable[..., bool] | None
     _core_send: Callable[..., bool] | None
@@ -106,6 +108,8 @@ class Sending:
 
     def invoke(self, proxy: "ElementProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to one element."""
+        if ret is not False and ret is not True:
+            raise bad_ret(proxy._info.cls, name, ret)
         self._comm_countdown -= 1
         if self._comm_countdown <= 0:
             self._sample_comm(proxy, args)
@@ -146,6 +150,8 @@ class Sending:
                   depth: int = 5) -> Future | None:
         """Send entry method ``entry`` to every element, through the collection's root
         (``depth``: the caller's frame, for the future's origin, as ``Future(_depth=)``)."""
+        if ret is not False and ret is not True:
+            raise bad_ret(info.cls, name, ret)
         simple = _message.pickle_simple
         if simple is not None and not kwargs and (payload := simple(args)) is not None:
             flag, segments = 0, [payload]  # encode_call's first case, without its calls
@@ -163,14 +169,25 @@ class Sending:
             if fut is None:
                 if isinstance(value, Failure):
                     return  # a second error for a future that failed already: the first one wins
-                raise ShoalError(f"PE {self.pe}: future #{fid} was already resolved; a future resolves once")
+                raise ShoalError(f"{self.describe_future(fid)} was already resolved; a future resolves once")
             fut._resolve(value)
             return
         try:
             flag, segments = encode_call((value,), None)  # a plain array goes without pickle
         except Exception as exc:
             raise TypeError(f"cannot send {type(value).__name__} to a future: {exc}") from None
-        self.send_raw(owner, pack_header(Kind.FUTURE | flag, 0, self.pe, fid, _NO_COLL), segments, _NO_COLL)
+        # the entry field of a FUTURE message names its sender (PE + 1) to the compiled
+        # core's receiving path, which hands the receiver the entry field but not the source
+        sender = self.pe + 1 if self.pe < 0xFFFF else 0
+        self.send_raw(owner, pack_header(Kind.FUTURE | flag, sender, self.pe, fid, _NO_COLL), segments, _NO_COLL)
+
+    def describe_future(self, fid: int) -> str:
+        """Future ``fid`` of this PE, named for an error: where it was made if it is still
+        held here (it travelled, so it is among the escaped ones while it lives)."""
+        fut = self.futures.get(fid) or self.escaped.get(fid)
+        if fut is not None:
+            return f"future created at {fut.origin} on PE {self.pe}"
+        return f"future #{fid} of PE {self.pe} (dropped here since, so where it was made is not known)"
 
     def send_channel(self, remote: "ElementProxy", tag: int, seq: int, flag: int, segments: list) -> None:
         self._comm_countdown -= 1
