@@ -12,6 +12,8 @@ A queue that is shorter than its count anyway is a broken invariant, reported as
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import run_inproc
 
@@ -20,54 +22,11 @@ from shoal._runtime.context import current
 
 BOTH = pytest.mark.parametrize("native", ["1", "0"])
 
-#: more calls than run_local runs past its starting count in one step (LOCAL_BATCH, 64):
-#: the loop stops before the PLAN, which then begins the next step's count with the
-#: messages queued behind it
-FILL = 200
-
 #: the element's side of the deterministic case: on PE 0 (the Array's root), kick()
 #: queues a migrate() REQUEST, then later(), then filler; the REQUEST queues the PLAN,
 #: later() queues three calls to element 1 behind it; the next step's count holds the
 #: PLAN and the three calls, and the PLAN sends element 1 (and the calls) to PE 1
-CASE = f"""
-import shoal
-
-FILL = {FILL}
-
-
-class Cell(shoal.Chare):
-    def __init__(self):
-        self.log = []
-
-    def kick(self):
-        self.collection.migrate(1, 1)
-        self.proxy.later()
-        for _ in range(FILL):
-            self.proxy.noop()
-
-    def later(self):
-        for i in range(3):
-            self.collection[1].note(i)
-
-    def noop(self):
-        pass
-
-    def note(self, i):
-        self.log.append((i, shoal.my_pe()))
-
-    def report(self):
-        return shoal.my_pe(), self.log
-
-    def thief(self):
-        # an internal inconsistency: something other than the step's loop empties the queue
-        from shoal._runtime.context import current
-
-        current().local.clear()
-
-
-def on_pe_0(i, n):
-    return 0
-"""
+CASE = (Path(__file__).parent / "programs" / "local_queue_cells.py").read_text()
 
 DEPART = CASE + """
 
@@ -208,35 +167,7 @@ charm.start(Main)
 
 # -- in this process (the Python path) ----------------------------------------------------
 
-class Cell(shoal.Chare):
-    def __init__(self):
-        self.log = []
-
-    def kick(self):
-        self.collection.migrate(1, 1)
-        self.proxy.later()
-        for _ in range(FILL):
-            self.proxy.noop()
-
-    def later(self):
-        for i in range(3):
-            self.collection[1].note(i)
-
-    def noop(self):
-        pass
-
-    def note(self, i):
-        self.log.append((i, shoal.my_pe()))
-
-    def report(self):
-        return shoal.my_pe(), self.log
-
-    def thief(self):
-        current().local.clear()
-
-
-def _on_pe_0(i, n):
-    return 0
+from programs.local_queue_cells import Cell, on_pe_0 as _on_pe_0  # noqa: E402
 
 
 def test_a_departure_inside_the_step_sends_on_what_was_queued_in_process():
