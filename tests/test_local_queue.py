@@ -18,7 +18,6 @@ import pytest
 from conftest import run_inproc
 
 import shoal
-from shoal._runtime.context import current
 
 BOTH = pytest.mark.parametrize("native", ["1", "0"])
 
