@@ -18,6 +18,19 @@ its broadcasts):
 ``arr.migrate(index, pe)`` is a round of one move without at_sync or resume. Rounds of
 one Array run one at a time. With a period (``SHOAL_LB_PERIOD=N``) only every N-th
 at_sync balances; the others resume at once, without a round.
+
+An element's part in this is its *sync state* (``Chare._shoal_synced``, which moves with
+it): ``(phase, round, quick)``. ``phase`` is FREE, SYNCED (in at_sync, not reported yet),
+REPORTED (in a READY report, waiting for RESUME) or RESUMING (its resume_from_sync is
+queued); ``round`` numbers the at_sync rounds it took part in; ``quick`` counts
+resume_from_sync calls queued without a round (no strategy, or not the period's turn).
+Rounds of migrate() can move an element in any phase, so the state is the element's, not
+the PE's: a PE's counters follow the elements that leave and land (``_departed``,
+``_landed``), and a queued resume_from_sync runs where the element is when its turn comes
+(on the PE it left, the queued call finds it gone and does nothing; the PE it lands on
+queues it again). RESUME names its round, and resumes only the elements REPORTED in that
+round: an element resumed elsewhere may land, and sync again, before this PE has seen the
+RESUME of the round it left (issue 41).
 """
 
 from __future__ import annotations
@@ -39,9 +52,25 @@ if TYPE_CHECKING:
     from .collections import CollectionState
     from .scheduler import Runtime
 
-__all__ = ["Balancer", "READY", "PLAN", "MOVED", "RESUME", "REQUEST", "COMM_SAMPLE", "record_comm"]
+__all__ = ["Balancer", "READY", "PLAN", "MOVED", "RESUME", "REQUEST", "COMM_SAMPLE", "record_comm", "sync_state"]
 
 READY, PLAN, MOVED, RESUME, REQUEST = range(5)  # the phase, in the entry field of BALANCE messages
+
+#: an element's phase in its sync state (``Chare._shoal_synced``: ``(phase, round, quick)``)
+FREE, SYNCED, REPORTED, RESUMING = range(4)
+_NEVER = (FREE, 0, 0)
+
+
+def sync_state(el: Any) -> tuple:
+    """``(phase, round, quick)`` of ``el``: see the module's docstring. An element that
+    never called at_sync() (``False``) is FREE, before round 1."""
+    s = el._shoal_synced
+    return s if type(s) is tuple else _NEVER
+
+
+def _set_sync(el: Any, phase: int, rnd: int, quick: int) -> None:
+    """Set ``el``'s sync state (``Chare._shoal_synced``, False until its first at_sync())."""
+    el._shoal_synced = (phase, rnd, quick)
 
 #: one send in this many between elements is recorded for the communication graph
 #: (and counted this many times); the compiled core samples at the same rate (core.h)
@@ -65,18 +94,30 @@ def record_comm(el: Any, proxy: Any, nbytes: int) -> None:
         edge[1] += COMM_SAMPLE * nbytes
 
 
+def _plan16(number: int) -> int:
+    """A plan's number as a MIGRATE message carries it: 1 .. 0xFFFF (0 means none)."""
+    return (number - 1) % 0xFFFF + 1 if number > 0 else 0
+
+
 class _Round:
     """One PE's state in the balancing of one Array (the coordinator's part too)."""
 
-    __slots__ = ("synced", "since", "idle_since", "busy_since", "expected", "arrived", "reports", "reported",
-                 "pending", "held", "busy", "number", "requests", "started", "moves", "resume")
+    __slots__ = ("synced", "waiting", "gen", "since", "idle_since", "busy_since", "awaiting", "landed", "plan", "early", "reports",
+                 "reported", "pending", "held", "busy", "number", "requests", "started", "moves", "resume", "lb_rounds")
 
     def __init__(self, now: float, idle: float):
-        self.synced = 0  # local elements waiting in at_sync
+        self.synced = 0  # local elements SYNCED (in at_sync, not reported yet)
+        self.waiting = 0  # local elements REPORTED (waiting for their round's RESUME)
+        self.gen = 1  # the at_sync round after the last RESUME this PE saw
         self.since, self.idle_since = now, idle  # wall clock and idle total at the last round
         self.busy_since = 0.0  # the PE's busy total then
-        self.expected = -1  # arrivals the current plan sends here (-1: no plan here yet)
-        self.arrived = 0
+        self.awaiting: set | None = None  # elements the current plan sends here, not arrived yet (None: no plan here)
+        #: elements that arrived before this PE saw the plan that moved them (it comes down
+        #: the tree, they come from the PE they left: with 3 PEs or more, either may be first)
+        self.landed: set = set()
+        self.plan = 0  # the last plan this PE saw
+        #: elements that came before the plan that moved them: (plan, header, segments)
+        self.early: list = []
         # the coordinator's part
         self.reports: list = []
         self.reported = 0
@@ -87,7 +128,8 @@ class _Round:
         self.requests: list = []  # arr.migrate() moves waiting for the round under way
         self.started = 0.0
         self.moves = 0
-        self.resume = False  # the round under way ends with resume_from_sync()
+        self.resume = 0  # the at_sync round under way, which ends with its RESUME (0: a migrate() round)
+        self.lb_rounds = 0  # at_sync rounds decided
 
 
 class Balancer:
@@ -99,6 +141,9 @@ class Balancer:
         self.holding: set[int] = set()  # Arrays whose broadcasts this PE (their root) holds
         self.started = perf_counter()
         rt.migration.on_arrival = self._arrived
+        rt.migration.on_landing = self._landed
+        rt.migration.on_departure = self._departed
+        rt.migration.before_plan = self._before_plan
 
     def state(self, coll: int) -> _Round:
         st = self.rounds.get(coll)
@@ -114,26 +159,30 @@ class Balancer:
             raise ShoalError(
                 f"at_sync() on {el!r}: the elements of a Group stay on their PE; balancing moves elements of an Array"
             )
-        if el._shoal_synced:
+        phase, rnd, quick = sync_state(el)
+        if phase != FREE:
             raise ShoalError(f"{el!r} called at_sync() again before its resume_from_sync() ran")
         n = el._shoal_syncs = el._shoal_syncs + 1
         period = rt.settings.lb_period
         if not rt.settings.lb or (period > 0 and n % period):
-            rt.ready.append(functools.partial(self._resume, el))  # no round this time
+            _set_sync(el, FREE, rnd, quick + 1)  # no round this time: resumes where it is then
+            rt.ready.append(functools.partial(self._quick_resume, el))
             return
-        el._shoal_synced = True
         cs = rt.colls.get(info.id)
         if cs is None:  # shoal.destroy() removed it while this element ran
+            _set_sync(el, SYNCED, rnd + 1, quick)
             return
         st = self.state(info.id)
+        _set_sync(el, SYNCED, max(rnd + 1, st.gen), quick)  # gen: an element inserted late
         st.synced += 1
         self._maybe_ready(cs, st)
 
     def _maybe_ready(self, cs: "CollectionState", st: _Round) -> None:
-        if st.synced < len(cs.elements) or not st.synced:
+        """Report this PE's SYNCED elements once every element here is SYNCED or REPORTED."""
+        if not st.synced or st.synced + st.waiting < len(cs.elements):
             return
         rt = self.rt
-        elements = list(cs.elements.items())
+        elements = [(index, el) for index, el in cs.elements.items() if sync_state(el)[0] == SYNCED]
         scale = rt.ticks.seconds_per_tick() if rt.ticks is not None else 0.0
         loads = np.empty(len(elements))
         edges: list = []
@@ -154,12 +203,64 @@ class Balancer:
         report = (rt.pe, [index for index, _ in elements], loads, now - st.since, busy - st.busy_since,
                   idle - st.idle_since, edges, pinned)
         st.since, st.idle_since, st.busy_since = now, idle, busy
+        for _, el in elements:
+            _, rnd, quick = sync_state(el)
+            _set_sync(el, REPORTED, rnd, quick)
         st.synced = 0
+        st.waiting += len(elements)
         rt.post(cs.info.root, Kind.BALANCE, READY, 0, cs.info.id, (), report)
 
+    def _here(self, el: "Chare") -> bool:
+        """Whether ``el`` is this PE's element still (not a copy left by a departure)."""
+        cs = self.rt.colls.get(el.collection._info.id)
+        return cs is not None and cs.elements.get(el.index) is el
+
     def _resume(self, el: "Chare") -> None:
-        el._shoal_synced = False
+        """The resume_from_sync() a RESUME queued, unless ``el`` left meanwhile (then the
+        PE it landed on queued it again, :meth:`_landed`)."""
+        phase, rnd, quick = sync_state(el)
+        if phase != RESUMING or not self._here(el):
+            return
+        _set_sync(el, FREE, rnd, quick)
         self.rt.run_method(el, type(el).resume_from_sync, (), None, None)
+
+    def _quick_resume(self, el: "Chare") -> None:
+        """The resume_from_sync() of an at_sync() without a round, where ``el`` is now."""
+        phase, rnd, quick = sync_state(el)
+        if quick <= 0 or not self._here(el):
+            return
+        _set_sync(el, phase, rnd, quick - 1)
+        self.rt.run_method(el, type(el).resume_from_sync, (), None, None)
+
+    # -- elements that move (migration.py's hooks) ------------------------------------------
+    def _departed(self, cs: "CollectionState", el: "Chare") -> None:
+        """``el`` left this PE (its sync state goes with it)."""
+        phase = sync_state(el)[0]
+        st = self.rounds.get(cs.info.id)
+        if st is None:
+            return
+        if phase == SYNCED:
+            st.synced -= 1
+        elif phase == REPORTED:
+            st.waiting -= 1
+        self._maybe_ready(cs, st)  # the elements left here may all be in at_sync now
+
+    def _landed(self, cs: "CollectionState", el: "Chare") -> None:
+        """``el`` arrived here (before its migrated() and any message for it runs)."""
+        phase, _, quick = sync_state(el)
+        if phase == FREE and not quick:
+            return
+        rt = self.rt
+        st = self.state(cs.info.id)
+        if phase == RESUMING:
+            rt.ready.append(functools.partial(self._resume, el))
+        for _ in range(quick):
+            rt.ready.append(functools.partial(self._quick_resume, el))
+        if phase == REPORTED:
+            st.waiting += 1
+        elif phase == SYNCED:
+            st.synced += 1
+            self._maybe_ready(cs, st)
 
     # -- arr.migrate(index, pe) -------------------------------------------------------
     def request(self, info: Any, index: tuple, pe: int) -> None:
@@ -190,14 +291,25 @@ class Balancer:
         elif entry == MOVED:
             self._on_moved(cs, src)
         elif entry == RESUME:
-            for el in list(cs.elements.values()):
-                if el._shoal_synced:
-                    rt.ready.append(functools.partial(self._resume, el))
+            self._on_resume(cs, payload)
         elif entry == REQUEST:
             st = self.state(coll)
             st.requests.append(payload)
             if not st.busy:
                 self._start_requests(cs, st)
+
+    def _on_resume(self, cs: "CollectionState", number: int) -> None:
+        """At_sync round ``number`` is over: queue resume_from_sync() of the elements here
+        that took part in it (not one that landed and synced again for the next round)."""
+        st = self.state(cs.info.id)
+        st.gen = max(st.gen, number + 1)
+        ready = self.rt.ready
+        for el in list(cs.elements.values()):
+            phase, rnd, quick = sync_state(el)
+            if phase == REPORTED and rnd == number:
+                _set_sync(el, RESUMING, rnd, quick)
+                st.waiting -= 1
+                ready.append(functools.partial(self._resume, el))
 
     def _on_ready(self, cs: "CollectionState", report: tuple) -> None:
         st = self.state(cs.info.id)
@@ -224,8 +336,14 @@ class Balancer:
         placement = np.concatenate([np.full(len(r[1]), r[0], np.int64) for r in reports])
         loads = np.concatenate([r[2] for r in reports])
         wall, busy, idle = np.ones(rt.npes), np.ones(rt.npes), np.zeros(rt.npes)
-        for r in reports:
-            wall[r[0]], busy[r[0]], idle[r[0]] = r[3], r[4], r[5]
+        seen: set[int] = set()
+        for r in reports:  # a PE whose elements moved while it reported may send several
+            if r[0] not in seen:
+                seen.add(r[0])
+                wall[r[0]], busy[r[0]], idle[r[0]] = 0.0, 0.0, 0.0
+            wall[r[0]] += r[3]
+            busy[r[0]] += r[4]
+            idle[r[0]] += r[5]
         # background load (other processes on a PE's core, the main program, the runtime's
         # own work) as a PE's speed: busy / (wall - idle) since the last round. Not in the
         # first round (start-up is no measure) nor where PEs share one process and take turns
@@ -244,15 +362,16 @@ class Balancer:
         new[pinned] = placement[pinned]  # elements that are not migratable stay
         moved = np.nonzero(new != placement)[0]
         moves = [(indices[i], int(placement[i]), int(new[i])) for i in moved]
-        self._start(cs, st, moves, resume=True)
+        st.lb_rounds += 1
+        self._start(cs, st, moves, resume=st.lb_rounds)
 
     def _start_requests(self, cs: "CollectionState", st: _Round) -> None:
         last = dict(st.requests)  # requests that queued up: each element to the last PE asked
         moves = [(index, -1, pe) for index, pe in last.items()]
         st.requests = []
-        self._start(cs, st, moves, resume=False)
+        self._start(cs, st, moves, resume=0)
 
-    def _start(self, cs: "CollectionState", st: _Round, moves: list, resume: bool) -> None:
+    def _start(self, cs: "CollectionState", st: _Round, moves: list, resume: int) -> None:
         rt = self.rt
         st.busy = True
         st.number += 1
@@ -260,41 +379,73 @@ class Balancer:
         st.moves, st.resume = len(moves), resume
         st.pending = {dst for _, _, dst in moves}
         self.holding.add(cs.info.id)
-        payload = (st.number, moves, resume)
+        payload = (st.number, moves, bool(resume))
         rt.post(rt.pe, Kind.BALANCE, PLAN, 0, cs.info.id, (), payload)  # down the tree from here, the root
         if not st.pending:
             self._finish(cs, st)
+
+    def _before_plan(self, cs: "CollectionState", index: tuple, plan: int, header: bytes, segments: list) -> bool:
+        """An element came that plan ``plan`` (its 16-bit number) moved: True if this PE
+        has not seen that plan yet, and keeps the element until it has. A broadcast the
+        root sent before the plan may not have reached this PE yet (the element left a PE
+        that had run it; with 3 PEs or more the element may come first): landing before
+        the plan, the element would run it twice."""
+        st = self.state(cs.info.id)
+        ahead = (plan - _plan16(st.plan)) % 0xFFFF
+        if ahead == 0 or ahead >= 0x8000:  # this plan, or an earlier one: seen
+            return False
+        st.early.append((plan, header, segments))
+        self.rt.locations.expect(cs.info, index)  # its messages wait here with it
+        return True
 
     def _on_plan(self, cs: "CollectionState", number: int, moves: list, resume: bool) -> None:
         rt = self.rt
         st = self.state(cs.info.id)
         info = cs.info
-        expected = 0
+        st.plan = number
+        awaiting = set()
         for index, src, dst in moves:
+            # where the element is, not where a READY report saw it (``src``): a round of
+            # migrate() may have moved it since, and every earlier move is over by now
             here = index in cs.elements
-            if dst == rt.pe and not here:
-                expected += 1
-                rt.locations.expect(info, index)
-            elif here and dst != rt.pe and (src == rt.pe or src < 0):
+            if dst == rt.pe:
+                if index in st.landed:  # this plan's move, already done
+                    st.landed.discard(index)
+                elif not here:
+                    awaiting.add(index)
+                    rt.locations.expect(info, index)
+            elif here:
                 try:
-                    rt.migration.depart(cs, index, dst)
+                    rt.migration.depart(cs, index, dst, _plan16(number))
                 except ShoalError as exc:
                     rt.fail(exc, f"moving element {index if len(index) > 1 else index[0]} of {info.cls.__qualname__}")
                     return
         if any(dst == rt.pe for _, _, dst in moves):
-            st.expected = expected
+            st.awaiting = awaiting
             self._maybe_moved(cs, st)
+        if st.early:  # elements this plan moved that came before it: they land now
+            mine = _plan16(number)
+            early, st.early = st.early, []
+            for plan, header, segments in early:
+                if plan == mine:
+                    rt.dispatch(header, segments)
+                else:
+                    st.early.append((plan, header, segments))
 
     def _arrived(self, cs: "CollectionState", el: "Chare") -> None:
         st = self.state(cs.info.id)
-        st.arrived += 1
-        self._maybe_moved(cs, st)
+        if st.awaiting is not None and el.index in st.awaiting:
+            st.awaiting.discard(el.index)
+            self._maybe_moved(cs, st)
+        else:  # before the plan that moved it: that plan finds it here
+            st.landed.add(el.index)
 
     def _maybe_moved(self, cs: "CollectionState", st: _Round) -> None:
-        if st.expected < 0 or st.arrived < st.expected:
+        """MOVED to the root once every element the plan sends here is in (not before: a
+        broadcast released by the round's end must find it here)."""
+        if st.awaiting is None or st.awaiting:
             return
-        st.arrived -= st.expected
-        st.expected = -1
+        st.awaiting = None
         self.rt.post(cs.info.root, Kind.BALANCE, MOVED, 0, cs.info.id, (), None)
 
     def _on_moved(self, cs: "CollectionState", src: int) -> None:
@@ -309,7 +460,7 @@ class Balancer:
         if rt.tracer is not None:
             rt.tracer.balance(st.started, perf_counter(), cs.info.cls.__qualname__, st.moves, rt.settings.lb or "migrate()")
         if st.resume:
-            rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), None)
+            rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), st.resume)
         st.busy = False
         self.holding.discard(cs.info.id)
         held, st.held = st.held, []
@@ -332,10 +483,23 @@ class Balancer:
         lines = []
         for coll, st in self.rounds.items():
             cs = self.rt.colls.get(coll)
-            if cs is not None and st.synced:
+            if cs is not None and (st.synced or st.waiting):
                 lines.append(
-                    f"PE {self.rt.pe}: {st.synced} of its {len(cs.elements)} element(s) of {cs.info.cls.__qualname__} "
-                    "wait in at_sync() for the others"
+                    f"PE {self.rt.pe}: {st.synced + st.waiting} of its {len(cs.elements)} element(s) of "
+                    f"{cs.info.cls.__qualname__} wait in at_sync() for the others ({st.waiting} reported to "
+                    f"PE {cs.info.root})"
+                )
+        migration = self.rt.migration
+        for (coll, index), (dest, _) in migration.waiting_departures.items():
+            cs = self.rt.colls.get(coll)
+            el = cs.elements.get(index) if cs is not None else None
+            if cs is not None and el is not None:
+                fences = sorted(k for k in (el._shoal_held or {}) if k >= 0)
+                sweep = migration.sweeps.get((coll, index))
+                lines.append(
+                    f"PE {self.rt.pe}: element {index if len(index) > 1 else index[0]} of {cs.info.cls.__qualname__} "
+                    f"waits to leave for PE {dest} until the fences of PE(s) {fences} are in"
+                    + (f" ({sweep[0]} of its arrival's sweep still out)" if sweep else "")
                 )
         return lines
 

@@ -14,6 +14,16 @@ new route until S's FENCE arrives: S sends it by the old route right after switc
 so it arrives after everything S sent that way. The PE the element left switches its
 own route when the element leaves (it sends what it had queued for it first), and the
 PE it arrives on fences its own old route in the same way.
+
+A route that does not switch can still lengthen: S keeps sending to PE H while the
+element is away from H, H forwards those messages after it, and the element comes back
+to H (or arrives at H for the first time, H having forwarded messages for it towards its
+home) while they are still on their way. S's next message then reaches it at once, ahead
+of them. So the PE an element arrives on *sweeps* the routes it may have forwarded
+messages on (its pointer, else the element's home) and its own old route: a FENCE of its
+own down each, which trails what it forwarded there. Until every one of them is back,
+messages that come straight to the element are held (:data:`ANY`), whoever sent them; a
+sender's FENCE that comes meanwhile releases its messages only with the sweep.
 """
 
 from __future__ import annotations
@@ -46,6 +56,11 @@ RUNTIME_ATTRS = (
 )
 _SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away", "_shoal_comm"))
 
+#: the key, in an element's held messages (``Chare._shoal_held``: sender PE -> messages),
+#: of the messages from senders without a hold of their own while its arrival's sweep is
+#: out: ``(src, header, segments)``, in arrival order
+ANY = -1
+
 #: what takes the place, in the PE's local queue, of a message sent on after its element
 #: left (Migration._send_queued); the step's local loop passes over it
 SENT_ON = (None, None)
@@ -56,14 +71,27 @@ class Migration:
 
     def __init__(self, rt: "Runtime"):
         self.rt = rt
-        self.on_arrival: Any = None  # balancing.py's hook: (coll) after each arrival
-        #: departures put off until the element's fences are in: (coll, index) -> PE
-        self.waiting_departures: dict[tuple, int] = {}
+        self.on_arrival: Any = None  # balancing.py's hook: (cs, el) after each arrival
+        #: balancing.py's hooks: (cs, el) once an element is in ``cs.elements`` here, before
+        #: its migrated() and its messages run; (cs, el) once one left (its at_sync state
+        #: and a resume_from_sync() still queued for it go with it)
+        self.on_landing: Any = None
+        self.on_departure: Any = None
+        #: departures put off until the element's fences are in: (coll, index) -> (PE, plan)
+        self.waiting_departures: dict[tuple, tuple] = {}
+        #: balancing.py's hook: (cs, index, plan, header, segments) -> True if it keeps an
+        #: arriving element until this PE has seen the plan that moved it
+        self.before_plan: Any = None
+        #: elements whose arrival's sweep is out: (coll, index) -> [fences still to come
+        #: back, senders whose own FENCE came meanwhile (released with the sweep)]
+        self.sweeps: dict[tuple, list] = {}
 
     # -- leaving -------------------------------------------------------------------
-    def depart(self, cs: "CollectionState", index: tuple, dest: int) -> None:
+    def depart(self, cs: "CollectionState", index: tuple, dest: int, plan: int = 0) -> None:
         """Send element ``index`` (here) to PE ``dest``; once its fences are in, if it
-        waits for some (then it moves one route switch at a time, which keeps order)."""
+        waits for some (then it moves one route switch at a time, which keeps order).
+        ``plan``: the number (1 .. 0xFFFF) of the balancing round's plan that moves it,
+        which the MIGRATE message carries in its entry field (0: none)."""
         rt = self.rt
         info = cs.info
         el = cs.elements.get(index)
@@ -71,7 +99,7 @@ class Migration:
             raise MigrationError(f"element {_show(index)} of {info.cls.__qualname__} is not on PE {rt.pe}")
         self.check_idle(el, f"move from PE {rt.pe} to PE {dest}")
         if el._shoal_held:
-            self.waiting_departures[(info.id, index)] = dest
+            self.waiting_departures[(info.id, index)] = (dest, plan)
             return
         moves = el._shoal_moves + 1
         t0 = perf_counter()
@@ -88,9 +116,11 @@ class Migration:
             channels._moving = False
         del cs.elements[index]
         cs.first = -1  # no longer the PE's block in order
-        rt.send_raw(dest, pack_header(Kind.MIGRATE, 0, rt.pe, moves, info.id, index), segments, info.id)
+        rt.send_raw(dest, pack_header(Kind.MIGRATE, plan, rt.pe, moves, info.id, index), segments, info.id)
         rt.locations.depart(info, index, dest, moves)
         self._send_queued(info.id, index, dest)
+        if self.on_departure is not None:
+            self.on_departure(cs, el)
         if rt.tracer is not None:
             size = sum(segment_nbytes(s) for s in segments)
             rt.tracer.migration(t0, perf_counter(), f"{info.cls.__qualname__}{list(index)}", rt.pe, dest, size)
@@ -151,6 +181,8 @@ class Migration:
         cs = rt.collection_or_defer(coll, header, segments)
         if cs is None:
             return
+        if entry and self.before_plan is not None and self.before_plan(cs, index, entry, header, segments):
+            return  # it came before the plan that moved it: it lands after it (balancing.py)
         info = cs.info
         t0 = perf_counter()
         # the element's arrays are its own and writable: buffers that came in a read-only
@@ -158,14 +190,23 @@ class Migration:
         segments = [segments[0], *[bytearray(b) if _read_only(b) else b for b in segments[1:]]]
         el = rebuild(rt, cs, index, segments)
         moves = el._shoal_moves
-        el._shoal_away = info.home(index, rt.npes) != rt.pe
+        home = info.home(index, rt.npes)
+        el._shoal_away = home != rt.pe
+        # the routes messages for it may still be on, coming here: this PE's own (``old``)
+        # and the one it forwarded others' messages on (its pointer, else the home)
         old = rt.locations.locate(info, index)
+        forwarded = rt.locations.pointers.get((coll, index), home)
+        routes = sorted({old, forwarded} - {rt.pe})
         cs.elements[index] = el
         cs.first = -1
         rt.locations.arrive(info, index, moves)
-        if old != rt.pe:  # this PE's own messages to it went that way: fence them
-            el._shoal_held = {rt.pe: []}
-            rt.send_raw(old, pack_header(Kind.FENCE, 0, rt.pe, moves, coll, index), [b""], coll)
+        if routes:  # sweep them: hold what comes straight here until each fence is back
+            el._shoal_held = {rt.pe: [], ANY: []}
+            self.sweeps[(coll, index)] = [len(routes), []]
+            for pe in routes:
+                rt.send_raw(pe, pack_header(Kind.FENCE, 0, rt.pe, moves, coll, index), [b""], coll)
+        if self.on_landing is not None:
+            self.on_landing(cs, el)
         rt.counts.depth += 1
         try:
             el.migrated()
@@ -193,12 +234,25 @@ class Migration:
                 moves = el._shoal_moves
                 if held is None:
                     held = el._shoal_held = {}
-                held[src] = []
+                mine: list = []
+                if ANY in held:  # what came straight from ``src`` before: held now with its own
+                    rest: list = []
+                    for item in held[ANY]:
+                        if item[0] == src:
+                            mine.append(item[1:])
+                        else:
+                            rest.append(item)
+                    held[ANY] = rest
+                held[src] = mine
                 self.rt.send_raw(src, pack_header(Kind.LOCATION, 0, self.rt.pe, moves, coll, index), [b""], coll)
             return True
-        if held is not None and src in held:
-            held[src].append((header, segments))
-            return False
+        if held is not None:
+            if src in held:
+                held[src].append((header, segments))
+                return False
+            if ANY in held:
+                held[ANY].append((src, header, segments))
+                return False
         return True
 
     def on_location(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
@@ -219,14 +273,30 @@ class Migration:
         if el is None:
             return
         held = el._shoal_held
-        waiting = held.pop(src, None) if held is not None else None
+        sweep = self.sweeps.get((coll, index))
+        waiting: list = []
+        if sweep is not None and src == rt.pe:  # one of its arrival's sweep came back
+            sweep[0] -= 1
+            if sweep[0] > 0:
+                return
+            del self.sweeps[(coll, index)]
+            if held is not None:
+                waiting.extend(held.pop(rt.pe, ()))
+                waiting.extend((h, s) for _, h, s in held.pop(ANY, ()))
+                for sender in sweep[1]:
+                    waiting.extend(held.pop(sender, ()))
+        elif sweep is not None:  # a sender's fence during the sweep: its messages wait for the sweep
+            sweep[1].append(src)
+            return
+        elif held is not None:
+            waiting.extend(held.pop(src, ()))
         if held is not None and not held:
             el._shoal_held = None
-        for h, s in waiting or ():
+        for h, s in waiting:
             rt.dispatch(h, s)
-        dest = self.waiting_departures.pop((coll, index), None) if el._shoal_held is None else None
-        if dest is not None:
-            self.depart(rt.colls[coll], index, dest)
+        later = self.waiting_departures.pop((coll, index), None) if el._shoal_held is None else None
+        if later is not None:
+            self.depart(rt.colls[coll], index, *later)
 
 
 def rebuild(rt: "Runtime", cs: "CollectionState", index: tuple, segments: list) -> Chare:

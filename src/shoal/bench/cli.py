@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "stall": ("shoal.bench.stall.cli", "a large send to a busy PE: does the sender keep serving its messages?"),
     "scale": ("shoal.bench.scale.cli", "cost at scale: a million elements (time, bytes, ns per element), start-up"),
     "app": ("shoal.bench.apps.cli", "proxy applications: pic (particle-in-cell) on shoal, mpi4py, sequential"),
+    "soak": ("shoal.bench.soak.cli", "migration and balancing under load, seeded: every runtime invariant checked"),
 }
 
 
