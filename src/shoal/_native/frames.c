@@ -196,26 +196,26 @@ int frames_restart(Frames *self) {
 static int next_frame(Frames *self, int *src, int *n) {
     int flag = 0;
     MPI_Status st;
+    MPI_Message msg = MPI_MESSAGE_NULL;
     if (!self->probe) {
         if (check(MPI_Test(&self->recv, &flag, &st), "MPI_Test")) return -1;
-    } else {
-        MPI_Message msg;
-        if (check(MPI_Improbe(MPI_ANY_SOURCE, FRAME_TAG, self->comm, &flag, &msg, &st), "MPI_Improbe")) return -1;
-        if (flag) {
-            if (check(MPI_Get_count(&st, MPI_BYTE, n), "MPI_Get_count")) return -1;
-            if (*n > self->capacity) { /* every PE sends frames of at most its capacity: settings differ */
-                PyErr_Format(PyExc_RuntimeError, "shoal native transport: a frame of %d bytes from PE %d is larger than "
-                             "this PE's frame capacity (%zd bytes): every PE of a job must run with the same "
-                             "SHOAL_FRAME_CAPACITY and SHOAL_RENDEZVOUS_THRESHOLD", *n, st.MPI_SOURCE, self->capacity);
-                return -1;
-            }
-            if (check(MPI_Mrecv(self->rbuf, *n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv")) return -1;
-        }
+    } else if (check(MPI_Improbe(MPI_ANY_SOURCE, FRAME_TAG, self->comm, &flag, &msg, &st), "MPI_Improbe")) {
+        return -1;
     }
     if (!flag) return 0;
-    self->reading = 1;
+    if (check(MPI_Get_count(&st, MPI_BYTE, n), "MPI_Get_count")) return -1;
     *src = st.MPI_SOURCE;
-    return check(MPI_Get_count(&st, MPI_BYTE, n), "MPI_Get_count") ? -1 : 1;
+    if (self->probe) {
+        if (*n > self->capacity) { /* every PE sends frames of at most its capacity: settings differ */
+            PyErr_Format(PyExc_RuntimeError, "shoal native transport: a frame of %d bytes from PE %d is larger than "
+                         "this PE's frame capacity (%zd bytes): every PE of a job must run with the same "
+                         "SHOAL_FRAME_CAPACITY and SHOAL_RENDEZVOUS_THRESHOLD", *n, *src, self->capacity);
+            return -1;
+        }
+        if (check(MPI_Mrecv(self->rbuf, *n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv")) return -1;
+    }
+    self->reading = 1;
+    return 1;
 }
 
 static double now(void) {
