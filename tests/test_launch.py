@@ -395,6 +395,14 @@ def test_report_explains_mpiexec_failing_to_start_the_pes():
     assert code == 255 and lines == [
         "mpiexec failed (exit code 255) before every PE started (1 of 100 started): mpiexec -n 100 …; 100 PEs on 2 "
         "cores; mpiexec needs about 464 open files (4 per PE), the limit is 200 (ulimit -n)"]
+    # Open MPI's prterun exits 186, not 255: PEs that failed only on its broken pipes still point at it
+    broken = "unhandled exception in the shoal command: BrokenPipeError: [Errno 32] Broken pipe"
+    recs = {pe: _rec(pe, fatal=(1.0 + pe, broken)) for pe in (8, 19)}
+    code, lines = summarize(recs, [], 100, 186, command="mpiexec -n 100", file_limit=200)
+    assert code == 186 and lines[0].startswith("mpiexec failed (exit code 186) before every PE started (2 of 100")
+    recs[19] = _rec(19, fatal=(0.5, "unhandled exception in main: KeyError: 'a'"))  # a real error is still named
+    assert summarize(recs, [], 100, 186)[1] == [
+        "the job failed (exit code 186): PE 19: unhandled exception in main: KeyError: 'a' (PE 8 failed too)"]
 
 
 def test_report_is_silent_for_a_job_that_finished():

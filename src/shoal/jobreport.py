@@ -5,7 +5,7 @@ their processes ended, and mpiexec's exit code, and returns the job's exit code 
 lines to print, the last one a one-line summary. A PE that reported an error is named
 with it; otherwise a PE whose program never ended is named, with its Python stack if it
 crashed; otherwise, if mpiexec failed before every PE started, why that may be (mpiexec's
-own failures, exit code 255, come first: the PEs that did start then fail on its pipes).
+own failures come first: exit code 255, or PEs that failed only on its broken pipes).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def summarize(records: dict[int, PERecord], ended: list[list[int]], pes: int, rc
     failed = 1 if guarded or not rc else rc
     fatal = sorted((rec.fatal[0], pe, rec.fatal[1]) for pe, rec in records.items() if rec.fatal)
     started = sum(1 for rec in records.values() if rec.pid)
-    if rc == 255 and started < pes:  # mpiexec's own failure: PEs that did start fail after it
-        fatal = []
+    if started < pes and (rc == 255 or all(_on_pipes(what) for _, _, what in fatal)):
+        fatal = []  # mpiexec's own failure (MPICH's 255; Open MPI's any): PEs that did start fail on its pipes
     if fatal:
         _, pe, what = fatal[0]
         also = sorted({p for _, p, _ in fatal[1:]} - {pe})
@@ -71,6 +71,11 @@ def summarize(records: dict[int, PERecord], ended: list[list[int]], pes: int, rc
         return rc, [f"mpiexec failed (exit code {rc}) before every PE started ({started} of {pes} started): "
                     f"{command} …{hint}"]
     return rc, []
+
+
+def _on_pipes(what: str) -> bool:
+    """Whether a PE's error is its output pipe breaking, as when mpiexec fails under it."""
+    return "BrokenPipeError" in what or "Broken pipe" in what
 
 
 def _how(rec: PERecord) -> str:
