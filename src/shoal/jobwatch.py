@@ -112,6 +112,7 @@ _folder: str | None = None
 _rank = -1
 _fault_file: IO[str] | None = None
 _alive_fd = -1
+_fatal_noted = False  # this PE has recorded why it fails: later reports are its consequences
 
 
 def _write(name: str, text: str) -> None:
@@ -188,8 +189,15 @@ def _high(fd: int) -> int:
 
 
 def note_fatal(text: str) -> None:
-    """Record that this PE fails, and why (one line), for ``shoal run``'s summary."""
+    """Record that this PE fails, and why (one line), for ``shoal run``'s summary.
+
+    The first report stands: what follows it (the job being ended, a thread that sees
+    MPI go away) is a consequence, never the cause."""
+    global _fatal_noted
     _farewell()  # it reports its own failure: the previous PE must not report a death
+    if _fatal_noted:
+        return
+    _fatal_noted = True
     line = " ".join(text.split())[:400]
     _write(f"pe{_rank}.fatal", f"{time.time():.6f} {line}\n")
 
@@ -201,9 +209,12 @@ def note_exit(code: int) -> None:
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: first line of the message``, for one-line reports."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    """``Type: first line of the message``, for one-line reports (with the lines after it
+    where the first ends in a colon: a deadlock's list of waits)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {' '.join(lines) if lines[0].endswith(':') else lines[0]}"
 
 
 def end_job(pe: int | None, what: str, detail: str = "", code: int = 1, init: bool = True) -> NoReturn:

@@ -377,12 +377,28 @@ class MPIEngine(Engine):
         from .tracebacks import format_user
 
         text = format_user(exc)  # without shoal's own frames (SHOAL_DEBUG=1 keeps them)
-        note_fatal(f"unhandled exception in {where}: {describe(exc)}")  # for shoal run's summary
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        what = f"interrupted by SIGINT in {where}" if interrupted else f"unhandled exception in {where}"
+        origin = _raised_elsewhere(exc, rt.pe, where)
+        note_fatal(f"{what}{origin}: {describe(exc)}")  # for shoal run's summary
         sys.stdout.flush()
-        os.write(2, f"shoal: PE {rt.pe}: unhandled exception in {where}; ending the job\n{text}".encode())
+        os.write(2, f"shoal: PE {rt.pe}: {what}; ending the job\n{text}".encode())
         time.sleep(0.25)  # let the launcher forward the report before abort kills the job
-        rt.transport.abort(1)
-        raise SystemExit(1)  # pragma: no cover - abort does not return
+        code = 130 if interrupted else 1
+        rt.transport.abort(code)
+        # MPICH's MPI_Abort may return before its launcher kills this process: unwinding
+        # would run the program's handlers and report shoal's own exit as the program's
+        os._exit(code)
+
+
+def _raised_elsewhere(exc: BaseException, pe: int, where: str) -> str:
+    """``, raised on PE 1 in W.f of element (3,)`` where ``exc`` came from another PE or
+    place than the one it ends the job from (a future's waiter), else ``""``."""
+    for note in getattr(exc, "__notes__", ()):
+        if isinstance(note, str) and note.startswith("[shoal] raised on PE "):
+            origin = note.split(":\n", 1)[0].removeprefix("[shoal] ")
+            return "" if origin == f"raised on PE {pe} in {where}" else f", {origin}"
+    return ""
 
 
 def run(
