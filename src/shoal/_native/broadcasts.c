@@ -23,11 +23,13 @@ typedef struct Gather {
     struct Gather *next;
     uint64_t coll;
     uint32_t src, fid;
+    uint16_t entry;    /* the entry method called */
     Py_ssize_t got, expected;
     long parent;       /* in the collection's reduction tree; -1 at its root */
     PyObject *blocks;  /* [(first, [values])]: this PE's block and lone blocks of children */
     PyObject *others;  /* Blocks and (index, value) pairs that children sent as lists */
     PyObject *parts;   /* each child's reply, as sent (for a hand-over to Python) */
+    PyObject *elements, *mine; /* this PE's elements and their values (to name one that cannot be sent) */
     PyObject *shape;   /* the collection's shape */
     PyObject *domain, *target; /* made when Python needs them (ReductionManager.ret_key) */
 } Gather;
@@ -46,12 +48,14 @@ struct Broadcasts {
     Gather *list;
 };
 
-static PyObject *str_ret_adopt, *str_ret_gathered, *str_index;
+static PyObject *str_ret_adopt, *str_ret_gathered, *str_ret_unsendable, *str_index;
 
 static void gather_free(Gather *g) {
     Py_XDECREF(g->blocks);
     Py_XDECREF(g->others);
     Py_XDECREF(g->parts);
+    Py_XDECREF(g->elements);
+    Py_XDECREF(g->mine);
     Py_XDECREF(g->shape);
     Py_XDECREF(g->domain);
     Py_XDECREF(g->target);
@@ -198,7 +202,7 @@ static int resolve_here(Core *c, uint32_t fid, PyObject *result) {
 }
 
 /* Every value is here: to the parent, or (the root) to the caller's future. 0 or -1. */
-static int gather_done(Core *c, Broadcasts *b, Gather *g) {
+static int gather_send(Core *c, Broadcasts *b, Gather *g) {
     if (g->parent >= 0) {
         if (PyList_GET_SIZE(g->others) == 0 && PyList_GET_SIZE(g->blocks) == 1) {
             /* a lone block: its values as the message's arguments, (src, first) as its index */
@@ -249,6 +253,43 @@ static int gather_done(Core *c, Broadcasts *b, Gather *g) {
     if (!r) return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* gather_send, and if a value of this PE's elements cannot be sent (an Exception is set),
+ * the caller hears which element's value, of which entry method, as from one element's
+ * call (ReductionManager.ret_unsendable; Receiving._reply_failed on the Python path).
+ * 0 or -1 (an error that is not a value's, or none of this PE's values is at fault). */
+static int gather_done(Core *c, Broadcasts *b, Gather *g) {
+    if (gather_send(c, b, g) == 0) return 0;
+    if (!g->mine || !PyErr_ExceptionMatches(PyExc_Exception)) return -1;
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb) PyException_SetTraceback(exc, tb);
+    PyObject *src = PyLong_FromUnsignedLong(g->src), *fid = src ? PyLong_FromUnsignedLong(g->fid) : NULL;
+    PyObject *entry = fid ? PyLong_FromLong(g->entry) : NULL;
+    PyObject *told = entry ? PyObject_CallMethodObjArgs(b->manager, str_ret_unsendable, src, fid, entry, g->elements,
+                                                        g->mine, exc, NULL)
+                           : NULL;
+    Py_XDECREF(src);
+    Py_XDECREF(fid);
+    Py_XDECREF(entry);
+    if (told == Py_True) {
+        Py_DECREF(told);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        return 0;
+    }
+    if (!told) { /* reporting failed: its error stands */
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    Py_DECREF(told);
+    PyErr_Restore(type, exc, tb);
+    return -1;
 }
 
 /* Count one arrival; the last completes the gather (removed first). 0 or -1. */
@@ -357,6 +398,8 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     g->coll = coll;
     g->src = src;
     g->fid = aux;
+    g->entry = entry;
+    g->elements = Py_NewRef(elements);
     g->expected = count + PyTuple_GET_SIZE(SLOT(span, b->off_children));
     g->parent = PyLong_AsLong(SLOT(span, b->off_parent));
     g->blocks = PyList_New(0);
@@ -449,6 +492,7 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
         Py_DECREF(r);
         return 1;
     }
+    g->mine = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
     err = PyList_Append(g->blocks, pair);
     Py_DECREF(pair);
     if (err < 0) return -1;
@@ -619,6 +663,7 @@ PyObject *Core_gathers_under_way(Core *c, PyObject *unused) {
 
 int broadcasts_init(void) {
     return (str_ret_adopt = PyUnicode_InternFromString("ret_adopt")) && (str_index = PyUnicode_InternFromString("index")) &&
-           (str_ret_gathered = PyUnicode_InternFromString("ret_gathered"))
+           (str_ret_gathered = PyUnicode_InternFromString("ret_gathered")) &&
+           (str_ret_unsendable = PyUnicode_InternFromString("ret_unsendable"))
                ? 0 : -1;
 }

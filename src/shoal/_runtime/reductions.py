@@ -28,7 +28,7 @@ from ..errors import ReductionError
 from . import proxy as _proxy
 from .collections import row_major
 from .futures import Failure, Future, Outcomes, future_handle
-from .message import Kind
+from .message import Kind, encode_call
 from .reducers import BUILTIN_IDS, BUILTIN_NAMES, BUILTINS, Reducer, as_reducer, reducers
 
 if TYPE_CHECKING:
@@ -193,6 +193,21 @@ class ReductionManager:
     def ret_gathered(self, domain: tuple, target: Future, items: list) -> None:
         """Every value of a gather the core held is here, at the root, some as pairs."""
         self._complete((domain, 0), items, reducers.gather, target, None)
+
+    def ret_unsendable(self, src: int, fid: int, entry: int, elements: list, values: list, exc: Exception) -> bool:
+        """The values of ret=True broadcast ``fid`` of PE ``src`` that the core gathered here
+        could not be sent on (``exc``): the caller hears which of this PE's ``elements``
+        returned a value that cannot travel, as from one element's call. False if none
+        of ``values`` (theirs, in order) is at fault."""
+        for el, value in zip(elements, values):
+            if value is PENDING:
+                continue
+            try:
+                encode_call((value,), None)
+            except Exception as error:  # noqa: BLE001 - what the pickler says, for the caller
+                self.rt._reply_failed(el, el._shoal_funcs[entry], value, error, future_handle(src, fid).send)
+                return True
+        return False
 
     def receive_compact(self, coll: int, seq: int, rid: int, value: Any) -> None:
         """A child's partial result of an all-reduce of a whole collection with a built-in
