@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -118,7 +119,9 @@ def test_connection_file_is_private_and_complete(server):
     assert info["host"] == "127.0.0.1" and info["pes"] == 2 and len(info["token"]) == 64
     assert info["shoal"] == shoal.__version__
     line = server.log.read_text().splitlines()[0]
-    assert f"127.0.0.1:{info['port']}" in line and info["token"] in line and str(server.file) in line
+    assert f"127.0.0.1:{info['port']}" in line and str(server.file) in line
+    assert f"token {info['token'][:8]}…)" in line  # a prefix: the log may be read by others
+    assert info["token"][8:16] not in server.log.read_text()
 
 
 def hello(x):
@@ -341,7 +344,10 @@ def test_idle_timeout_and_stop(tmp_path):
     srv = Server(tmp_path / "b")
     srv.healthy()
     assert srv.stop() == 0
-    assert "stopped by the client" in srv.log.read_text()
+    last = srv.log.read_text().splitlines()[-1]
+    assert re.fullmatch(r"shoal serve: stopped: shoal serve --stop, process \d+ \(the client at 127\.0\.0\.1:\d+\)",
+                        last), last
+    assert f":{srv.info['port']})" not in last  # the client's address, not the server's own
 
 
 def test_a_signal_stops_the_server_cleanly(tmp_path):
@@ -417,11 +423,80 @@ def test_an_entry_method_error_nobody_waits_for_is_reported_and_the_server_goes_
     with server.connect() as c:
         c.run(break_an_element)
         deadline = time.monotonic() + 20
-        while "element (1,) broke" not in capfd.readouterr().err:
+        while "element (1,) broke" not in (err := capfd.readouterr().err):
             assert time.monotonic() < deadline, "the error never reached the client"
             time.sleep(0.1)
+        assert "shoal serve: an entry method failed on PE 1 (the server goes on): RuntimeError" in err, err
         assert c.run(pow, 5, 2) == 25
     server.healthy()
+    log = server.log.read_text()
+    assert "shoal serve: an entry method failed on PE 1 (the server goes on): RuntimeError" in log, log
+    assert "shoal serve: shoal serve" not in log, log
+
+
+# -- what the operator sees (issue 35, item 8) --------------------------------------------------
+def _log_line(srv: Server, pattern: str, within: float = 10) -> str:
+    """The server log's first line that matches ``pattern`` (a regular expression)."""
+    deadline = time.monotonic() + within
+    while True:
+        found = [ln for ln in srv.log.read_text().splitlines() if re.search(pattern, ln)]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no line matches {pattern!r}:\n{srv.log.read_text()}"
+        time.sleep(0.05)
+
+
+def test_refused_connections_are_logged_with_the_address(server):
+    s = socket.create_connection(("127.0.0.1", server.info["port"]), timeout=10)
+    s.sendall(MAGIC + b"0" * 64)
+    assert s.recv(1) == DENIED
+    port = s.getsockname()[1]
+    s.close()
+    assert _log_line(server, f"127\\.0\\.0\\.1:{port}\\b") == \
+        f"shoal serve: refused the connection from 127.0.0.1:{port}: wrong token"
+    s = socket.create_connection(("127.0.0.1", server.info["port"]), timeout=10)
+    s.sendall(b"GET / HTTP/1.1\r\n" + b"x" * 80)
+    assert s.recv(1) == DENIED
+    port = s.getsockname()[1]
+    s.close()
+    assert _log_line(server, f"127\\.0\\.0\\.1:{port}\\b") == (
+        f"shoal serve: refused the connection from 127.0.0.1:{port}: not a shoal client (its first bytes are not "
+        "shoal's greeting)")
+    server.healthy()
+
+
+def test_a_client_that_dies_is_logged_with_what_it_left_unfinished(server, tmp_path):
+    script = tmp_path / "doomed.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, time
+        import shoal
+        c = shoal.connect({str(server.file)!r})
+        print("port", c._sock.getsockname()[1], flush=True)
+        c.call(time.sleep, 3)
+        c.call(time.sleep, 3)   # queued behind the first
+        c.info()                # both have reached the server
+        os.kill(os.getpid(), 9)
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == -9, out.stderr
+    port = int(out.stdout.split()[1])
+    assert _log_line(server, f"127\\.0\\.0\\.1:{port}\\b").startswith(
+        f"shoal serve: the client at 127.0.0.1:{port} disconnected with 2 requests unfinished"), server.log.read_text()
+    server.healthy()
+
+
+def test_info_is_answered_while_pe0_computes(server):
+    with server.connect() as busy, server.connect() as other:
+        running = busy.call(time.sleep, 4)
+        time.sleep(0.5)  # PE 0 is in the sleep
+        for c, requests in ((other, 0), (busy, 1)):
+            t0 = time.monotonic()
+            info = c.info()
+            assert time.monotonic() - t0 < 1.5, "info() waited for PE 0's computation"
+            assert info["requests"] == requests and info["pes"] == 2 and info["sessions"] >= 2, info
+        assert not running.done()
+        running.get()
+        assert busy.info()["requests"] == 0
 
 
 async def two_lines():

@@ -326,7 +326,7 @@ def _stop_server(path: str | None) -> int:
     try:
         conn = connect(path)
         where = conn.address
-        conn.stop_server()
+        conn.stop_server(f"shoal serve --stop, process {os.getpid()}")
         conn.close()
     except ServerError as exc:
         print(f"shoal serve --stop: {exc}", file=sys.stderr)

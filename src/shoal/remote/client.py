@@ -131,6 +131,7 @@ class Connection(Interface):
         self._deferred: BaseException | None = None  # an error of a request nobody waits on
         self._cancelled: set[int] = set()  # requests interrupted here: their replies are dropped
         self._grids = itertools.count(1)
+        self._live: set[int] = set()  # the grids this client made there and has not destroyed
         self._process: subprocess.Popen | None = None
         self._reader = threading.Thread(target=self._read, name=f"shoal-client-{address}", daemon=True)
         self._reader.start()
@@ -157,17 +158,28 @@ class Connection(Interface):
         return self._request("exec", (source,), what="a cell").get()
 
     def info(self) -> dict:
-        """The server's PEs, its number of clients, and this client's grids there."""
-        return self._request("info", (), what="info").get()
+        """The server's PEs (``pes``), clients (``sessions``) and collections on PE 0,
+        this client's ``requests`` not finished there, and its ``grids``.
 
-    def stop_server(self) -> None:
-        """Stop the server (every client's connection ends)."""
-        self._request("stop", (f"stopped by the client {self.address}",), what="stop").get()
+        The server's socket thread answers at once, even while PE 0 computes (another
+        client's code, or this one's): the counts are the server's now, not after this
+        client's earlier requests (``requests`` says how many are still to finish);
+        ``grids`` counts what this client created and has not closed, in its own order."""
+        status = self._request("", (), what="info", kind=Kind.INFO).get()
+        return {**status, "grids": len(self._live)}
+
+    def stop_server(self, why: str = "") -> None:
+        """Stop the server (every client's connection ends); ``why`` goes into its log,
+        with this client's address (default: this call, and this process)."""
+        why = why or f"conn.stop_server() in process {os.getpid()} on {socket.gethostname()}"
+        self._request("stop", (why,), what="stop").get()
 
     # -- the stencil DSL's interface ------------------------------------------------------
     def create(self, spec: GridSpec) -> _Grid:
         gid = next(self._grids)
-        return _Grid(gid, self._request("create", (gid, spec), what="creating a grid").get())
+        grid = _Grid(gid, self._request("create", (gid, spec), what="creating a grid").get())
+        self._live.add(gid)
+        return grid
 
     def submit(self, handle: _Grid, batch: Any) -> Pending:
         return Pending(self._request("submit", (handle.gid, batch), what="a batch of steps"))
@@ -182,6 +194,7 @@ class Connection(Interface):
         return Pending(self._request("reduce", (handle.gid, rid, finish, seq), what="a reduction"))
 
     def destroy(self, handle: _Grid) -> None:
+        self._live.discard(handle.gid)
         if not self._closed:
             self._request("destroy", (handle.gid,), reply=False)
 
@@ -189,21 +202,27 @@ class Connection(Interface):
         return f"{handle.description}, on the server at {self.address}"
 
     # -- the link -------------------------------------------------------------------------
-    def _request(self, op: str, args: tuple, what: str = "", reply: bool = True) -> Any:
+    def _request(self, op: str, args: tuple, what: str = "", reply: bool = True, kind: int = 0) -> Any:
+        """Send request ``op(*args)`` (a ``kind`` other than CALL/CAST: a frame of that kind
+        with no payload); a :class:`RemoteFuture` of its reply."""
         if self._deferred is not None:
             error, self._deferred = self._deferred, None
             raise error
         if self._closed:
             raise ServerError(f"the connection to {self.address} is closed ({self._closed})")
-        _by_value_user_modules()
-        parts = encode((op, args), by_value=True)
+        if kind:
+            parts: list = []
+        else:
+            _by_value_user_modules()
+            parts = encode((op, args), by_value=True)
+            kind = Kind.CALL if reply else Kind.CAST
         rid = next(self._ids)
         fut = RemoteFuture(what or op, lambda: self._cancel(rid))
         if reply:
             self._waiting[rid] = fut
         try:
             with self._lock:
-                for part in frame(Kind.CALL if reply else Kind.CAST, rid, parts):
+                for part in frame(kind, rid, parts):
                     self._sock.sendall(part)
         except OSError as exc:
             self._waiting.pop(rid, None)
@@ -275,7 +294,7 @@ class Connection(Interface):
         if not self._closed:
             if self._process is not None:
                 try:
-                    self.stop_server()
+                    self.stop_server(f"its frontend, process {os.getpid()}, closed the connection")
                 except ServerError:
                     pass
             self._closed = "closed by this client"

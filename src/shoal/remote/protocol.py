@@ -48,11 +48,12 @@ class Kind:
     CALL = 2  # a request with a reply
     CAST = 3  # a request whose only reply is an error, if it fails
     CANCEL = 4  # interrupt request ``rid`` (not started: dropped; waiting on a future: raised in)
+    INFO = 5  # the server's state, answered at once by its socket thread (a RESULT)
     RESULT = 10
     ERROR = 11
     OUTPUT = 12  # text the request's code printed: payload = stream (1 byte) + UTF-8 text
 
-    CLIENT = frozenset({HELLO, CALL, CAST, CANCEL})
+    CLIENT = frozenset({HELLO, CALL, CAST, CANCEL, INFO})
 
 
 class ServerError(ShoalError):

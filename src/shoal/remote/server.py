@@ -33,6 +33,8 @@ __all__ = ["Server", "serve"]
 
 #: at most this many connections may be waiting to authenticate
 _MAX_UNAUTHENTICATED = 64
+#: characters of the token the start-up line shows (the whole token is in the connection file)
+_TOKEN_SHOWN = 8
 #: replies go to the socket this many bytes at a time, as it drains (asyncio moves its
 #: whole unsent buffer after each send on Python 3.11: keep that buffer small)
 _CHUNK = 256 << 10
@@ -56,6 +58,7 @@ class _Peer(asyncio.Protocol):
         self.write_paused = self.read_paused = False
         self.queued = 0
         self.name = "?"
+        self.told = False  # the server logged why this connection ends
 
     # -- reading ------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:
@@ -68,6 +71,8 @@ class _Peer(asyncio.Protocol):
         server = self.server
         server.connections.add(self)
         if server.unauthenticated >= _MAX_UNAUTHENTICATED:
+            self._closing(f"refused the connection from {self.name}: {_MAX_UNAUTHENTICATED} connections are "
+                          "already waiting to authenticate")
             transport.abort()
             return
         server.unauthenticated += 1
@@ -128,8 +133,11 @@ class _Peer(asyncio.Protocol):
             self.timer.cancel()
             self.timer = None
         greeting = bytes(self.buf)
-        if greeting[:len(MAGIC)] != MAGIC or not token_matches(greeting[len(MAGIC):], server.token):
+        shoal_client = greeting[:len(MAGIC)] == MAGIC
+        if not token_matches(greeting[len(MAGIC):], server.token) or not shoal_client:
             server.refused += 1
+            self._closing(f"refused the connection from {self.name}: " + (
+                "wrong token" if shoal_client else "not a shoal client (its first bytes are not shoal's greeting)"))
             self.transport.write(DENIED)
             self.transport.close()
             self.closed = True
@@ -165,6 +173,9 @@ class _Peer(asyncio.Protocol):
         if kind == Kind.CANCEL:  # not queued: it must overtake what it cancels
             server.post(("cancel", self, rid))
             return
+        if kind == Kind.INFO:  # answered here, at once: PE 0 may be computing for a long time
+            self.send(frame(Kind.RESULT, rid, encode(server.status(self))))
+            return
         self.queued += 1
         if self.queued >= server.options.max_queued and not self.read_paused:
             self.read_paused = True
@@ -184,20 +195,28 @@ class _Peer(asyncio.Protocol):
     def _expire(self, why: str) -> None:
         self.timer = None
         if not self.closed:
-            self.server.log(f"closing the connection from {self.name}: it {why}")
+            self._closing(f"closing the connection from {self.name}: it {why}")
             self.transport.abort()
 
     def _refuse(self, rid: int, why: str) -> None:
         """A protocol error: say why (if authenticated) and close."""
         if self.authed:
             self.send(frame(Kind.ERROR, rid, encode((None, "ProtocolError", why, ""))))
-        self.server.log(f"closing the connection from {self.name}: {why}")
+        self._closing(f"closing the connection from {self.name}: {why}")
         self.transport.close()
         self.closed = True
+
+    def _closing(self, why: str) -> None:
+        """Log why the server ends this connection (one line)."""
+        self.told = True
+        self.server.log(why)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.authed and not self.closed:
             self.server.unauthenticated -= 1
+        if self.authed and not self.told and not self.server.stopping:  # the client left, or died
+            unfinished = f" with {self.queued} request{'s' if self.queued != 1 else ''} unfinished" if self.queued else ""
+            self.server.log(f"the client at {self.name} disconnected{unfinished}" + (f": {exc}" if exc else ""))
         self.closed = True
         self.server.connections.discard(self)
         if self.timer is not None:
@@ -260,6 +279,7 @@ class Server:
         self.connections: set[_Peer] = set()  # every open connection (the asyncio thread's)
         self.router: Any = None  # the OutputRouter while serving
         self.transport: Any = None  # PE 0's, while serving
+        self.rt: Any = None  # PE 0's runtime, while serving
         self.last_client = time.monotonic()
         context = None
         if options.tls_cert:
@@ -283,12 +303,19 @@ class Server:
                 "pes": self.pes, "pid": os.getpid(), "tls_cert": os.path.abspath(self.options.tls_cert)
                 if self.options.tls_cert else None}
 
+    def status(self, peer: _Peer) -> dict:
+        """``conn.info()``, read in the asyncio thread while PE 0 may be computing: each
+        count is one read of a container's size, which the GIL keeps whole."""
+        rt, sessions = self.rt, self.sessions
+        return {"pes": self.pes, "sessions": len(sessions) + (peer not in sessions),  # its own: PE 0 may not have opened it yet
+                "collections": len(rt.colls) if rt else 0, "requests": peer.queued}
+
     def start(self) -> None:
         self.thread.start()
         tls = ", TLS" if self.options.tls_cert else ""
         print(f"shoal serve: {self.pes} PE{'s' if self.pes > 1 else ''} serving on {self.options.host}:{self.port}"
-              f"{tls} (shoal {versions()['shoal']}, token {self.token}); connection file {self.connection_file}",
-              flush=True)
+              f"{tls} (shoal {versions()['shoal']}, token {self.token[:_TOKEN_SHOWN]}…); connection file "
+              f"{self.connection_file}", flush=True)
         if self.options.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"shoal serve: warning: listening on {self.options.host}, not only this machine: anyone who "
                   "can reach it and has the token can run code as you"
@@ -318,14 +345,18 @@ class Server:
         self.loop.call_soon_threadsafe(peer.request_done)
 
     def log(self, text: str) -> None:
-        print(f"shoal serve: {text}", file=sys.__stderr__, flush=True)
+        """One line to the operator's stderr, written whole (two threads log)."""
+        stream = sys.__stderr__
+        if stream is not None:
+            stream.write(f"shoal serve: {text}\n")
+            stream.flush()
 
     def entry_failed(self, pe: int, where: str, text: str) -> None:
         """An entry method failed with nobody waiting: tell every client; serve on."""
-        message = f"shoal serve: an entry method failed on PE {pe} (the server goes on): {text}"
+        message = f"an entry method failed on PE {pe} (the server goes on): {text}"
         self.log(message.rstrip())
         for session in self.sessions.values():
-            session.output(2, message)
+            session.output(2, f"shoal serve: {message}")
 
     def stop(self, why: str) -> None:
         if not self.stopping:
@@ -336,7 +367,7 @@ class Server:
         from .._runtime.context import current
         from .sessions import OutputRouter, Session, note_creation
 
-        rt = current("shoal serve")
+        rt = self.rt = current("shoal serve")
         engine = rt.engine
         self.transport = rt.transport
         router = OutputRouter(self)

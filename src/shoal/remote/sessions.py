@@ -248,13 +248,8 @@ class Session:
             raise KeyError(f"grid {gid} does not exist on the server (its creation failed, or it was closed)") from None
 
     def stop(self, why: str) -> None:
-        self.server.stop(why)
-
-    def info(self) -> dict:
-        import shoal
-
-        return {"pes": shoal.num_pes(), "sessions": len(self.server.sessions), "grids": len(self.grids),
-                "collections": len(self.rt.colls)}
+        """Stop the server: ``why`` is who asked (the client says), with where it connects from."""
+        self.server.stop(f"{why} (the client at {self.peer.name})")
 
 
 class EntryErrors(Chare):
@@ -288,7 +283,7 @@ class _Later:
 _OPS: dict[str, Callable[..., Any]] = {
     "run": Session.run, "exec": Session.exec_cell, "create": Session.create, "submit": Session.submit,
     "gather": Session.gather, "scatter": Session.scatter, "reduce": Session.reduce, "destroy": Session.destroy,
-    "stop": Session.stop, "info": Session.info,
+    "stop": Session.stop,
 }
 
 
