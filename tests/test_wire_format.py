@@ -81,9 +81,9 @@ def channel_wrap() -> tuple[int, int]:
 
     ch: Any = Channel.__new__(Channel)
     ch.chare, ch.remote, ch.tag, ch._rt = None, None, 1, Runtime()
-    ch.waiting, ch.into, ch.landed, ch.inbox = None, None, False, deque()
+    ch.waiting, ch.into, ch.landed, ch.inbox, ch.ahead = None, None, False, deque(), None
     masks = []
-    for attr, step in (("sent", lambda: ch._send(0)), ("arrived", lambda: ch.arrive(0, [b""]))):
+    for attr, step in (("sent", lambda: ch._send(0)), ("arrived", lambda: ch.arrive(ch.arrived, 0, [b""]))):
         mask = 0
         for bits in range(1, 64):
             mask = (1 << bits) - 1

@@ -10,7 +10,7 @@
  * sets.c), or, with no receive pending, one plain array joins the channel's inbox.
  * 1 done; 0 for the Python path (anything else, a mismatch: it queues or reports);
  * -1 error. */
-int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
+int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint16_t seq, uint32_t tag, uint64_t coll,
                     const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
     /* `frames` NULL: a message from this PE's local queue (no receive buffer to restart) */
     PyObject *table = PyObject_GetAttr(el, str_channels);
@@ -25,7 +25,9 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t 
     }
     Py_DECREF(table);
     if (!ch) return PyErr_Occurred() ? -1 : 0;
-    int r = 0;
+    int r = channel_in_order(c, ch, seq);
+    if (r <= 0) goto done; /* it overtook an earlier message: Channel.arrive keeps it until that one comes */
+    r = 0;
     PyObject *fut = SLOT(ch, c->off_waiting), *into = SLOT(ch, c->off_into), *arrived = SLOT(ch, c->off_arrived);
     if (fut && Py_TYPE(fut) == (PyTypeObject *)c->set_cls) { /* a receive set's: land it in the posted buffer */
         if ((kind & KIND_ARRAYS) && nseg == 2) {
@@ -48,12 +50,9 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t 
     }
     /* a pending receive of a local future (fid 0) that nothing resolved yet; anything
      * else, or a slot that does not read as it should, is for the Python path */
-    long seq = -1;
-    if (fut && fut != Py_None && into && arrived && SLOT(fut, c->off_fid) && PyLong_AsLong(SLOT(fut, c->off_fid)) == 0 &&
-        future_pending(c, fut) > 0)
-        seq = PyLong_AsLong(arrived);
-    if (seq < 0) { /* -1 also when one of those reads failed */
-        PyErr_Clear();
+    if (!(fut && fut != Py_None && into && arrived && SLOT(fut, c->off_fid) && PyLong_AsLong(SLOT(fut, c->off_fid)) == 0 &&
+          future_pending(c, fut) > 0)) {
+        PyErr_Clear(); /* also when one of those reads failed */
         goto done;
     }
     Py_INCREF(fut); /* the channel's reference to it goes below, and unpickling runs Python code */
@@ -126,8 +125,10 @@ int local_channel(Core *c, PyObject *header, PyObject *body) {
         return 0;
     PyObject *desc = PyList_GET_ITEM(body, 0), *data = PyList_GET_ITEM(body, 1);
     if (!PyBytes_Check(desc) || !is_array(data) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) return 0;
+    uint16_t seq;
     uint32_t tag;
     uint64_t coll;
+    memcpy(&seq, h + H_ENTRY, 2);
     memcpy(&tag, h + H_AUX, 4);
     memcpy(&coll, h + H_COLL, 8);
     PyObject *el = element_at(c, coll, h + HSIZE, nidx);
@@ -135,7 +136,7 @@ int local_channel(Core *c, PyObject *header, PyObject *body) {
     const char *segs[2] = {PyBytes_AS_STRING(desc), PyArray_DATA((PyArrayObject *)data)};
     Py_ssize_t lens[2] = {PyBytes_GET_SIZE(desc), PyArray_NBYTES((PyArrayObject *)data)};
     Py_INCREF(el);
-    int r = channel_deliver(c, el, kind, tag, coll, segs, lens, 2, NULL);
+    int r = channel_deliver(c, el, kind, seq, tag, coll, segs, lens, 2, NULL);
     Py_DECREF(el);
     return r;
 }

@@ -110,7 +110,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         (self->off_value = slot_offset(future_cls, "_value")) < 0 || (self->off_callbacks = slot_offset(future_cls, "_callbacks")) < 0 ||
         (self->off_fid = slot_offset(future_cls, "fid")) < 0 || (self->off_future_rt = slot_offset(future_cls, "_rt")) < 0 ||
         (self->off_owner = slot_offset(future_cls, "owner")) < 0 || (self->off_origin = slot_offset(future_cls, "_origin")) < 0 ||
-        (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
+        (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_ahead = slot_offset(channel_cls, "ahead")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
         (self->off_checked = slot_offset(channel_cls, "checked")) < 0 ||
         (self->off_peer = slot_offset(channel_cls, "peer")) < 0 || (self->off_peer_epoch = slot_offset(channel_cls, "peer_epoch")) < 0 ||
         (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||

@@ -106,7 +106,7 @@ struct Core {
     Py_ssize_t off_loc_epoch, off_info_id, off_info_root, off_elements; /* Locations, CollectionInfo, CollectionState */
     Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
     Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
-    Py_ssize_t off_inbox, off_landed, off_peer, off_peer_epoch, off_checked; /* more Channel slots */
+    Py_ssize_t off_inbox, off_ahead, off_landed, off_peer, off_peer_epoch, off_checked; /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
     PyObject *future_cls, *futures, *str_next_fid;                   /* futures.Future, rt.futures, "_next_fid" */
     Py_ssize_t off_future_rt, off_owner, off_origin;                 /* more Future slots (new_future) */
@@ -286,9 +286,9 @@ PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx);
 
 /* channels.c */
-/* A channel message (tag `tag`) for element `el`; `frames` NULL for one from this PE's
- * own queue. 1 done; 0 for the Python path; -1 error. */
-int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint32_t tag, uint64_t coll,
+/* Channel message `seq` (tag `tag`) for element `el`; `frames` NULL for one from this
+ * PE's own queue. 1 done; 0 for the Python path; -1 error. */
+int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint16_t seq, uint32_t tag, uint64_t coll,
                     const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames);
 /* A queued channel message of one array between elements of this PE. 1 done; 0 Python path. */
 int local_channel(Core *c, PyObject *header, PyObject *body);
@@ -338,6 +338,9 @@ int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t 
 /* Channel.arrive of `array` (kept, not copied) on channel `ch` with no receive pending:
  * it joins the inbox and the next sequence number is expected. 1, or -1 with an error. */
 int inbox_push(Core *c, PyObject *ch, PyObject *array);
+/* Whether message `seq` is the next channel `ch` takes and none that overtook an earlier
+ * one waits (Channel.ahead): only then may a compiled path deliver it. -1 error. */
+int channel_in_order(Core *c, PyObject *ch, uint16_t seq);
 /* The channel `tag` of element `el`, if the element has one (borrowed), else NULL. */
 PyObject *channel_of(PyObject *el, uint32_t tag);
 /* A channel message of one plain array from an element of this PE to channel `ch` of

@@ -291,7 +291,7 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     /* the element, if it is here (else the Python path forwards, holds or fails) */
     PyObject *el = element_at(c, coll, h + HSIZE, nidx);
     if (!el) return PyErr_Occurred() ? -1 : 0;
-    if (channel) return channel_deliver(c, el, kind, aux, coll, segs, lens, nseg, frames);
+    if (channel) return channel_deliver(c, el, kind, entry, aux, coll, segs, lens, nseg, frames);
     PyObject *fn = entry_of(el, entry);
     if (!fn) return PyErr_Occurred() ? -1 : 0;
 

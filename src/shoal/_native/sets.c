@@ -96,13 +96,19 @@ static int same_layout(PyArrayObject *a, PyArrayObject *src) {
            memcmp(PyArray_DIMS(a), PyArray_DIMS(src), nd * sizeof(npy_intp)) == 0;
 }
 
-int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counted) {
-    PyObject *waiting = SLOT(ch, c->off_waiting), *arrived = SLOT(ch, c->off_arrived), *inbox = SLOT(ch, c->off_inbox);
-    if (!waiting || !arrived || !inbox) return 0;
+int channel_in_order(Core *c, PyObject *ch, uint16_t seq) {
+    PyObject *arrived = SLOT(ch, c->off_arrived), *ahead = SLOT(ch, c->off_ahead);
+    if (!arrived || ahead != Py_None) return 0;
     long next = PyLong_AsLong(arrived);
     if (next == -1 && PyErr_Occurred()) return -1;
-    if (next != (long)seq) return 0; /* an earlier message is still on its way: keep the order */
-    int r;
+    return next == (long)seq;
+}
+
+int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counted) {
+    PyObject *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);
+    if (!waiting || !inbox) return 0;
+    int r = channel_in_order(c, ch, seq);
+    if (r <= 0) return r; /* an earlier message is still on its way: keep the order */
     Py_INCREF(ch);
     if (waiting == Py_None) { /* no receive pending: a copy joins the channel's inbox */
         PyObject *copy = copy_plain((PyArrayObject *)array);

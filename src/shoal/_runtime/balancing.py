@@ -395,7 +395,7 @@ class Balancer:
         if ahead == 0 or ahead >= 0x8000:  # this plan, or an earlier one: seen
             return False
         st.early.append((plan, header, segments))
-        self.rt.locations.expect(cs.info, index)  # its messages wait here with it
+        self.rt.locations.expect(cs.info, index, parked=True)  # its messages wait here with it
         return True
 
     def _on_plan(self, cs: "CollectionState", number: int, moves: list, resume: bool) -> None:

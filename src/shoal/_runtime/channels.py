@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .proxy import ElementProxy
 
-__all__ = ["Channel", "SEQ_MASK"]
+__all__ = ["Channel", "SEQ_MASK", "portable_message"]
 
 #: channel messages are numbered modulo 2**16: the number rides in the header's entry field
 SEQ_MASK = 0xFFFF
@@ -106,8 +106,8 @@ class Channel:
     """
 
     __slots__ = (
-        "chare", "remote", "tag", "inbox", "waiting", "into", "landed", "sent", "arrived", "checked", "send", "recv",
-        "_rt", "peer", "peer_epoch",
+        "chare", "remote", "tag", "inbox", "ahead", "waiting", "into", "landed", "sent", "arrived", "checked", "send",
+        "recv", "_rt", "peer", "peer_epoch",
     )
     send: Callable[..., None]
     recv: Callable[..., Future]
@@ -130,6 +130,7 @@ class Channel:
         self.chare = chare
         self.remote = remote
         self.inbox: deque = deque()
+        self.ahead: dict | None = None  # messages that overtook an earlier one (a move on the way), by number
         self.waiting: Any = None  # the pending receive: a Future, or a ReceiveSet (both take `_resolve`)
         self.into: Any = None  # a NumPy array, or a device array (devices.py)
         self.landed = False  # a rendezvous segment was written into `into`
@@ -148,8 +149,8 @@ class Channel:
         table[self.tag] = self
         early = chare._shoal_channel_early
         if early and self.tag in early:
-            self.inbox.extend(early.pop(self.tag))
-            self.arrived = len(self.inbox) & SEQ_MASK
+            for seq, message in early.pop(self.tag):
+                self.arrive(seq, *message)
 
     def _send(self, *values: Any) -> None:
         """Send ``values`` to the other end (the Python path of ``send``)."""
@@ -213,8 +214,26 @@ class Channel:
             return into.reshape(-1).view(np.uint8)
         return None
 
-    def arrive(self, kind: int, segments: list) -> None:
-        """The next message of this channel arrived: complete the pending receive, or keep it."""
+    def arrive(self, seq: int, kind: int, segments: list) -> None:
+        """Message ``seq`` of this channel arrived: complete the pending receive, or keep it.
+
+        Messages are taken in send order: one that overtook an earlier one (the sender
+        or this end moved, and the earlier one is being forwarded) waits in ``ahead``
+        until the gap closes."""
+        if seq != self.arrived:
+            if self.ahead is None:
+                self.ahead = {}
+            self.ahead[seq] = (kind, segments)
+            return
+        self._take(kind, segments)
+        ahead = self.ahead
+        while ahead is not None and self.arrived in ahead:
+            self._take(*ahead.pop(self.arrived))
+        if not ahead:
+            self.ahead = None  # the compiled core takes the fast path only while nothing waits here
+
+    def _take(self, kind: int, segments: list) -> None:
+        """The next message in order: complete the pending receive, or join the inbox."""
         self.arrived = (self.arrived + 1) & SEQ_MASK
         if self.waiting is None:
             self.inbox.append((kind, segments))
@@ -245,8 +264,9 @@ class Channel:
         """A channel travels only with its element (migration.py), which re-binds it."""
         if not _moving:
             raise TypeError(f"{self!r} cannot be sent; each end opens its own shoal.Channel")
-        inbox = [m if type(m) is np.ndarray else (m[0], [portable_segment(s) for s in m[1]]) for m in self.inbox]
-        return _restore, (self.remote, self.tag, inbox, self.sent, self.arrived)
+        inbox = [portable_message(m) for m in self.inbox]
+        ahead = {seq: portable_message(m) for seq, m in self.ahead.items()} if self.ahead else None
+        return _restore, (self.remote, self.tag, inbox, self.sent, self.arrived, ahead)
 
     def __repr__(self) -> str:
         return f"<Channel {self.chare.proxy!r} <-> {self.remote!r}>"
@@ -256,11 +276,11 @@ class Channel:
 _moving = False
 
 
-def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: int) -> Channel:
+def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: int, ahead: dict | None) -> Channel:
     """A channel of an element that moved here; migration.py sets ``chare``."""
     rt = current("a channel arriving with its element")
     ch = Channel.__new__(Channel)
-    ch.remote, ch.tag, ch.inbox, ch.sent, ch.arrived = remote, tag, deque(inbox), sent, arrived
+    ch.remote, ch.tag, ch.inbox, ch.sent, ch.arrived, ch.ahead = remote, tag, deque(inbox), sent, arrived, ahead
     ch.waiting, ch.into, ch.landed, ch.checked = None, None, False, None
     ch._rt, ch.peer, ch.peer_epoch = rt, None, -1
     _bind_methods(ch, rt)
@@ -271,6 +291,14 @@ def _bind_methods(ch: Channel, rt: Any) -> None:
     """``ch.send`` and ``ch.recv``: the compiled core's where one runs, else the Python methods."""
     ch.send = rt.channel_send(ch, Channel._send) if rt.channel_send is not None else ch._send
     ch.recv = rt.channel_recv(ch, Channel._recv, ChannelFuture) if rt.channel_recv is not None else ch._recv
+
+
+def portable_message(message: Any) -> Any:
+    """An inbox entry as something pickle can carry (received memory is not)."""
+    if type(message) is np.ndarray:
+        return message
+    kind, segments = message
+    return kind, [portable_segment(s) for s in segments]
 
 
 def message_value(message: Any) -> Any:

@@ -40,7 +40,7 @@ class Route(Enum):
 class Locations:
     """One PE's knowledge of element locations (only of elements away from home)."""
 
-    __slots__ = ("pe", "npes", "cache", "versions", "pointers", "incoming", "epoch")
+    __slots__ = ("pe", "npes", "cache", "versions", "pointers", "incoming", "parked", "epoch")
 
     def __init__(self, pe: int, npes: int):
         self.pe = pe
@@ -49,6 +49,7 @@ class Locations:
         self.versions: dict[tuple, int] = {}  # (collection, index) -> move count of what `cache` holds
         self.pointers: dict[tuple, int] = {}  # (collection, index) -> where the element went from here
         self.incoming: set[tuple] = set()  # elements on their way here
+        self.parked: set[tuple] = set()  # those of them already here, waiting to land (balancing.py)
         self.epoch = next(_EPOCHS)  # changes whenever a location is learnt: proxies re-resolve
 
     def forget(self, coll: int) -> None:
@@ -57,6 +58,7 @@ class Locations:
             for key in [k for k in table if k[0] == coll]:
                 del table[key]
         self.incoming = {k for k in self.incoming if k[0] != coll}
+        self.parked = {k for k in self.parked if k[0] != coll}
         self.epoch = next(_EPOCHS)
 
     def route(self, proxy: "ElementProxy") -> int:
@@ -96,14 +98,18 @@ class Locations:
         self.versions[key] = moves
         self.epoch = next(_EPOCHS)
 
-    def expect(self, info: "CollectionInfo", index: tuple) -> None:
-        """Element ``index`` is on its way here: hold its messages until it arrives."""
+    def expect(self, info: "CollectionInfo", index: tuple, parked: bool = False) -> None:
+        """Element ``index`` is on its way here: hold its messages until it arrives
+        (``parked``: it is here already, waiting to land)."""
         self.incoming.add((info.id, index))
+        if parked:
+            self.parked.add((info.id, index))
 
     def arrive(self, info: "CollectionInfo", index: tuple, moves: int) -> None:
         """Element ``index`` arrived here after its ``moves``-th move."""
         key = (info.id, index)
         self.incoming.discard(key)
+        self.parked.discard(key)
         self.pointers.pop(key, None)
         self.versions[key] = moves
         self.epoch = next(_EPOCHS)
@@ -119,10 +125,14 @@ class Locations:
         array before ``done_inserting``).
         """
         key = (info.id, index)
+        if self.parked and key in self.parked:
+            # the element is here, about to land: a pointer left by its last stay here is
+            # stale, and a message sent on along it would come back behind later ones
+            return Route.HOLD, -1
         if self.pointers:
             pe = self.pointers.get(key)
             if pe is not None:
-                return Route.FORWARD, pe
+                return Route.FORWARD, pe  # still away: it may wait for a FENCE that comes this way
         if self.incoming and key in self.incoming:
             return Route.HOLD, -1
         home = info.home(index, self.npes)

@@ -34,13 +34,12 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
-
 from ..errors import MigrationError
 from . import channels, receive_sets
+from .channels import portable_message
 from .chare import Chare
 from .._transport.base import DeviceSegment
-from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header, portable_segment, segment_nbytes
+from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header, segment_nbytes
 
 if TYPE_CHECKING:
     from .collections import CollectionState
@@ -321,7 +320,8 @@ def pack(el: Chare) -> tuple:
     runtime = {k: d[k] for k in RUNTIME_ATTRS if k in d}
     early = runtime.get("_shoal_channel_early")
     if early:
-        runtime["_shoal_channel_early"] = {tag: [_portable(m) for m in msgs] for tag, msgs in early.items()}
+        runtime["_shoal_channel_early"] = {tag: [(seq, portable_message(m)) for seq, m in msgs]
+                                           for tag, msgs in early.items()}
     getstate = type(el).__getstate__
     if getstate is object.__getstate__:
         state: Any = {k: v for k, v in d.items() if k not in _SKIP}
@@ -357,14 +357,6 @@ def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) ->
     for ch in (el._shoal_channels or {}).values():
         ch.chare = el
     return el
-
-
-def _portable(message: Any) -> Any:
-    """An inbox entry as something pickle can carry (received memory is not)."""
-    if type(message) is np.ndarray:
-        return message
-    kind, segments = message
-    return kind, [portable_segment(s) for s in segments]
 
 
 def _read_only(segment: Any) -> bool:

@@ -139,7 +139,7 @@ class Receiving:
             table = el._shoal_channels if el is not None and el._shoal_held is None else None
             ch = table.get(aux) if table else None
             if ch is not None:
-                ch.arrive(kind, segments)
+                ch.arrive(entry, kind, segments)
                 return
         self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
 
@@ -401,12 +401,12 @@ class Receiving:
         table = el._shoal_channels
         ch = table.get(aux) if table else None
         if ch is not None:
-            ch.arrive(kind, segments)
+            ch.arrive(entry, kind, segments)
         else:
             early = el._shoal_channel_early
             if early is None:
                 early = el._shoal_channel_early = {}
-            early.setdefault(aux, []).append((kind, segments))
+            early.setdefault(aux, []).append((entry, (kind, segments)))
 
     def _on_value(self, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
         """A message of one value, decoded by the compiled core (a future's value, a
