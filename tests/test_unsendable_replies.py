@@ -29,9 +29,7 @@ class Caller(shoal.Chare):
 
 async def main(args):
     group, array = shoal.Group(W), shoal.Array(W, 4)
-    asks = [("group", group, 1), ("array", array, (3,)), ("array", array, (0,))]
-    if args[1] == "all":  # see the test's note on the Python path
-        asks.append(("array", array, (2,)))
+    asks = [("group", group, 1), ("array", array, (3,)), ("array", array, (0,)), ("array", array, (2,))]
     for name, workers, bad in asks:
         try:
             print("RESULT", name, bad, await workers.f(bad, ret=True), flush=True)
@@ -39,7 +37,7 @@ async def main(args):
             print("CAUGHT", name, bad, exc, flush=True)
     # the caller on PE 1: the root (PE 0) cannot send its own elements' values there
     caller = shoal.Array(Caller, 2)[1]
-    for bad in ((1,), (0,)) if args[1] == "all" else ():
+    for bad in ((1,), (0,)):
         print("FROM PE 1", bad, await caller.ask(array, bad, ret=True), flush=True)
     print("RESULT after", await array.f(None, ret=True), flush=True)
 
@@ -55,11 +53,9 @@ def _says(element: str) -> str:
 @MPI
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_an_unpicklable_reply_is_reported_at_the_waiter_naming_the_element(mpi_job, native):
-    """The Python path names the element only where its value is the last of its PE to
-    come (``Receiving._reply_failed`` blames the element whose reply sent the gather on),
-    and fails the job where the root's own value cannot go to a caller elsewhere: those
-    cases run compiled only."""
-    job = mpi_job(PROGRAM, n=2, args=("all" if native == "1" else "safe",), env={"SHOAL_NATIVE": native}, timeout=120)
+    """Whichever element of its PE replies last, and when the root's own element's value
+    cannot go to a caller on another PE (the reductions find the value at fault)."""
+    job = mpi_job(PROGRAM, n=2, env={"SHOAL_NATIVE": native}, timeout=120)
     assert job.returncode == 0, job
     assert "unavailable" not in job.stderr and "unhandled exception" not in job.stderr, job
     out = job.stdout.splitlines()
@@ -68,7 +64,6 @@ def test_an_unpicklable_reply_is_reported_at_the_waiter_naming_the_element(mpi_j
     # PE 0's own caller resolves its future without pickling: the object arrives as it is
     assert any(line.startswith("RESULT array (0,) [<__main__.Holder object") for line in out), job
     assert "RESULT after [(0,), (1,), (2,), (3,)]" in out, job
-    if native == "1":  # the core knows each value's element
-        assert f"CAUGHT array (2,) {_says('(2,)')}" in out, job
-        assert "FROM PE 1 (1,) CAUGHT " + _says("(1,)") in out, job
-        assert "FROM PE 1 (0,) CAUGHT " + _says("(0,)") in out, job
+    assert f"CAUGHT array (2,) {_says('(2,)')}" in out, job
+    assert "FROM PE 1 (1,) CAUGHT " + _says("(1,)") in out, job
+    assert "FROM PE 1 (0,) CAUGHT " + _says("(0,)") in out, job

@@ -110,9 +110,10 @@ static int gather_key(Broadcasts *b, Gather *g) {
 typedef struct {
     uint64_t coll;
     uint32_t src, fid;
+    uint16_t entry;
 } GatherKey;
 
-/* The replier of an element whose call is pending: Receiving.contributor(domain, el, target). */
+/* The replier of an element whose call is pending: Receiving.contributor(domain, el, target, None, entry). */
 static PyObject *pending_replier(void *ctx, PyObject *el) {
     GatherKey *k = ctx;
     Broadcasts *b = active ? active->broadcasts : NULL;
@@ -123,8 +124,8 @@ static PyObject *pending_replier(void *ctx, PyObject *el) {
     PyObject *key = PyObject_CallMethod(b->manager, "ret_key", "KII", (unsigned long long)k->coll, k->src, k->fid);
     if (!key) return NULL;
     PyObject *r = PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 2
-                      ? PyObject_CallMethod(active->rt, "contributor", "OOOO", PyTuple_GET_ITEM(key, 0), el,
-                                            PyTuple_GET_ITEM(key, 1), Py_None)
+                      ? PyObject_CallMethod(active->rt, "contributor", "OOOOi", PyTuple_GET_ITEM(key, 0), el,
+                                            PyTuple_GET_ITEM(key, 1), Py_None, (int)k->entry)
                       : NULL;
     if (!r && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "ReductionManager.ret_key must return (domain, target)");
     Py_DECREF(key);
@@ -461,7 +462,7 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
         Py_DECREF(args);
         return err < 0 ? -1 : 1;
     }
-    GatherKey which = {coll, src, aux};
+    GatherKey which = {coll, src, aux, entry};
     Collect into = {values, NULL, b->pending, 0, pending_replier, &which};
     err = run_each_into(c, elements, entry, args, NULL, &into);
     Py_DECREF(elements);

@@ -338,21 +338,21 @@ class Receiving:
         if cs.first >= 0 and self._run_each is not None:  # compiled: the values as one Block
             values: list = []
             pending = self._run_each(list(cs.elements.values()), entry, args, kwargs, values,
-                                     lambda el: self.contributor(domain, el, target, None), PENDING)
+                                     lambda el: self.contributor(domain, el, target, None, entry), PENDING)
             shape = cs.info.shape
             assert shape is not None  # first >= 0: a dense array
             self.reductions.contribute_block(domain, Block(cs.first, values, shape), pending, target)
             return
         for el in list(cs.elements.values()):
-            self.run_entry(el, entry, args, kwargs, self.contributor(domain, el, target, None))
+            self.run_entry(el, entry, args, kwargs, self.contributor(domain, el, target, None, entry))
 
-    def contributor(self, domain: tuple, el: Chare, target: Future, section: Any) -> Callable[[Any], None]:
+    def contributor(self, domain: tuple, el: Chare, target: Future, section: Any, entry: int) -> Callable[[Any], None]:
         """The reply of one element of a ``ret=True`` broadcast or multicast."""
 
         def reply(value: Any) -> None:
             if isinstance(value, Failure):
                 target.send(value)  # the waiter hears of an error at once, not when all elements finish
-            self.reductions.contribute_result(domain, el, value, target, section)
+            self.reductions.contribute_result(domain, el, value, target, section, entry)
 
         return reply
 

@@ -54,7 +54,7 @@ ALLREDUCE = _AllReduce()
 class _Partial:
     """One PE's progress on one reduction."""
 
-    __slots__ = ("values", "got", "reducer", "target", "section")
+    __slots__ = ("values", "got", "reducer", "target", "section", "entry")
 
     def __init__(self, reducer: Reducer, target: Any, section: Any):
         self.values: list = []
@@ -62,6 +62,7 @@ class _Partial:
         self.reducer = reducer
         self.target = target
         self.section = section
+        self.entry = -1  # a ret=True broadcast's: its entry method, to name a reply that cannot travel
 
 
 class _ResultFuture(Future):
@@ -300,10 +301,44 @@ class ReductionManager:
         if count:
             self.add(domain, 0, [block], reducers.gather, target, count, None)
 
-    def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any) -> None:
+    def contribute_result(self, domain: tuple, el: "Chare", value: Any, target: Future, section: Any,
+                          entry: int) -> None:
         """The return value of one element of a ``ret=True`` broadcast or multicast (in a
         union, ordered by the element's collection first, in the union's order)."""
+        key = (domain, 0)
+        if key not in self.partials and not el._shoal_away:
+            self.partials[key] = _Partial(reducers.gather, target, section)
+            self.partials[key].entry = entry
         self.add_from(el, domain, 0, [(_order_key(el, section), value)], reducers.gather, target, section)
+
+    def _replies_unsendable(self, domain: tuple, p: _Partial, items: list, exc: Exception) -> bool:
+        """A ret=True broadcast's replies gathered here could not be sent on (``exc``):
+        the caller hears which of this PE's elements returned a value that cannot travel,
+        as from one element's call (the compiled path: :meth:`ret_unsendable`). False if
+        no reply of this PE is at fault (or the entry method is not known here)."""
+        if p.entry < 0 or not isinstance(p.target, Future):
+            return False
+        section = p.section
+        for item in items:
+            if type(item) is Block:
+                continue
+            order, value = item
+            try:
+                encode_call((value,), None)
+            except Exception as error:  # noqa: BLE001 - what the pickler says, for the caller
+                if section is None:
+                    coll, index = domain[0], order
+                elif section.others:  # a union: (its part, the index)
+                    coll, index = section.parts[order[0]][0].id, order[1]
+                else:
+                    coll, index = section.parts[0][0].id, order
+                cs = self.rt.colls.get(coll)
+                el = cs.elements.get(index) if cs is not None else None
+                if el is None:
+                    return False
+                self.rt._reply_failed(el, el._shoal_funcs[p.entry], value, error, p.target.send)
+                return True
+        return False
 
     # -- combining ---------------------------------------------------------------
     def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any) -> None:
@@ -360,12 +395,24 @@ class ReductionManager:
                 self.rt.post_value(span.parent, Kind.REDUCE, rid + 1, key[1], domain[0], value)
                 return
             if len(domain) == 4 and section is None:  # a ret=True broadcast's replies (coll, "ret", src, fid)
-                self.rt.post_value(span.parent, Kind.REDUCE, RET_GATHER, domain[3], domain[0], (domain[2], value))
+                try:
+                    self.rt.post_value(span.parent, Kind.REDUCE, RET_GATHER, domain[3], domain[0], (domain[2], value))
+                except Exception as exc:
+                    if p.entry < 0 or not self._replies_unsendable(domain, p, value, exc):
+                        raise
                 return
             payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target), value, section)
-            self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
+            try:
+                self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
+            except Exception as exc:
+                if p.entry < 0 or not self._replies_unsendable(domain, p, value, exc):
+                    raise
             return
-        self._complete(key, value, p.reducer, p.target, section)
+        try:
+            self._complete(key, value, p.reducer, p.target, section)
+        except Exception as exc:
+            if p.entry < 0 or not self._replies_unsendable(domain, p, value, exc):
+                raise
 
     def _complete(self, key: tuple, value: Any, reducer: Reducer, target: Any, section: Any) -> None:
         """At the root: put ``value`` in order, finish it and hand it to ``target``."""

@@ -94,5 +94,5 @@ class Sections:
                 one = pack_header(Kind.MULTICAST | FWD, entry, src, aux, coll)
                 self.rt.route_element(cs, m, one, encode((section, [m], args, kwargs)))
                 continue
-            reply = self.rt.contributor(domain, el, target, section) if target is not None else None
+            reply = self.rt.contributor(domain, el, target, section, entry) if target is not None else None
             self.rt.run_entry(el, entry, args, kwargs, reply)
