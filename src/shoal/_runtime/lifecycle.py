@@ -16,6 +16,7 @@ from ..errors import ShoalError
 from . import tree
 from .chare import Chare, entry_table
 from .collections import CollectionInfo, CollectionState
+from .memory import CreationWatch, check_fits
 from .message import Kind, decode, encode, encode_shared, pack_header, unpicklable
 from .proxy import proxy_classes
 
@@ -34,6 +35,7 @@ class Lifecycle:
         self.pending_finish: dict[int, tuple[list, int]] = {}  # sparse arrays completed before CREATE arrived here
         self.insert_counts: dict[int, list[int]] = {}  # collection -> [inserts sent, inserts done] here
         self.closed: set[int] = set()  # sparse arrays this PE called done_inserting() on
+        self.watch = CreationWatch()  # the node's memory, as this PE makes elements
 
     def create(self, cls: type, kind: str, shape: tuple | None, ndims: int, placement: Any, args: tuple,
                pes: tuple | None = None) -> "CollectionProxy":
@@ -43,6 +45,8 @@ class Lifecycle:
         if kind == "group" and rt.npes == 0:
             raise ShoalError("no PEs")
         entry_table(cls)
+        if kind == "dense" and shape is not None:
+            check_fits(cls.__qualname__, shape, rt.npes, _pes_on_my_node(rt))
         info = CollectionInfo(rt.new_id(), cls, kind, shape, ndims, placement, rt.pe, pes)
         rt.infos[info.id] = info
         try:
@@ -152,6 +156,7 @@ class Lifecycle:
         elements, early, counts = cs.elements, cs.early, rt.counts
         collection = cs.proxy
         group = info.kind == "group"
+        watch = self.watch
         for index in indices:
             el = new(cls)
             el._shoal_load = load() if load is not None else None
@@ -168,6 +173,10 @@ class Lifecycle:
                 rt.fail(exc, f"{cls.__qualname__}.__init__ of element {el.index!r}")
                 return
             counts.depth -= 1
+            watch.made += 1
+            if watch.made == watch.next and (short := watch.short(cls.__qualname__)):
+                rt.fail(MemoryError(short), f"creating {cls.__qualname__}")
+                return
             if early:
                 for header, segments in early.pop(index, ()):
                     rt.dispatch(header, segments)
@@ -212,3 +221,12 @@ class Lifecycle:
             return
         _, args = decode(segments)
         self.construct(cs, index, args)
+
+
+def _pes_on_my_node(rt: "Runtime") -> int:
+    """How many PEs share this PE's node (all of them in one process, or on one node)."""
+    nodes = rt.nodes
+    if nodes is None:
+        return rt.npes
+    mine = nodes[rt.pe]
+    return sum(1 for n in nodes if n == mine)

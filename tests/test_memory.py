@@ -1,0 +1,65 @@
+"""Collections that cannot fit are refused, and a creation that uses up the node stops
+(issue 35, item 4: ``Array(W, 10**12)`` grew every PE by 170 MB/s until it was killed)."""
+
+from __future__ import annotations
+
+import pytest
+from test_cli import _last_line, _run
+
+from shoal._runtime import memory
+from shoal._runtime.memory import ELEMENT_BYTES, CreationWatch, check_fits
+
+GiB = 2**30
+
+
+def test_an_array_that_cannot_fit_is_refused(monkeypatch):
+    monkeypatch.setattr(memory, "available", lambda: (20 * GiB, 24 * GiB))
+    with pytest.raises(MemoryError) as err:
+        check_fits("W", (10**6, 10**6), 4, 2)
+    said = str(err.value)
+    assert said.startswith("shoal.Array(W, (1000000, 1000000)): 1,000,000,000,000 elements cannot fit: this node's 2 PE(s)")
+    assert "500,000,000,000 of them" in said and "20.0 GiB available" in said
+
+
+def test_an_array_that_fits_is_let_through(monkeypatch):
+    monkeypatch.setattr(memory, "available", lambda: (20 * GiB, 24 * GiB))
+    check_fits("W", (20 * GiB // ELEMENT_BYTES,), 1, 1)  # exactly the available memory
+    monkeypatch.setattr(memory, "available", lambda: None)  # unknown here: nothing to refuse on
+    check_fits("W", (10**15,), 1, 1)
+
+
+def test_the_watch_stops_a_creation_that_uses_up_the_node(monkeypatch):
+    free = [20 * GiB]
+    monkeypatch.setattr(memory, "available", lambda: (free[0], 24 * GiB))
+    monkeypatch.setattr("time.perf_counter", lambda: 20.0 - free[0] / GiB)  # 1 s per element
+    watch = CreationWatch()
+    said = None
+    while said is None:  # each element allocates 1 GiB and takes long: looked at one by one
+        watch.made += 1
+        free[0] -= GiB
+        if watch.made == watch.next:
+            said = watch.short("W")
+    # stopped once less than the reserve (3% of 24 GiB) and twice the last step was free
+    assert watch.made == 18 and said.startswith("making the elements of W used up this node's memory (2.0 GiB")
+
+
+def test_cheap_elements_are_looked_at_every_few_thousand(monkeypatch):
+    reads = []
+    monkeypatch.setattr(memory, "available", lambda: reads.append(1) or (20 * GiB, 24 * GiB))
+    watch = CreationWatch()
+    for _ in range(1_000_000):
+        watch.made += 1
+        if watch.made == watch.next:
+            assert watch.short("W") is None
+    assert len(reads) < 1_000_000 // memory.EVERY + 20
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("transport", ["mpi", "inproc"])
+def test_an_array_of_a_trillion_elements_fails_at_once(tmp_path, transport):
+    prog = tmp_path / "p.py"
+    prog.write_text("import shoal\nclass W(shoal.Chare):\n    pass\n"
+                    "def main(args):\n    shoal.Array(W, 10**12)\n    print('created')\nshoal.start(main)\n")
+    proc = _run("run", "-n", "2", "--transport", transport, str(prog))
+    assert proc.returncode == 1 and "created" not in proc.stdout, proc
+    assert "MemoryError: shoal.Array(W, 1000000000000): 1,000,000,000,000 elements cannot fit" in _last_line(proc.stderr)
