@@ -45,13 +45,15 @@ def __getattr__(name: str) -> Any:
 _COMMANDS = ("run", "serve", "info", "bench", "cache", "trace", "checkpoint")
 
 
-def run_program(path: str, args: Sequence[str]) -> int:
+def run_program(path: str, args: Sequence[str], summary: bool = False) -> int:
     """Run ``path`` as ``__main__`` in this process (each PE does this); its exit code.
 
     Under an MPI launcher, an exception or a failing ``sys.exit`` that escapes the program
     before its job ended on every PE (one PE failing before ``shoal.start``, say) is
     printed with the PE's number and ends the whole job: the other PEs would otherwise
-    wait for this one in MPI's start-up forever.
+    wait for this one in MPI's start-up forever. With ``summary`` (``shoal run --transport
+    inproc``), an in-process job that an error ended ends its report with ``shoal run``'s
+    summary line (:func:`shoal.start`).
     """
     if not os.path.isfile(path):
         print(f"shoal: program {path!r} not found", file=sys.stderr)
@@ -69,9 +71,14 @@ def run_program(path: str, args: Sequence[str]) -> int:
         except ValueError as exc:
             print(f"shoal: {exc}", file=sys.stderr)
             return 2
-    from ._runtime.engine import under_mpi_launcher
+    from ._runtime import engine
 
-    mpi = under_mpi_launcher()
+    engine.in_process_summary = summary
+    mpi = engine.under_mpi_launcher()
+    if not mpi:  # in one process a crash (SIGSEGV, SIGABRT) ends every PE: at least its stack is shown
+        import faulthandler
+
+        faulthandler.enable()
     if mpi:
         _whole_lines()
     try:

@@ -216,7 +216,7 @@ def _run(ns: argparse.Namespace) -> int:
         os.environ["SHOAL_TRANSPORT"] = "inproc"
         os.environ["SHOAL_PES"] = str(ns.pes)
         try:
-            return run_program(ns.program, ns.args)
+            return run_program(ns.program, ns.args, summary=True)
         except KeyboardInterrupt:  # the launcher is the job here: one line, not a traceback
             print("shoal run: stopped by SIGINT (KeyboardInterrupt)", file=sys.stderr)
             return 128 + 2

@@ -25,7 +25,8 @@ from .._transport import open_transports
 from .futures import _PENDING, Future, Task
 from .scheduler import Runtime
 
-__all__ = ["Engine", "run", "start", "exit", "call_later", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size"]
+__all__ = ["Engine", "run", "start", "exit", "call_later", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size",
+           "fatal_report"]
 
 _LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")
 
@@ -365,7 +366,14 @@ class Engine:
                     set_current(previous)
 
     def fatal(self, rt: Runtime, exc: BaseException, where: str) -> NoReturn:
-        """End the whole job because of ``exc``; the default re-raises (in-process)."""
+        """End the whole job because of ``exc``; the default re-raises (in-process), marked
+        with the PE and the place (:func:`fatal_origin`), which ``shoal run`` reports as
+        the MPI engine does."""
+        if getattr(exc, "_shoal_fatal", None) is None:  # the first place it ended the job: its origin
+            try:
+                exc._shoal_fatal = (rt.pe, where)  # type: ignore[union-attr]
+            except (AttributeError, TypeError):
+                pass  # an exception that takes no attributes: reported without them
         raise exc
 
 
@@ -389,6 +397,25 @@ class MPIEngine(Engine):
         # MPICH's MPI_Abort may return before its launcher kills this process: unwinding
         # would run the program's handlers and report shoal's own exit as the program's
         os._exit(code)
+
+
+def fatal_report(exc: BaseException) -> tuple[str, str, int] | None:
+    """What ended an in-process job with ``exc`` (:meth:`Engine.fatal`), as the MPI engine
+    says it: the report (``shoal: PE n: unhandled exception in …; ending the job`` and the
+    traceback without shoal's frames), the summary ``shoal run`` ends with, and the exit
+    code; None if ``exc`` did not end a job."""
+    origin = getattr(exc, "_shoal_fatal", None)
+    if origin is None:
+        return None
+    from ..jobwatch import describe
+    from .tracebacks import format_user
+
+    pe, where = origin
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    what = f"interrupted by SIGINT in {where}" if interrupted else f"unhandled exception in {where}"
+    code = 130 if interrupted else 1
+    summary = f"the job failed (exit code {code}): PE {pe}: {what}{_raised_elsewhere(exc, pe, where)}: {describe(exc)}"
+    return f"shoal: PE {pe}: {what}; ending the job\n{format_user(exc)}", summary, code
 
 
 def _raised_elsewhere(exc: BaseException, pe: int, where: str) -> str:
@@ -464,8 +491,23 @@ def start(main: Callable[..., Any], until: str = "return") -> NoReturn:
     The job ends when main returns (``until="return"``), or, with ``until="exit"``, when
     some PE calls :func:`shoal.exit` (main may return early, leaving chares at work);
     such a job that runs out of work without calling it ends with a deadlock report.
+    An error that ends an in-process job is reported as under MPI (``fatal_report``).
     """
-    sys.exit(run(main, until=until))
+    try:
+        code = run(main, until=until)
+    except BaseException as exc:
+        report = fatal_report(exc)
+        if report is None or isinstance(exc, KeyboardInterrupt):  # Ctrl-C: Python's own, or shoal run's line
+            raise
+        text, last, code = report
+        sys.stdout.flush()
+        sys.stderr.write(text + (f"shoal run: {last}\n" if in_process_summary else ""))
+    sys.exit(code)
+
+
+#: set by ``shoal run --transport inproc``: an in-process job that an error ended ends
+#: its report with ``shoal run``'s summary line, as a job under mpiexec does
+in_process_summary = False
 
 
 def exit(code: Any = 0) -> NoReturn:
