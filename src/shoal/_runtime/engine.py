@@ -23,6 +23,7 @@ from ..settings import Settings, load_settings
 from .context import current, set_current
 from .._transport import open_transports
 from .futures import _PENDING, Future, Task
+from .memory import RELEASE_AFTER, RELEASE_IDLE, give_back
 from .scheduler import Runtime
 
 __all__ = ["Engine", "run", "start", "exit", "call_later", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size",
@@ -128,6 +129,7 @@ class Engine:
         self.clock, self.sleep = clock, sleep
         self.runtimes = [Runtime(self, t, settings) for t in transports]
         self.idle_since: float | None = None
+        self.released_at = 0  # messages sent and received when memory was last given back (_after_burst)
         self.until_exit = False  # run_main(until="exit"): main returning does not end the job
         cores = transports[0].node_cpus or (
             len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
@@ -174,9 +176,13 @@ class Engine:
                 if self.yield_when_idle:
                     # more PEs than cores here: never spin, nap from 20 us so a PE with work
                     # runs (the shortest nap while a large message moves: it needs our polls)
+                    if idle > RELEASE_IDLE:
+                        self._after_burst()
                     nap = 2e-5 if moving() else min(max(nap * 2, 2e-5), max_sleep)
                     self.sleep(nap)
                 elif idle > spin and not moving():
+                    if idle > RELEASE_IDLE:
+                        self._after_burst()
                     nap = min(max(nap * 2, 2e-5), max_sleep)
                     self.sleep(nap)
                 elif len(rts) == 1:
@@ -193,6 +199,13 @@ class Engine:
                         self.idle_since = None
         finally:
             set_current(previous)
+
+    def _after_burst(self) -> None:
+        """The PEs of this process have been idle a while: give memory back if a burst came since the last time."""
+        messages = sum(rt.counts.received + rt.counts.sent for rt in self.runtimes)
+        if messages - self.released_at > RELEASE_AFTER:
+            self.released_at = messages
+            give_back(self.runtimes)
 
     def _idle_ended(self, since: float, end: float) -> None:
         """This process's PEs were idle from ``since`` to ``end`` (engine clock)."""
