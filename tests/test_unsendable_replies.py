@@ -57,8 +57,24 @@ def test_an_unpicklable_reply_is_reported_at_the_waiter_naming_the_element(mpi_j
     cannot go to a caller on another PE (the reductions find the value at fault)."""
     job = mpi_job(PROGRAM, n=2, env={"SHOAL_NATIVE": native}, timeout=120)
     assert job.returncode == 0, job
-    assert "unavailable" not in job.stderr and "unhandled exception" not in job.stderr, job
-    out = job.stdout.splitlines()
+    _reported(job.stdout, job.stderr, job)
+
+
+def test_an_unpicklable_reply_is_reported_alike_in_one_process(tmp_path):
+    import subprocess
+    import sys
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", str(prog)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc
+    _reported(proc.stdout, proc.stderr, proc)
+
+
+def _reported(stdout: str, stderr: str, job: object) -> None:
+    assert "unavailable" not in stderr and "unhandled exception" not in stderr, job
+    out = stdout.splitlines()
     assert f"CAUGHT group 1 {_says('1')}" in out, job
     assert f"CAUGHT array (3,) {_says('(3,)')}" in out, job
     # PE 0's own caller resolves its future without pickling: the object arrives as it is
