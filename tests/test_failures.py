@@ -240,6 +240,33 @@ def test_deadlock_is_reported_mpi(mpi_job):
     assert re.search(r"PE \d: W\.wait_forever of element \(1,\) awaits", job.stderr), job.stderr
 
 
+@pytest.mark.mpi
+def test_a_reduction_short_of_a_contribution_is_named_with_the_element(mpi_job):
+    """Issue 35: the report named main's future only, not the reduction it waits on."""
+    job = mpi_job(
+        """
+        import shoal
+
+        class W(shoal.Chare):
+            def go(self, f):
+                if self.index[0] != 2:
+                    self.contribute(1, shoal.reducers.sum, f)
+
+        def main(args):
+            f = shoal.Future()
+            shoal.Array(W, 4).go(f)
+            f.get()
+
+        shoal.start(main)
+        """,
+        n=2,
+    )
+    assert job.returncode == 1, job
+    assert re.search(r"PE \d: reduction #0 of W \(sum, to <shoal\.Future pending owner=PE 0 created at .*prog\.py:\d+ "
+                     r"in main>\) has 1 of the 2 contribution\(s\) it waits for here \(2 from its elements, 0 from PEs "
+                     r"below it in the tree\); element\(s\) 2 of this PE have not called contribute\(\) for it", job.stderr), job
+
+
 def test_bad_cli_option_lists_valid_ones():
     proc = subprocess.run([sys.executable, "-m", "shoal", "run", "--frobnicate", "x.py"], capture_output=True, text=True)
     assert proc.returncode == 2

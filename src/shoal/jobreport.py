@@ -59,9 +59,12 @@ def summarize(records: dict[int, PERecord], ended: list[list[int]], pes: int, rc
         whom = " and ".join(f"PE {pe} (pid {records[pe].pid})" for pe in first)
         rest = [pe for pe in vanished if pe not in first]
         then = f"; {pe_list(rest)} ended with the job" if rest else ""
-        lines.append(f"the job failed (exit code {failed}): {whom} ended before the job finished, "
+        # a crash keeps mpiexec's code (its signal's); else the code depends on who ended the
+        # others first (mpiexec's SIGKILL: 9; a PE that saw its peer go: 1), so it is 1
+        code = failed if records[first[0]].fault else 1
+        lines.append(f"the job failed (exit code {code}): {whom} ended before the job finished, "
                      f"{_how(records[first[0]])}{then}")
-        return failed, lines
+        return code, lines
     if rc != 0 and started < pes:
         hints = [f"{pes} PEs on {cores} cores"] if pes > cores else []
         if 0 < file_limit < files_needed(pes):

@@ -516,6 +516,32 @@ class ReductionManager:
         del self.exchanges[key]
         self._wake(key, reducer.finish(ex.value) if reducer.finish is not None else ex.value)
 
+    def waiting_report(self) -> list[str]:
+        """Lines for a deadlock report: reductions this PE has begun and cannot finish, and
+        for a collection's own, its elements here that have not contributed (their
+        count of contributions, ``_shoal_seq``, has not passed the reduction's number)."""
+        lines = []
+        pe = self.rt.pe
+        for (domain, seq), p in self.partials.items():
+            if len(domain) > 1 and domain[1] == "ret":
+                continue  # a ret=True broadcast's replies: its caller's future is in the report
+            to = "an all-reduce" if p.target is ALLREDUCE else f"to {p.target!r}"
+            head = f"PE {pe}: reduction #{seq} of {self._name(domain)} ({p.reducer.name}, {to})"
+            cs = self.rt.colls.get(domain[0])
+            if len(domain) > 1 or cs is None or cs.span is None:
+                lines.append(f"{head} has {p.got} contribution(s) here and waits for more")
+                continue
+            missing = [index for index, el in cs.elements.items() if el._shoal_seq <= seq and not el._shoal_away]
+            below = len(cs.span.children)
+            text = (f"{head} has {p.got} of the {cs.count + below} contribution(s) it waits for here "
+                    f"({cs.count} from its elements, {below} from PEs below it in the tree)")
+            if missing:
+                shown = ", ".join(str(i[0] if len(i) == 1 else i) for i in missing[:8])
+                more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+                text += f"; element(s) {shown}{more} of this PE have not called contribute() for it"
+            lines.append(text)
+        return lines
+
     def _name(self, domain: tuple) -> str:
         info = self.rt.infos.get(domain[0])
         what = info.cls.__qualname__ if info else f"collection {domain[0]:#x}"

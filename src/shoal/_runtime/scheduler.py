@@ -262,6 +262,7 @@ class Runtime(Receiving, Sending):
         """What is blocked on this PE, for a deadlock report."""
         lines = [f"PE {self.pe}: {t.where} awaits {t.waiting!r}" for t in self.suspended]
         lines.extend(self.balancer.waiting_report())
+        lines.extend(self.reductions.waiting_report())
         for cs in self.colls.values():
             for el in cs.elements.values():
                 lines.extend(_pending_sets(el, self.pe))
