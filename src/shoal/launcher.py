@@ -176,6 +176,9 @@ class _Job:
         self.names: frozenset[str] = frozenset()
         self.poller = select.poll()
         self.died: list[int] = []  # PEs whose process ended without finishing or reporting an error
+        #: the read ends of mpiexec's stdout and stderr while they are open, and the filter
+        #: each goes through (shoal.banners.Filter); empty with SHOAL_DEBUG=1
+        self.outputs: dict[int, Any] = {}
         self.never_started = False  # mpiexec failed before any PE started
 
     def run(self) -> int:
@@ -188,11 +191,16 @@ class _Job:
             previous = None
         try:
             self._follow()
+            writes = self._filter_outputs()
             try:
-                proc = Process(self.cmd, self.env, death_signal=signal.SIGTERM)
+                proc = Process(self.cmd, self.env, death_signal=signal.SIGTERM, outputs=writes)
             except OSError as exc:
                 _say(f"cannot start {self.cmd[0]}: {_start_failure(exc, self.cmd[0])}")
                 return 127
+            finally:
+                for fd in writes:
+                    if fd >= 0:
+                        os.close(fd)
             _remove_stale_folders()  # while the PEs start: nothing waits for it
             exited = _exit_fd(proc.pid)  # readable when mpiexec ends: the wait below wakes at once
             if exited is not None:
@@ -206,15 +214,65 @@ class _Job:
                 if exited is not None:
                     self.poller.unregister(exited)
                     os.close(exited)
+            self._drain_outputs()
             if self.signum:
                 return self._stop(proc, self.signum)
             rc = proc.wait()  # it ended: its exit code
             return self._report(128 - rc if rc < 0 else rc)  # mpiexec killed by a signal: as a shell says
         finally:
+            self._drain_outputs(0.0)
             if previous is not None:
                 _restore(previous)
             for fd in (wake_r, wake_w, *self.alive):
                 os.close(fd)
+
+    def _filter_outputs(self) -> tuple[int, int]:
+        """Pipes for mpiexec's stdout and stderr (both carry its banners: Hydra's on stdout),
+        read through :class:`~shoal.banners.Filter` into this process's: their write ends,
+        closed here once mpiexec has them; (-1, -1) with ``SHOAL_DEBUG=1`` (as they are)."""
+        if self.env.get("SHOAL_DEBUG", "") not in ("", "0"):
+            return -1, -1
+        from .banners import Filter
+
+        ends = []
+        for target in (1, 2):
+            read, write = os.pipe()
+            os.set_blocking(read, False)
+            self.outputs[read] = Filter(target)
+            self.poller.register(read, select.POLLIN)
+            ends.append(write)
+        return ends[0], ends[1]
+
+    def _output_ready(self, fd: int) -> None:
+        """Pass on what mpiexec wrote (through the filter); at the end of the pipe, stop."""
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.outputs[fd].feed(data)
+            return
+        self._close_output(fd)
+
+    def _close_output(self, fd: int) -> None:
+        self.poller.unregister(fd)
+        os.close(fd)
+        self.outputs.pop(fd).close()
+
+    def _drain_outputs(self, patience: float = 0.5) -> None:
+        """mpiexec ended: what is left of its output, for up to ``patience`` seconds if PEs
+        it left behind still hold the pipes, before shoal's own report."""
+        end = time.monotonic() + patience
+        while self.outputs:
+            ready = select.select(list(self.outputs), [], [], max(0.0, end - time.monotonic()))[0]
+            if not ready:
+                for fd in list(self.outputs):
+                    self._close_output(fd)
+                return
+            for fd in ready:
+                self._output_ready(fd)
 
     def _caught(self, signum: int, frame: Any) -> None:
         self.signum = self.signum or signum  # the first signal names the stop; the main loop acts
@@ -243,6 +301,8 @@ class _Job:
         for fd, _ in self.poller.poll(_POLL * 1000):
             if fd == wake_r:
                 os.read(wake_r, 512)
+            elif fd in self.outputs:
+                self._output_ready(fd)
             elif fd in self.alive and not os.read(fd, 512):  # EOF: the PE's process is ending
                 self.poller.unregister(fd)
                 batch.append(self.alive[fd])

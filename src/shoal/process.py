@@ -34,16 +34,20 @@ class Process:
 
     __slots__ = ("pid", "returncode")
 
-    def __init__(self, argv: list[str], env: dict[str, str], death_signal: int = 0):
+    def __init__(self, argv: list[str], env: dict[str, str], death_signal: int = 0, outputs: tuple = (-1, -1)):
         """Run ``argv[0]`` (a path) with arguments ``argv`` and environment ``env``; an
         :class:`OSError` naming ``argv[0]`` if it cannot be started. ``death_signal``:
-        the signal it gets when this process dies (Linux; 0: none)."""
+        the signal it gets when this process dies (Linux; 0: none); ``outputs``: the
+        descriptors that become its stdout and stderr (-1: this process's own)."""
         in_child = _parent_death(death_signal) if death_signal else None
         report_r, report_w = os.pipe()  # not inherited: exec closes the child's end, and the read sees EOF
         pid = os.fork()
         if pid == 0:  # the child, until exec
             try:
                 os.close(report_r)
+                for fd, target in zip(outputs, (1, 2)):
+                    if fd >= 0:
+                        os.dup2(fd, target)
                 _reset(keep=report_w)
                 if in_child is not None:
                     in_child()
