@@ -28,6 +28,11 @@ def _rule(line: bytes, char: bytes) -> bool:
     return len(line) >= 40 and not line.strip(char)
 
 
+def _marked(text: bytes) -> bool:
+    """Whether ``text`` holds anything a banner begins with (a rule, an opening line)."""
+    return b"=" * 40 in text or b"-" * 40 in text or any(o in text for o in _OPENERS)
+
+
 def _may_begin_banner(partial: bytes) -> bool:
     """Whether a line not yet ended may turn out to be part of a banner (held back); NUL
     bytes alone too: Open MPI's launcher ends its stderr with one, dropped at the end."""
@@ -56,8 +61,15 @@ class Filter:
             if not end:
                 return
             self.mid = False
-        *lines, self.partial = (self.partial + data).split(b"\n")
-        out = b"".join(kept + b"\n" for line in lines if (kept := self._line(line)) is not None)
+        at_start, text = not self.partial, self.partial + data
+        if self.mode == "" and not self.blank and not _marked(text):  # the common case: no banner near
+            cut = text.rfind(b"\n") + 1
+            out, self.partial = text[:cut], text[cut:]
+            if out.endswith(b"\n\n") or (out == b"\n" and at_start):  # a blank line last: Hydra's box may follow
+                out, self.blank = out[:-1], True
+        else:
+            *lines, self.partial = text.split(b"\n")
+            out = b"".join(kept + b"\n" for line in lines if (kept := self._line(line)) is not None)
         if self.partial and self.mode == "" and not _may_begin_banner(self.partial):
             out += (b"\n" if self.blank else b"") + self.partial  # a prompt, a progress bar: on its way now
             self.blank, self.partial, self.mid = False, b"", True

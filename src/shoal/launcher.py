@@ -179,6 +179,7 @@ class _Job:
         #: the read ends of mpiexec's stdout and stderr while they are open, and the filter
         #: each goes through (shoal.banners.Filter); empty with SHOAL_DEBUG=1
         self.outputs: dict[int, Any] = {}
+        self.next_look = 0.0  # when the PEs' records are looked at next, if only output comes
         self.never_started = False  # mpiexec failed before any PE started
 
     def run(self) -> int:
@@ -298,16 +299,23 @@ class _Job:
     def _watch(self, wake_r: int, proc: Process) -> None:
         """Wait a moment for a PE's process to end or a signal; note what the PEs wrote."""
         batch = []
+        output_only = True  # the job's output alone woke the wait: the records need no look yet
         for fd, _ in self.poller.poll(_POLL * 1000):
+            if fd in self.outputs:
+                self._output_ready(fd)
+                continue
+            output_only = False
             if fd == wake_r:
                 os.read(wake_r, 512)
-            elif fd in self.outputs:
-                self._output_ready(fd)
             elif fd in self.alive and not os.read(fd, 512):  # EOF: the PE's process is ending
                 self.poller.unregister(fd)
                 batch.append(self.alive[fd])
         if batch:
             self.ended.append(sorted(batch))
+        now = time.monotonic()
+        if output_only and now < self.next_look:
+            return
+        self.next_look = now + _POLL
         self._read()  # after the wait: a PE writes its exit record before its process ends
         self._guard(proc)
 
