@@ -15,6 +15,7 @@ from ..._runtime.proxy import _element, _parts_of, union
 from ._chare import Chare, _single
 from ._futures import CompatFuture
 from ._options import take_launcher_options
+from ._proxies import as_index
 from ._topology import Topology
 
 __all__ = ["charm", "CharmRemote"]
@@ -201,7 +202,7 @@ class _Charm:
             elems = [elems]
         if len(elems) != numsections:
             raise ValueError(f"charm.split(): {numsections} sections, but {len(elems)} lists of elements")
-        return [proxy.section(list(e)) for e in elems]
+        return [proxy.section([as_index(i) for i in e]) for e in elems]
 
     def combine(self, *proxies: Any) -> Any:
         """One section over the elements of several sections or collections (shoal's ``union``)."""

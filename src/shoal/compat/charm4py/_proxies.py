@@ -1,8 +1,9 @@
 """Charm4py's proxies on shoal's: ``awaitable=`` calls, ``ckLocal``/``ckLocalBranch``,
-slices of array proxies as sections."""
+slices of array proxies as sections, indices given as lists."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..._runtime import context
@@ -12,8 +13,20 @@ from ..._runtime.futures import Failure, Future
 from ..._runtime.proxy import (
     CollectionProxy, ElementProxy, SectionProxy, _BoundElementEntry, _BoundEntry,
 )
+from ...lazy_numpy import np
 
-__all__ = ["KINDS", "completion"]
+__all__ = ["KINDS", "as_index", "completion"]
+
+
+def as_index(index: Any) -> Any:
+    """``index`` as shoal takes it: Charm4py takes any sequence of ints as an element's
+    index (``proxy[[0, 0, 1]]``, a 1-d NumPy array), shoal an int or a tuple; anything
+    else is left for shoal to judge (and to refuse, naming the index)."""
+    if isinstance(index, (tuple, str, bytes)):
+        return index
+    if isinstance(index, Sequence) or (isinstance(index, np.ndarray) and index.ndim == 1):
+        return tuple(index)
+    return index
 
 
 def completion(fut: Future) -> Future:
@@ -78,7 +91,7 @@ class Element(ElementProxy):
         """Another element of the same collection (Charm4py lets a single chare's
         ``thisProxy[thisIndex]`` name itself)."""
         info = self._info
-        return type(self)(info, info.normalize(index))
+        return type(self)(info, info.normalize(as_index(index)))
 
     def ckLocal(self) -> Any:
         """The element object itself if it is on this PE, else None."""
@@ -100,8 +113,10 @@ class Collection(CollectionProxy):
     issec = None
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index)):
-            return self.section(_sliced(self._info, index))
+        if type(index) is not int:
+            index = as_index(index)
+            if isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index)):
+                return self.section(_sliced(self._info, index))
         return super().__getitem__(index)
 
     def ckLocalBranch(self) -> Any:
@@ -112,7 +127,7 @@ class Collection(CollectionProxy):
         if onPE != -1:
             raise NotImplementedError("ckInsert(onPE=...): shoal places inserted elements by the array's "
                                       "placement; give Array(..., map=...) instead")
-        self.insert(index, tuple(args))
+        self.insert(as_index(index), tuple(args))
 
     def ckDoneInserting(self) -> None:
         self.done_inserting()
