@@ -87,3 +87,54 @@ def test_lists_and_numpy_arrays_index_elements(tmp_path, transport):
                      "from an element (0, 0, 1)", "split [(0, 1, 0), (1, 1, 1)]", "inserted (3, 4)", "group 1",
                      "refused (0, 1) is not an index of the 3-d array of C; use 3 integer(s)"):
         assert expected in lines, proc.stdout
+
+
+# -- older names -----------------------------------------------------------------------------------
+
+
+def test_register_gives_the_chare_class_back_and_refuses_anything_else():
+    from shoal.compat.charm4py import ArrayMap, Chare, register
+
+    class C(Chare):
+        pass
+
+    class M(ArrayMap):
+        pass
+
+    assert register(C) is C and register(M) is M
+    for thing in (object, int, len, 3):
+        with pytest.raises(TypeError, match=r"^register\(.+\): not a Chare class, .* derive it from charm4py\.Chare$"):
+            register(thing)
+
+
+REGISTERED = """
+    from charm4py import charm, register, Chare, Group, Array, ArrayMap, Reducer
+
+    @register
+    class Last(ArrayMap):
+        def procNum(self, index):
+            return charm.numPes() - 1
+
+    @register
+    class Worker(Chare):
+        def work(self, done):
+            self.reduce(done, charm.myPe(), Reducer.sum)
+
+    def main(args):
+        done = charm.Future()
+        Group(Worker).work(done)
+        print("group", done.get())
+        done = charm.Future()
+        Array(Worker, 4, map=Group(Last)).work(done)
+        print("array", done.get())  # every element on the last PE, as the map says
+        charm.exit()
+
+    charm.start(main)
+"""
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_program_that_registers_its_chares_runs(tmp_path, transport):
+    proc = _run(tmp_path, REGISTERED, transport)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["group 1", "array 4"], proc.stdout

@@ -7,7 +7,7 @@ the semantic differences and what is not supported).
 
 from __future__ import annotations
 
-from ._chare import Array, ArrayMap, Chare, Group, coro, threaded, when
+from ._chare import Array, ArrayMap, Chare, Group, coro, register, threaded, when
 from ._channel import Channel
 from ._charm import charm
 from ._futures import CompatFuture as Future
@@ -18,4 +18,4 @@ from . import readonlies, threads
 __version__ = "1.1+shoal"
 
 __all__ = ["charm", "Chare", "Group", "Array", "ArrayMap", "Reducer", "Future", "Channel", "coro",
-           "threaded", "when", "readonlies", "threads", "take_launcher_options"]
+           "threaded", "when", "register", "readonlies", "threads", "take_launcher_options"]

@@ -14,7 +14,7 @@ from ..._runtime.proxy import CollectionProxy, EntryRef
 from ._proxies import KINDS
 from ._reduction import as_reducer
 
-__all__ = ["Chare", "Group", "Array", "ArrayMap", "coro", "threaded", "when", "OnPE", "MainPlacement", "CharmBlockMap",
+__all__ = ["Chare", "Group", "Array", "ArrayMap", "register", "coro", "threaded", "when", "OnPE", "MainPlacement", "CharmBlockMap",
            "RoundRobinMap", "charm_block"]
 
 
@@ -174,6 +174,16 @@ class Chare(_ShoalChare):
 
     def setMigratable(self, migratable: bool) -> None:
         self.migratable = migratable
+
+
+def register(cls: type) -> type:
+    """Charm4py's ``@register`` class decorator (older programs): ``cls`` itself. Charm4py
+    registers a Chare class with Charm++ there; shoal needs no registration, so only the
+    check stays that ``cls`` is a Chare class."""
+    if not (isinstance(cls, type) and issubclass(cls, Chare)):
+        raise TypeError(f"register({getattr(cls, '__qualname__', cls)}): not a Chare class, so it cannot be "
+                        f"registered; derive it from charm4py.Chare")
+    return cls
 
 
 def _main_threaded(init: Callable) -> Callable:
