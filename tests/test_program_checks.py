@@ -1,7 +1,11 @@
 """``shoal run`` and ``python -m shoal`` refuse a file that is not a Python program (issue 41):
 Charm4py's test wrapper ``exec.sh`` parses as Python and ran as a program that did nothing,
 ending the job with 0. A shell script is now refused, naming the file and why, before MPI
-starts; Python files of every kind shoal runs still run."""
+starts; Python files of every kind shoal runs still run.
+
+A program that imports ``charm4py`` and runs without ``--compat charm4py`` is refused
+too (issue 38): with the real Charm4py installed, each PE started a one-PE Charm++ job of
+its own and the job ended with "no error from Python", with no hint."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.cli import program_problem
+from shoal.cli import compat_problem, program_problem
 
 SHELL_SCRIPT = '#!/bin/sh\n# Just execute the given command\n"$@"\n'  # Charm4py's tests/exec.sh, in sh
 PROGRAM = "import shoal\n\ndef main(args):\n    print('ran on', shoal.num_pes(), 'PEs')\n\nshoal.start(main)\n"
@@ -162,3 +166,64 @@ def test_python_m_shoal_runs_a_py_file_compiled_code_and_a_zip_application(tmp_p
     for program in ("prog.py", "prog.pyc", "app.pyz"):
         proc = _shoal(program, cwd=tmp_path)
         assert proc.returncode == 0 and "ran on 1 PEs" in proc.stdout, (program, proc)
+
+
+# -- a Charm4py program without --compat charm4py --------------------------------------------------
+
+CHARM4PY_PROGRAM = ("from charm4py import charm\n\ndef main(args):\n    print('ran on', charm.numPes(), 'PEs')\n"
+                    "    charm.exit()\n\ncharm.start(main)\n")
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    (CHARM4PY_PROGRAM, 1),
+    ("import os\nimport charm4py\n", 2),
+    ("import numpy as np, charm4py.threads as t\n", 1),
+    ("def main():\n    from charm4py import Chare\n", 2),  # in a function
+    ("try:\n    import charm4py\nexcept ImportError:\n    pass\n", 2),
+])
+def test_a_program_that_imports_charm4py_needs_the_layer(tmp_path, monkeypatch, text, line):
+    monkeypatch.delenv("SHOAL_COMPAT", raising=False)
+    path = str(_write(tmp_path / "prog.py", text))
+    problem = compat_problem(path)
+    assert problem is not None and problem.startswith(f"prog.py imports charm4py (line {line}) but runs without "
+                                                      f"--compat charm4py: add it before the program"), problem
+    monkeypatch.setenv("SHOAL_COMPAT", "charm4py")
+    assert compat_problem(path) is None
+
+
+@pytest.mark.parametrize("text", [
+    "# runs the same as a charm4py program\nprint('charm4py')\n",  # a comment and a string
+    '"""import charm4py"""\n',
+    "import charm4py_tools\nfrom charm4pyx import y\n",  # other modules
+    "from .charm4py import x\n",  # the program's own package's module
+    "import importlib\nimportlib.import_module('charm4py')\n",  # not an import statement
+    "import charm4py(\n",  # does not parse: the run says why
+    PROGRAM,
+])
+def test_a_program_that_only_mentions_charm4py_runs_without_the_layer(tmp_path, monkeypatch, text):
+    monkeypatch.delenv("SHOAL_COMPAT", raising=False)
+    assert compat_problem(str(_write(tmp_path / "prog.py", text))) is None
+
+
+@pytest.mark.parametrize("argv", [
+    ("run", "-n", "2", "prog.py"),  # the launcher, before MPI starts
+    ("run", "-n", "2", "--transport", "inproc", "prog.py"),
+    ("run", "-n", "2", "--lb", "greedy", "prog.py"),  # the options' path
+    ("prog.py",),  # python -m shoal, as each PE runs it
+])
+def test_each_command_refuses_a_charm4py_program_without_compat_in_one_line(tmp_path, argv):
+    _write(tmp_path / "prog.py", CHARM4PY_PROGRAM)
+    started = time.monotonic()
+    proc = _shoal(*argv, cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "prog.py imports charm4py (line 1) but runs without --compat charm4py" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 30  # no job was started and waited for
+
+
+@pytest.mark.parametrize("transport", [pytest.param("mpi", marks=pytest.mark.mpi), "inproc"])
+def test_the_same_program_runs_with_compat(tmp_path, transport):
+    _write(tmp_path / "prog.py", CHARM4PY_PROGRAM)
+    proc = _shoal("run", "-n", "2", "--transport", transport, "--compat", "charm4py", "prog.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc
+    assert "ran on 2 PEs" in proc.stdout

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .commands import OptionParser
     from .launcher import find_mpiexec, launch_mpi
 
-__all__ = ["command", "main", "run_program", "program_problem", "check_program", "launching", "check_settings", "duration",
+__all__ = ["command", "main", "run_program", "program_problem", "compat_problem", "check_program", "launching", "check_settings", "duration",
            "restart_path", "find_mpiexec", "launch_mpi", "OptionParser"]
 
 
@@ -149,10 +149,49 @@ def program_problem(path: str) -> str | None:
             f"line #!/usr/bin/env python3")
 
 
+def compat_problem(path: str) -> str | None:
+    """Why the program ``path`` needs ``--compat charm4py`` and runs without it, or None.
+
+    A program that imports ``charm4py`` and runs without the layer gets the real Charm4py
+    (which starts a separate one-PE Charm++ job on every PE, and the job ends with "no
+    error from Python") or no module at all. Only import statements count (parsed with
+    :mod:`ast`, in the module, its functions and classes), not the word in a comment or a
+    string; a file that does not parse is left for the run to report."""
+    if os.environ.get("SHOAL_COMPAT") == "charm4py":
+        return None
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError:
+        return None
+    if b"charm4py" not in source:  # most programs: no parse
+        return None
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # compiled code, a zip application, a syntax error
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules = [node.module or ""]
+        else:
+            continue
+        if any(m == "charm4py" or m.startswith("charm4py.") for m in modules):
+            name = os.path.basename(path)
+            return (f"{name} imports charm4py (line {node.lineno}) but runs without --compat charm4py: add it before "
+                    f"the program (shoal run -n N --compat charm4py {name}) to run it on shoal's Charm4py layer; the "
+                    f"real Charm4py would start a separate one-PE Charm++ job on every PE")
+    return None
+
+
 def check_program(command: str, path: str, quiet: bool = False) -> bool:
-    """Refuse ``path`` where it is not a Python program (:func:`program_problem`), saying
-    why (unless ``quiet``: another PE says it); True where it may run."""
-    problem = program_problem(path)
+    """Refuse ``path`` where it is not a Python program (:func:`program_problem`) or needs
+    ``--compat charm4py`` (:func:`compat_problem`), saying why (unless ``quiet``: another
+    PE says it); True where it may run."""
+    problem = program_problem(path) or compat_problem(path)
     if problem is not None and not quiet:
         print(f"{command}: {problem}", file=sys.stderr)
     return problem is None
