@@ -276,7 +276,7 @@ class Channel:
 _moving = False
 
 
-def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: int, ahead: dict | None) -> Channel:
+def _restore(remote: "ElementProxy", tag: int, inbox: list, sent: int, arrived: int, ahead: dict | None = None) -> Channel:
     """A channel of an element that moved here; migration.py sets ``chare``."""
     rt = current("a channel arriving with its element")
     ch = Channel.__new__(Channel)

@@ -344,6 +344,9 @@ def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) ->
     seqs = runtime.get("_shoal_seqs")
     if seqs and (cs.info.id,) in seqs:  # a checkpoint written before _shoal_seq existed
         runtime = {**runtime, "_shoal_seq": seqs[(cs.info.id,)]}
+    early = runtime.get("_shoal_channel_early")
+    if early and any(type(m[1]) is list for msgs in early.values() for m in msgs):  # written before their numbers
+        runtime = {**runtime, "_shoal_channel_early": {tag: list(enumerate(msgs)) for tag, msgs in early.items()}}
     for k, v in runtime.items():
         object.__setattr__(el, k, v)
     setstate = getattr(el, "__setstate__", None)
