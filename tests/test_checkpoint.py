@@ -178,6 +178,8 @@ def test_a_dead_pe_is_survived_from_the_last_checkpoint(tmp_path):
                     "recovery.py", "30", "--die-at", "20")
     assert job.returncode == 0, job.stderr
     assert "shoal run: PE 1 died; restarting from the checkpoint in" in job.stderr, job.stderr
+    # how it died, then that it restarts: not "the job failed" first (issue 35)
+    assert "the job failed" not in job.stderr and "ended before the job finished" in job.stderr, job.stderr
     restarted = [line for line in job.stdout.splitlines() if line.startswith("RESULT restarted after step")]
     assert len(restarted) == 1 and 10 <= int(restarted[0].split()[-1]) < 20  # at most one period of work redone
     assert job.stdout.splitlines()[-1] == plain.stdout.splitlines()[-1]

@@ -238,7 +238,7 @@ def _run_recovering(ns: argparse.Namespace) -> int:
 
     folder = os.environ.get("SHOAL_CHECKPOINT_DIR") or os.path.abspath("shoal.ckpt")
     args = [ns.program, *ns.args]
-    job = run_job(args, ns.pes, ns.mpiexec)
+    job = run_job(args, ns.pes, ns.mpiexec, hold_report=True)
     for restart in range(1, ns.max_restarts + 1):
         if job.code == 0 or not job.died:
             return job.code
@@ -248,17 +248,28 @@ def _run_recovering(ns: argparse.Namespace) -> int:
                 raise CheckpointError(f"{folder} holds none")
             manifest = read_manifest(found)
         except CheckpointError as exc:
+            _told(job)
             print(f"shoal run: {pe_list(job.died)} died and there is no checkpoint to restart from: {exc}",
                   file=sys.stderr)
             return job.code
+        for line in job.report:  # how they died, not "the job failed": it goes on
+            print(f"shoal run: {line.split('): ', 1)[-1] if line.startswith('the job failed (') else line}",
+                  file=sys.stderr)
         print(f"shoal run: {pe_list(job.died)} died; restarting from the checkpoint in {found} "
               f"(written {manifest['time']}), restart {restart} of {ns.max_restarts}", file=sys.stderr, flush=True)
         os.environ["SHOAL_RESTART"] = found
         job = _relaunch(args, ns, len(job.died))
     if job.code != 0 and job.died:
+        _told(job)
         print(f"shoal run: {pe_list(job.died)} died; no restarts left (--max-restarts {ns.max_restarts})",
               file=sys.stderr)
     return job.code
+
+
+def _told(job: "JobOutcome") -> None:
+    """Print the report a job held back (``run_job(hold_report=True)``): it is not restarted."""
+    for line in job.report:
+        print(f"shoal run: {line}", file=sys.stderr)
 
 
 def _relaunch(args: list[str], ns: argparse.Namespace, lost: int) -> JobOutcome:
@@ -267,13 +278,13 @@ def _relaunch(args: list[str], ns: argparse.Namespace, lost: int) -> JobOutcome:
     from .launcher import run_job
 
     counts = sorted({ns.pes, *range(1, ns.pes - lost + 1)}, reverse=True)
-    job = run_job(args, counts[0], ns.mpiexec)
+    job = run_job(args, counts[0], ns.mpiexec, hold_report=True)
     for tried, fewer in zip(counts, counts[1:]):
         if not job.never_started:
             break
         print(f"shoal run: mpiexec could not start {tried} PEs (exit code {job.code}, none started); "
               f"relaunching on {fewer} PE{'s' if fewer > 1 else ''} instead", file=sys.stderr, flush=True)
-        job = run_job(args, fewer, ns.mpiexec)
+        job = run_job(args, fewer, ns.mpiexec, hold_report=True)
     return job
 
 

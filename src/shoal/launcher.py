@@ -93,19 +93,22 @@ def launch_mpi(args: Sequence[str], pes: int, mpiexec: str | None = None) -> int
 
 class JobOutcome:
     """How a job ended: its exit code, the PEs whose process died (a signal, a crash; a
-    program's own error is not a death), and whether mpiexec failed before any PE started."""
+    program's own error is not a death), whether mpiexec failed before any PE started, and
+    (``run_job(hold_report=True)``) the report lines it did not print."""
 
-    __slots__ = ("code", "died", "never_started")
+    __slots__ = ("code", "died", "never_started", "report")
 
-    def __init__(self, code: int, died: list[int], never_started: bool):
-        self.code, self.died, self.never_started = code, died, never_started
+    def __init__(self, code: int, died: list[int], never_started: bool, report: list[str] | None = None):
+        self.code, self.died, self.never_started, self.report = code, died, never_started, report or []
 
     def __repr__(self) -> str:
         return f"JobOutcome(code={self.code}, died={self.died}, never_started={self.never_started})"
 
 
-def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOutcome:
-    """:func:`launch_mpi`, also saying which PEs died and whether any PE started."""
+def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None, hold_report: bool = False) -> JobOutcome:
+    """:func:`launch_mpi`, also saying which PEs died and whether any PE started; with
+    ``hold_report`` a job in which PEs died keeps its report for the caller (who may
+    restart it, and says so instead of "the job failed")."""
     launch = job_launch(pes, args, mpiexec)
     _raise_file_limit(pes)
     folder = _job_folder()
@@ -115,9 +118,10 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None) -> JobOut
     env.update(blas_threads(pes, env))
     env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
     job = _Job(launch.command, env, folder, pes)
+    job.hold_report = hold_report
     try:
         code = job.run()
-        return JobOutcome(code, job.died, job.never_started)
+        return JobOutcome(code, job.died, job.never_started, job.held)
     finally:
         _remove_folder(folder)
 
@@ -180,6 +184,8 @@ class _Job:
         #: each goes through (shoal.banners.Filter); empty with SHOAL_DEBUG=1
         self.outputs: dict[int, Any] = {}
         self.next_look = 0.0  # when the PEs' records are looked at next, if only output comes
+        self.hold_report = False  # PEs died: keep the report for the caller (run_job), do not print it
+        self.held: list[str] = []
         self.never_started = False  # mpiexec failed before any PE started
 
     def run(self) -> int:
@@ -421,6 +427,9 @@ class _Job:
             records, self.ended, self.pes, rc, verdict=self.verdict, guarded=self.guarded,
             command=" ".join(self.cmd[:3]), cores=cores, file_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         )
+        if self.hold_report and self.died:
+            self.held = lines
+            return code
         for line in lines:
             _say(line)
         return code
