@@ -384,7 +384,7 @@ class Engine:
         the MPI engine does."""
         if getattr(exc, "_shoal_fatal", None) is None:  # the first place it ended the job: its origin
             try:
-                exc._shoal_fatal = (rt.pe, where)  # type: ignore[union-attr]
+                exc._shoal_fatal = (rt.pe, where)  # type: ignore[attr-defined]
             except (AttributeError, TypeError):
                 pass  # an exception that takes no attributes: reported without them
         raise exc
