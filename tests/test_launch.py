@@ -517,3 +517,14 @@ def test_a_program_that_does_not_compile_ends_the_job_naming_the_line(tmp_path, 
     p = _shoal(*launch, str(prog))
     assert p.returncode == 1, p
     assert f'File "{prog}", line 2' in p.stderr and "SyntaxError: '(' was never closed" in p.stderr, p.stderr
+
+
+@pytest.mark.mpi
+def test_open_mpis_session_directory_is_the_jobs_own(mpi_job):
+    """A session directory that a killed mpiexec left in /tmp, named by its pid, made a
+    later Open MPI mpiexec given the same pid fail to start (PMIx: "unable to setup a
+    rendezvous point"): each job's goes in its own folder, removed with it."""
+    job = mpi_job("import os\nprint('BASE', os.environ['PRTE_MCA_prte_tmpdir_base'])\n")
+    assert job.returncode == 0, job
+    bases = {line.split()[1] for line in job.stdout.splitlines() if line.startswith("BASE ")}
+    assert len(bases) == 1 and os.path.basename(bases.pop()).startswith("shoal-run-"), job

@@ -117,6 +117,11 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None, hold_repo
     env[JOB_DIR_VAR] = folder
     env.update(blas_threads(pes, env))
     env[LAUNCHER_VAR] = f"{os.getpid()}:{process_start(os.getpid())}"
+    if "PRTE_MCA_prte_tmpdir_base" not in env and len(folder) <= 60:
+        # Open MPI's session directory (its PMIx sockets) in the job's own folder: one that a
+        # killed mpiexec left in /tmp, named by its pid, made a later mpiexec given the same
+        # pid fail to start ("unable to setup a rendezvous point"); the folder goes with the job
+        env["PRTE_MCA_prte_tmpdir_base"] = folder
     job = _Job(launch.command, env, folder, pes)
     job.hold_report = hold_report
     try:
