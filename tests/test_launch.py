@@ -402,6 +402,8 @@ def test_report_explains_mpiexec_failing_to_start_the_pes():
     recs = {pe: _rec(pe, fatal=(1.0 + pe, broken)) for pe in (8, 19)}
     code, lines = summarize(recs, [], 100, 186, command="mpiexec -n 100", file_limit=200)
     assert code == 186 and lines[0].startswith("mpiexec failed (exit code 186) before every PE started (2 of 100")
+    eio = "unhandled exception in p.py, outside the main program: OSError: [Errno 5] Input/output error"
+    assert summarize({34: _rec(34, fatal=(1.0, eio))}, [], 100, 186)[1][0].startswith("mpiexec failed (exit code 186)")
     recs[19] = _rec(19, fatal=(0.5, "unhandled exception in main: KeyError: 'a'"))  # a real error is still named
     assert summarize(recs, [], 100, 186)[1] == [
         "the job failed (exit code 186): PE 19: unhandled exception in main: KeyError: 'a' (PE 8 failed too)"]

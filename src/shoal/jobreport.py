@@ -77,8 +77,9 @@ def summarize(records: dict[int, PERecord], ended: list[list[int]], pes: int, rc
 
 
 def _on_pipes(what: str) -> bool:
-    """Whether a PE's error is its output pipe breaking, as when mpiexec fails under it."""
-    return "BrokenPipeError" in what or "Broken pipe" in what
+    """Whether a PE's error is its output breaking, as when mpiexec fails under it: a broken
+    pipe, or (Open MPI's forwarding gone) an input/output error writing to it."""
+    return "BrokenPipeError" in what or "Broken pipe" in what or "[Errno 5] Input/output error" in what
 
 
 def _how(rec: PERecord) -> str:
