@@ -77,6 +77,7 @@ def main(args):
             print("RESULT checkpointed", k, m["elements"], m["pes"])
             if "--stop-after-checkpoint" in args:
                 shoal.exit(0)
+    shoal.quiescence().get()  # the last step's channel messages are in (a reduction does not wait for them)
     inboxes = cells.inbox(ret=True).get()
     digests = cells.digest(ret=True).get()
     print("RESULT inboxes", inboxes)
