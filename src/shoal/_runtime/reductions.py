@@ -307,8 +307,8 @@ class ReductionManager:
         union, ordered by the element's collection first, in the union's order)."""
         key = (domain, 0)
         if key not in self.partials and not el._shoal_away:
-            self.partials[key] = _Partial(reducers.gather, target, section)
-            self.partials[key].entry = entry
+            p = self.partials[key] = _Partial(reducers.gather, target, section)
+            p.entry = entry
         self.add_from(el, domain, 0, [(_order_key(el, section), value)], reducers.gather, target, section)
 
     def _replies_unsendable(self, domain: tuple, p: _Partial, items: list, exc: Exception) -> bool:
@@ -398,20 +398,20 @@ class ReductionManager:
                 try:
                     self.rt.post_value(span.parent, Kind.REDUCE, RET_GATHER, domain[3], domain[0], (domain[2], value))
                 except Exception as exc:
-                    if p.entry < 0 or not self._replies_unsendable(domain, p, value, exc):
+                    if not self._replies_unsendable(domain, p, value, exc):
                         raise
                 return
             payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target), value, section)
             try:
                 self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
             except Exception as exc:
-                if p.entry < 0 or not self._replies_unsendable(domain, p, value, exc):
+                if not self._replies_unsendable(domain, p, value, exc):
                     raise
             return
         try:
             self._complete(key, value, p.reducer, p.target, section)
         except Exception as exc:
-            if p.entry < 0 or not self._replies_unsendable(domain, p, value, exc):
+            if not self._replies_unsendable(domain, p, value, exc):
                 raise
 
     def _complete(self, key: tuple, value: Any, reducer: Reducer, target: Any, section: Any) -> None:
