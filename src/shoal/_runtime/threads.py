@@ -37,7 +37,9 @@ def threaded(fn: F) -> F:
     messages, and other entry methods of the same element may run.
 
     A constructor may be threaded too; the element exists from the moment its
-    ``__init__`` first blocks.
+    ``__init__`` first blocks. Called directly by code that may block already (the
+    main program, or another threaded method or pool task), it runs in the caller's
+    thread, as a plain call.
     """
     if inspect.iscoroutinefunction(fn):
         raise TypeError(f"{fn.__qualname__} is `async def`: it awaits already; shoal.threaded is for plain methods")
@@ -46,6 +48,8 @@ def threaded(fn: F) -> F:
     @functools.wraps(fn)
     def start(self: Any, *args: Any, **kwargs: Any) -> Any:
         rt = current(f"threaded method {fn.__qualname__}")
+        if not rt.counts.depth or in_thread() is not None:  # called by the main program or a thread:
+            return fn(self, *args, **kwargs)  # it may block where it is (and return its own value)
         th = Thread(rt, self, fn, args, kwargs)
         value = th.switch()  # runs until it returns or first blocks
         if th.dead:

@@ -24,6 +24,7 @@ from .._runtime.collections import Group
 from .._runtime.context import current
 from .._runtime.futures import Failure, Future, annotate
 from .._runtime.message import encode
+from .._runtime.threads import in_thread, threaded
 
 __all__ = ["BrokenPool", "map", "map_async", "Slots", "workers", "send_error", "drop", "refuse_blocking", "task_name"]
 
@@ -84,8 +85,11 @@ async def _chunk_async(fn: Any, items: list) -> list:
 
 
 class _Worker(Chare):
-    """Runs pool tasks on its PE (an ``async def`` task runs as a coroutine)."""
+    """Runs pool tasks on its PE, each in a thread of its own (as ``@shoal.threaded``
+    entry methods run), so that a task may wait on other tasks (``map``, ``submit``'s
+    futures) while its PE runs others; an ``async def`` task runs as a coroutine."""
 
+    @threaded
     def call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         try:
             r = fn(*args, **kwargs)
@@ -96,6 +100,7 @@ class _Worker(Chare):
             raise broken from None
         return _guarded(fn, r) if type(r) is CoroutineType else r
 
+    @threaded
     def chunk(self, fn: Callable[[Any], Any], items: list) -> Any:
         if inspect.iscoroutinefunction(fn):
             return _chunk_async(fn, items)
@@ -205,12 +210,16 @@ def drop(f: Future) -> None:
         pass
 
 
-def refuse_blocking(rt: Any, what: str, instead: str) -> None:
-    """Raise BlockingCallError when called inside an entry method or async code."""
-    if rt.counts.depth:
+def refuse_blocking(rt: Any, what: str, instead: str, threads_ok: bool = False) -> None:
+    """Raise BlockingCallError when called inside an entry method or async code (but
+    not, with ``threads_ok``, in a threaded method or a pool task, which may block)."""
+    if rt.counts.depth and not (threads_ok and in_thread() is not None):
+        where = "a synchronous main program, a @shoal.threaded method or a pool task" if threads_ok else (
+            "a synchronous main program")
         raise BlockingCallError(
-            f"{what} blocks, which only a synchronous main program may do; in async code "
+            f"{what} blocks, which only {where} may do; in async code "
             f"(an async main or entry method) use {instead}"
+            + ("; or decorate the entry method with @shoal.threaded" if threads_ok else "")
         )
 
 
@@ -289,7 +298,7 @@ def map_async(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int 
 
 
 def map(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -> list:
-    """``[fn(x) for x in iterable]`` computed on all PEs, in input order (main program only).
+    """``[fn(x) for x in iterable]`` computed on all PEs, in input order.
 
     * ``fn``: a function of one item; it and the items travel pickled, so define it at
       module level (where it pickles by name). It may be an ``async def`` function.
@@ -302,8 +311,12 @@ def map(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -
     ``map`` (PE 0, which runs ``main``) runs tasks too. While it waits, ``map`` keeps
     this PE serving messages. The first error of a task is raised here; a task that
     calls ``sys.exit()`` raises :class:`BrokenPool`; an item that does not pickle raises
-    a ``TypeError`` naming it. In async code (where ``map`` raises
-    :class:`~shoal.BlockingCallError`) use :func:`map_async`.
+    a ``TypeError`` naming it.
+
+    Call it from a synchronous main program, a ``@shoal.threaded`` entry method or a
+    pool task: tasks may call ``map`` (and wait on :func:`submit`'s futures) however
+    deep the recursion, since a waiting task lets its PE run others. In async code
+    (where ``map`` raises :class:`~shoal.BlockingCallError`) use :func:`map_async`.
     """
-    refuse_blocking(current("shoal.pool.map()"), "shoal.pool.map()", "`await shoal.pool.map_async(...)`")
+    refuse_blocking(current("shoal.pool.map()"), "shoal.pool.map()", "`await shoal.pool.map_async(...)`", True)
     return _start_map("shoal.pool.map()", fn, iterable, chunksize).get()
