@@ -132,7 +132,8 @@ def _cache_options(cache: argparse.ArgumentParser) -> None:
 
 
 def _trace_options(trace: argparse.ArgumentParser) -> None:
-    actions = trace.add_subparsers(dest="action", metavar="{summary,plot}", parser_class=OptionParser, required=True)
+    actions = trace.add_subparsers(dest="action", metavar="{summary,plot,report}", parser_class=OptionParser,
+                                   required=True)
     summary = actions.add_parser("summary", help="where each PE's time went, and the costliest entry methods")
     summary.add_argument("file", help="a trace written by shoal run --trace (or SHOAL_TRACE)")
     summary.add_argument("--top", type=int, default=10, help="entry methods to list (default 10)")
@@ -141,6 +142,12 @@ def _trace_options(trace: argparse.ArgumentParser) -> None:
     plot.add_argument("-o", "--out", required=True, help="the image to write (.png, .svg or .pdf)")
     plot.add_argument("--from", dest="start", type=float, default=None, help="seconds from the start (default 0)")
     plot.add_argument("--to", dest="end", type=float, default=None, help="seconds from the start (default: the end)")
+    report = actions.add_parser("report", help="every view (timeline, usage, overview, time profile, "
+                                "communication, histograms, outliers) in one self-contained HTML page")
+    report.add_argument("file", help="a trace written by shoal run --trace (or SHOAL_TRACE)")
+    report.add_argument("-o", "--out", default=None, help="the page to write (default: the trace's name with .html)")
+    report.add_argument("--max-mb", type=float, default=None,
+                        help="refuse a trace larger than this many MiB (default 512; memory is about ten times it)")
 
 
 #: subcommand -> (its help line, what adds its options)
@@ -151,7 +158,7 @@ _SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] =
     "info": ("versions, MPI library, transport settings", _info_options),
     "checkpoint": ("checkpoints (shoal.checkpoint): inspect", _checkpoint_options),
     "cache": ("the stencil kernel cache: info, prune, clear", _cache_options),
-    "trace": ("timeline traces (shoal run --trace): summary, plot", _trace_options),
+    "trace": ("timeline traces (shoal run --trace): summary, plot, report", _trace_options),
 }
 
 
@@ -480,6 +487,8 @@ def _trace(ns: argparse.Namespace) -> int:
     from .errors import ShoalError
     from .trace_summary import load_trace, print_summary, summarize
 
+    if ns.action == "report":
+        return _trace_report(ns)
     if ns.action == "plot":
         from .trace_plot import plot_trace
 
@@ -499,6 +508,41 @@ def _trace(ns: argparse.Namespace) -> int:
         print(f"shoal trace summary: {exc}", file=sys.stderr)
         return 2
     print_summary(summary, sys.stdout, top=ns.top)
+    return 0
+
+
+def _trace_report(ns: argparse.Namespace) -> int:
+    """``shoal trace report``: one line on stderr and exit 2 for a bad trace, never a traceback."""
+    from .errors import ShoalError
+    from .trace_read import MAX_BYTES
+
+    out = ns.out or os.path.splitext(ns.file)[0] + ".html"
+    if ns.max_mb is not None and not ns.max_mb > 0:
+        print(f"shoal trace report: --max-mb {ns.max_mb:g} is not valid: give a size above 0", file=sys.stderr)
+        return 2
+    limit = int(ns.max_mb * 2**20) if ns.max_mb is not None else MAX_BYTES
+    try:
+        from .trace_report import write_report
+
+        an = write_report(ns.file, out, max_bytes=limit)
+    except ImportError as exc:
+        print(f"shoal trace report: needs {exc.name or 'plotly'}: pip install plotly (or shoal[test])", file=sys.stderr)
+        return 2
+    except ShoalError as exc:
+        print(f"shoal trace report: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"shoal trace report: {ns.file}: out of memory reading the trace; give a smaller --max-mb "
+              "or record the run with --trace-summary", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a trace shoal cannot read is one line, not a traceback
+        print(f"shoal trace report: cannot make a report of {ns.file!r}: {type(exc).__name__}: {exc} "
+              "(a trace this shoal cannot read; please report it)", file=sys.stderr)
+        return 2
+    for note in an.notes:
+        print(f"shoal trace report: note: {note}", file=sys.stderr)
+    mode = "summary-mode trace" if an.summary_mode else f"{len(an.slice_dur):,} entry-method runs"
+    print(f"{out}: {len(an.rows)} PEs, {mode}")
     return 0
 
 

@@ -1,0 +1,193 @@
+"""The report's views as Plotly figures, one function each, from an :class:`Analysis`.
+
+Projections' views, drawn by Plotly (interactive: zoom, pan, hover): the timeline,
+usage profile, overview, time profile, communication, histograms and outliers. Each
+function returns a figure or ``None`` where the trace lacks what the view needs (a
+summary-mode trace has no slices for a timeline).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .trace_analysis import Analysis, outliers, usage
+
+__all__ = ["timeline", "usage_profile", "overview", "time_profile", "communication", "histograms",
+           "outlier_view", "MAX_SLICES", "PALETTE"]
+
+#: the longest slices the timeline draws (a browser draws ~10^4 bars at ease, not 10^6)
+MAX_SLICES = 20_000
+#: colours of the entry methods, in order of total time
+PALETTE = ["#2e9d5a", "#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+           "#393b79", "#637939", "#8c6d31"]
+KINDS = {"work": "#2e9d5a", "pack/unpack": "#d62728", "idle": "#c8c8c8", "runtime overhead": "#ff9f1c"}
+
+
+def _go() -> Any:
+    import plotly.graph_objects as go
+
+    return go
+
+
+def _layout(fig: Any, title: str, height: int = 360, **kw: Any) -> Any:
+    fig.update_layout(title={"text": title, "x": 0.0, "font": {"size": 15}}, height=height,
+                      margin={"l": 70, "r": 20, "t": 50, "b": 45}, template="plotly_white", **kw)
+    return fig
+
+
+def _colors(an: Analysis) -> dict[int, str]:
+    totals = an.work.sum(axis=(0, 2))
+    return {int(m): PALETTE[i % len(PALETTE)] for i, m in enumerate(np.argsort(-totals))}
+
+
+def timeline(an: Analysis) -> tuple[Any, int] | None:
+    """Per PE, a bar per entry-method run and idle period; rounds, migrations, marks on top.
+    With the number of slices left out (beyond :data:`MAX_SLICES`, the shortest)."""
+    if an.summary_mode or not len(an.slice_dur):
+        return None
+    go = _go()
+    fig = go.Figure()
+    keep = np.argsort(-an.slice_dur, kind="stable")[:MAX_SLICES]
+    dropped = len(an.slice_dur) - len(keep)
+    colors = _colors(an)
+    for m in sorted(set(an.slice_method[keep].tolist()), key=lambda m: list(colors).index(m)):
+        sel = keep[an.slice_method[keep] == m]
+        fig.add_trace(go.Bar(
+            y=[an.rows[r] for r in an.slice_row[sel]], x=an.slice_dur[sel] / 1e3, base=an.slice_start[sel] / 1e3,
+            orientation="h", name=an.methods[m], marker={"color": colors[m], "line": {"width": 0}},
+            customdata=np.stack([[an.slice_element[i] or "—" for i in sel], an.slice_dur[sel]], axis=1),
+            hovertemplate=f"<b>{an.methods[m]}</b><br>element %{{customdata[0]}}<br>start %{{base:.3f}} ms"
+                          "<br>duration %{customdata[1]:.1f} µs<extra>%{y}</extra>"))
+    _marks(fig, an)
+    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=an.rows)
+    fig.update_xaxes(title="time (ms)")
+    _layout(fig, "Timeline: entry methods per PE (drag to zoom; double-click to reset)",
+            height=160 + 40 * len(an.rows), barmode="overlay", bargap=0.25, hovermode="closest")
+    return fig, dropped
+
+
+def _marks(fig: Any, an: Analysis) -> None:
+    """Balancing rounds (blue bands), migrations (red ×) and other marks (◆) on the timeline."""
+    go = _go()
+    for d in an.balances[:500]:
+        fig.add_vrect(x0=d["ts"] / 1e3, x1=(d["ts"] + d["dur"]) / 1e3, fillcolor="#1f5fbf", opacity=0.15,
+                      line_width=0, layer="below")
+    groups = [("balancing round", an.balances, "diamond", "#1f5fbf",
+               lambda d: f"balance {d.get('collection')} ({d.get('strategy')}): moved {d.get('moved')}"),
+              ("migration", an.migrations, "x", "#d62728",
+               lambda d: f"{d.get('element')}: PE {d.get('from')} → PE {d.get('to')}, {d.get('bytes')} bytes"),
+              ("mark", an.marks, "star", "#000000", lambda d: f"{d.get('name')}")]
+    for name, items, symbol, color, text in groups:
+        if items:
+            fig.add_trace(go.Scatter(x=[d["ts"] / 1e3 for d in items], y=[an.rows[d["row"]] for d in items],
+                                     mode="markers", name=name, marker={"symbol": symbol, "size": 9, "color": color},
+                                     text=[text(d) for d in items], hovertemplate="%{text}<extra>%{y}</extra>"))
+
+
+def usage_profile(an: Analysis) -> Any:
+    """Each PE's span split into work, pack/unpack, idle and runtime overhead (percent)."""
+    go = _go()
+    u = usage(an)
+    span = np.maximum(u["span"], 1e-12)
+    fig = go.Figure()
+    for (label, color), key in zip(KINDS.items(), ("work", "pack", "idle", "overhead")):
+        fig.add_trace(go.Bar(x=an.rows, y=100 * u[key] / span, name=label, marker_color=color,
+                             customdata=u[key] / 1e3, hovertemplate=f"{label}: %{{y:.1f}}% (%{{customdata:.2f}} ms)"
+                                                                    "<extra>%{x}</extra>"))
+    fig.update_yaxes(title="% of the PE's span", range=[0, 100])
+    return _layout(fig, "Usage profile: where each PE's time went", barmode="stack")
+
+
+def overview(an: Analysis) -> Any:
+    """A PE × time heat map of utilisation (time in entry methods / time)."""
+    go = _go()
+    util = 100 * an.busy / np.maximum(an.covered, 1e-12)
+    util[an.covered <= 0] = np.nan
+    mid = (an.edges[:-1] + an.edges[1:]) / 2e3
+    fig = go.Figure(go.Heatmap(z=util, x=mid, y=an.rows, zmin=0, zmax=100, colorscale="Viridis",
+                               colorbar={"title": "% busy"},
+                               hovertemplate="%{y}, %{x:.1f} ms: %{z:.0f}% busy<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(title="time (ms)")
+    return _layout(fig, "Overview: utilisation per PE over time", height=160 + 30 * min(len(an.rows), 30))
+
+
+def time_profile(an: Analysis) -> Any:
+    """Time in each entry method over time, summed over the PEs (in PEs busy)."""
+    go = _go()
+    mid = (an.edges[:-1] + an.edges[1:]) / 2e3
+    per = an.work.sum(axis=0) / max(an.width, 1e-12)
+    colors = _colors(an)
+    fig = go.Figure()
+    for m in colors:
+        fig.add_trace(go.Scatter(x=mid, y=per[m], name=an.methods[m], stackgroup="one", mode="lines",
+                                 line={"width": 0.5, "color": colors[m]},
+                                 hovertemplate=f"{an.methods[m]}: %{{y:.2f}} PEs busy<extra></extra>"))
+    fig.add_trace(go.Scatter(x=mid, y=an.idle.sum(axis=0) / max(an.width, 1e-12), name="idle", stackgroup="one",
+                             mode="lines", line={"width": 0.5, "color": KINDS["idle"]}))
+    fig.update_yaxes(title="PEs (time per bin / bin)")
+    fig.update_xaxes(title="time (ms)")
+    return _layout(fig, "Time profile: entry methods over time", hovermode="x unified")
+
+
+def communication(an: Analysis) -> Any | None:
+    """Messages and bytes from each PE to each PE, and bytes sent over time."""
+    if not an.comm_count.any() and not an.sent_bytes.any():
+        return None
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    fig = make_subplots(rows=1, cols=3, column_widths=[0.27, 0.27, 0.46], horizontal_spacing=0.08,
+                        subplot_titles=("messages, PE → PE", "bytes, PE → PE", "bytes sent over time"))
+    for col, (z, what) in enumerate(((an.comm_count, "messages"), (an.comm_bytes, "bytes")), start=1):
+        fig.add_trace(go.Heatmap(z=z, x=an.rows, y=an.rows, colorscale="Blues", showscale=False,
+                                 hovertemplate=f"%{{y}} → %{{x}}: %{{z:,.0f}} {what}<extra></extra>"), row=1, col=col)
+        fig.update_xaxes(title="to", type="category", row=1, col=col)
+        fig.update_yaxes(title="from", type="category", autorange="reversed", row=1, col=col)
+    mid = (an.edges[:-1] + an.edges[1:]) / 2e3
+    for r, label in enumerate(an.rows[:16]):
+        fig.add_trace(go.Scatter(x=mid, y=an.sent_bytes[r], name=f"{label} sent", stackgroup="sent", mode="lines",
+                                 hovertemplate=f"{label}: %{{y:,.0f}} bytes<extra></extra>"), row=1, col=3)
+    fig.update_xaxes(title="time (ms)", row=1, col=3)
+    return _layout(fig, "Communication", height=380, showlegend=False)
+
+
+def histograms(an: Analysis) -> Any | None:
+    """How long each entry method's runs take (log-spaced bins of duration)."""
+    if an.summary_mode or not len(an.slice_dur):
+        return None
+    go = _go()
+    d = np.maximum(an.slice_dur, 0.01)
+    edges = np.logspace(np.log10(d.min()), np.log10(d.max() * 1.001 + 1e-9), 41)
+    mids = np.sqrt(edges[:-1] * edges[1:])
+    colors = _colors(an)
+    fig = go.Figure()
+    for m in list(colors)[:8]:
+        counts = np.histogram(d[an.slice_method == m], edges)[0]
+        if counts.any():  # steps, not bars: Plotly sizes bars linearly, so on a log axis they vanish
+            fig.add_trace(go.Scatter(x=mids, y=counts, name=an.methods[m], mode="lines", line_shape="hvh",
+                                     fill="tozeroy", line={"color": colors[m]},
+                                     hovertemplate=f"{an.methods[m]}: %{{y}} runs of ~%{{x:.3g}} µs<extra></extra>"))
+    fig.update_xaxes(type="log", title="duration (µs)")
+    fig.update_yaxes(title="runs")
+    return _layout(fig, "Histograms: durations of entry-method runs", hovermode="closest")
+
+
+def outlier_view(an: Analysis) -> Any | None:
+    """The PEs least like the others, their usage beside the average PE's."""
+    found = outliers(an, k=min(5, max(len(an.rows) - 1, 0)))
+    if not found:
+        return None
+    go = _go()
+    u = usage(an)
+    span = np.maximum(u["span"], 1e-12)
+    avg = {k: float((u[k] / span).mean()) for k in ("work", "pack", "idle", "overhead")}
+    names = ["average PE"] + [f"{o['name']} (score {o['score']:.1f})" for o in found]
+    fig = go.Figure()
+    for (label, color), key in zip(KINDS.items(), ("work", "pack", "idle", "overhead")):
+        fig.add_trace(go.Bar(x=names, y=[100 * avg[key]] + [100 * o[key] for o in found], name=label,
+                             marker_color=color, hovertemplate=f"{label}: %{{y:.1f}}%<extra>%{{x}}</extra>"))
+    fig.update_yaxes(title="% of span", range=[0, 100])
+    return _layout(fig, "Outliers: the PEs least like the average PE", barmode="stack")

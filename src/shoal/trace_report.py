@@ -1,0 +1,134 @@
+"""``shoal trace report out.json -o report.html``: one self-contained HTML page of every view.
+
+The page holds Plotly's JavaScript inline (no server, no network: it opens from a laptop
+after copying it from a cluster), the answers in words at the top
+(:mod:`shoal.trace_findings`), then the views (:mod:`shoal.trace_figures`) each with a
+line saying how to read it. Reading is bounded and forgiving (:mod:`shoal.trace_read`).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any
+
+from .errors import ShoalError
+from .trace_analysis import Analysis, analyze
+from .trace_figures import (MAX_SLICES, communication, histograms, outlier_view, overview, time_profile,
+                            timeline, usage_profile)
+from .trace_findings import duration, findings
+from .trace_read import MAX_BYTES, read_trace
+
+__all__ = ["write_report", "report_html"]
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222;
+padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+.words{background:#f4f8f4;border-left:4px solid #2e9d5a;padding:8px 16px}.note{background:#fff4e0;
+border-left:4px solid #ff9f1c;padding:8px 16px}.how{color:#555;font-size:14px}table{border-collapse:collapse;
+font-size:14px}td,th{padding:3px 10px;text-align:right}td:first-child,th:first-child{text-align:left}
+tr:nth-child(even){background:#f6f6f6}
+"""
+
+_HOW = {
+    "timeline": "One row per PE; a bar per entry-method run, coloured by method; white space is idle or "
+                "the runtime's own work. Blue bands and ◆: balancing rounds; red ×: migrations; ★: marks "
+                "(checkpoints, restarts). Hover a bar for its element and duration; drag to zoom.",
+    "usage": "Each PE's span split into work (entry methods), pack/unpack (migrating elements), idle (waiting "
+             "for messages) and runtime overhead (scheduling, sending, reductions: the rest).",
+    "overview": "Utilisation per PE over time: dark is idle, yellow is busy. A dark stripe is a PE waiting; a "
+                "dark column is a phase where every PE waits (a barrier, a reduction, a balancing round).",
+    "profile": "Time in each entry method, summed over the PEs, over time: the height is how many PEs are busy "
+               "in it. Idle on top, so the total is the number of PEs.",
+    "comm": "Messages and bytes sent from each PE (rows) to each PE (columns), and bytes sent over time.",
+    "hist": "How long each entry method's runs take. A wide or two-humped histogram means uneven work.",
+    "outliers": "The PEs whose split of time is farthest from the average PE's (score: distance over the "
+                "spread of distances), as Projections' outlier analysis finds them.",
+}
+
+
+def report_html(an: Analysis, title: str) -> str:
+    """The whole page for ``an``."""
+    from plotly.offline import get_plotlyjs
+
+    f = findings(an)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{_STYLE}</style><script>{get_plotlyjs()}</script></head><body>",
+             f"<h1>Where the time goes: {html.escape(title)}</h1>"]
+    for note in an.notes:
+        parts.append(f"<p class='note'>{html.escape(note)}</p>")
+    parts.append("<div class='words' id='words'><h2>In words</h2>")
+    parts += [f"<p>{html.escape(s)}</p>" for s in f.sentences]
+    parts.append("<p><b>What would help:</b></p><ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in f.advice)
+                 + "</ul></div>")
+    parts.append(_methods_table(f.top))
+    figs: list[tuple[str, str, Any]] = []
+    tl = timeline(an)
+    if tl is not None:
+        fig, dropped = tl
+        how = _HOW["timeline"] + (f" The {MAX_SLICES:,} longest runs are drawn; {dropped:,} shorter ones are "
+                                  "left out (Perfetto shows all)." if dropped else "")
+        figs.append(("timeline", how, fig))
+    elif an.summary_mode:
+        parts.append("<p class='note'>Recorded in summary mode (time bins): the timeline, the histograms and "
+                     "the per-run details are not in the trace; the usage profile, overview, time profile and "
+                     "communication are.</p>")
+    figs += [("usage", _HOW["usage"], usage_profile(an)), ("overview", _HOW["overview"], overview(an)),
+             ("profile", _HOW["profile"], time_profile(an)), ("comm", _HOW["comm"], communication(an)),
+             ("hist", _HOW["hist"], histograms(an)), ("outliers", _HOW["outliers"], outlier_view(an))]
+    for key, how, fig in figs:
+        if fig is None:
+            continue
+        parts.append(f"<section id='view-{key}'><p class='how'>{html.escape(how)}</p>")
+        parts.append(fig.to_html(include_plotlyjs=False, full_html=False, div_id=f"plot-{key}",
+                                 config={"displaylogo": False, "responsive": True}))
+        parts.append("</section>")
+    parts.append(_rounds_table(an))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _methods_table(top: list[dict[str, Any]]) -> str:
+    if not top:
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(str(d['name']))}</td><td>{d['calls']:,}</td><td>{duration(d['total'])}"
+                   f"</td><td>{duration(d['mean'])}</td><td>{'—' if d['max'] != d['max'] else duration(d['max'])}"
+                   "</td></tr>" for d in top)
+    return ("<h2>Entry methods by total time</h2><table class='methods'><tr><th>entry method</th><th>calls</th>"
+            f"<th>total</th><th>mean</th><th>max</th></tr>{rows}</table>")
+
+
+def _rounds_table(an: Analysis) -> str:
+    if not an.balances:
+        return ""
+    rows = []
+    for d in sorted(an.balances, key=lambda d: d["ts"]):
+        moves = [m for m in an.migrations if d["ts"] <= m["ts"] <= d["ts"] + d["dur"] + 1e3 and
+                 m.get("from") == an.pes[m["row"]]]
+        what = ", ".join(f"{m.get('element')} {m.get('from')}→{m.get('to')}" for m in moves[:8])
+        more = f" and {len(moves) - 8} more" if len(moves) > 8 else ""
+        rows.append(f"<tr><td>{duration(d['ts'])}</td><td>{html.escape(an.rows[d['row']])}</td>"
+                    f"<td>{html.escape(str(d.get('collection')))}</td><td>{html.escape(str(d.get('strategy')))}</td>"
+                    f"<td>{d.get('moved')}</td><td>{duration(d['dur'])}</td>"
+                    f"<td style='text-align:left'>{html.escape(what + more)}</td></tr>")
+    return ("<h2>Balancing rounds</h2><p class='how'>Each round: when it ran, what the strategy decided (the "
+            "elements it moved) and how long the round took on the PE.</p><table class='rounds'><tr><th>at</th>"
+            "<th>PE</th><th>collection</th><th>strategy</th><th>moved</th><th>took</th><th>moves</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def write_report(trace: str | os.PathLike[str], out: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Analysis:
+    """Read ``trace``, write the report to ``out``; the analysis (for a one-line summary).
+    A bad trace or an unwritable ``out`` raises :class:`shoal.ShoalError`."""
+    loaded = read_trace(trace, max_bytes=max_bytes)
+    an = analyze(loaded.data, notes=loaded.notes)
+    if not an.rows:
+        raise ShoalError(f"{os.fspath(trace)!r} holds no events of any PE: nothing to report")
+    page = report_html(an, os.path.basename(os.fspath(trace)))
+    target = os.fspath(out)
+    try:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as exc:
+        raise ShoalError(f"cannot write the report to {target!r}: {exc.strerror or exc}") from None
+    return an
