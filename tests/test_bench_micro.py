@@ -171,7 +171,7 @@ sys.exit(code)
 def test_mpi4py_stages_device_buffers_for_bandwidth(tmp_path, test):
     """mpi4py without a CUDA-aware MPI: each message of the window is copied to host memory,
     sent, and copied onto the device at the receiver (validated)."""
-    from shoal.cli import find_mpiexec
+    from shoal.launcher import find_mpiexec
 
     prog = tmp_path / "staged.py"
     prog.write_text(STAGED_PROGRAM)
@@ -435,7 +435,7 @@ def test_validate_catches_corruption(args):
 @pytest.mark.mpi
 @pytest.mark.parametrize("target", ["mpi4py", "shoal", pytest.param("c", marks=NEEDS_MPICC)])
 def test_runs_inside_a_job_started_by_mpiexec(target):
-    from shoal.cli import find_mpiexec
+    from shoal.launcher import find_mpiexec
 
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
     cmd = [find_mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "bench", "micro", "latency",

@@ -167,18 +167,18 @@ _PLAIN = [["run", "-n", "3", "prog.py", "a", "-x"], ["run", "prog.py"], ["run", 
 def test_a_plain_shoal_run_launches_the_job_argparse_would(monkeypatch, argv):
     """`shoal run -n N prog.py args…` skips building argparse's parser (start-up): the job
     it launches is the one the full command line parser makes of the same words."""
-    from shoal import cli, commands, launcher
+    from shoal import cli, commands, launcher, options
 
     calls: list = []
     monkeypatch.setattr(launcher, "launch_mpi", lambda args, pes, mpiexec=None: calls.append((list(args), pes, mpiexec)) or 0)
-    monkeypatch.setattr(cli, "_launcher_only", False)
+    monkeypatch.setattr(options, "_launcher_only", False)
     for name in [k for k in os.environ if k.startswith("SHOAL_")]:
         monkeypatch.delenv(name)
     assert cli._plain_run(argv) is not None
     assert cli.main(argv) == 0 and "shoal.commands" in sys.modules  # this test imported it; main need not
     assert commands.run_command(argv) == 0
     assert len(calls) == 2 and calls[0] == calls[1], calls
-    assert cli._launcher_only  # shoal run ends without Python's teardown
+    assert options.launcher_only()  # shoal run ends without Python's teardown
 
 
 @pytest.mark.parametrize("argv", [["run", "-n", "2", "--trace", "t.json", "p.py"], ["run", "--pes", "2", "p.py"],

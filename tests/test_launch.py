@@ -435,9 +435,6 @@ def test_start_up_imports_only_what_each_process_needs():
              "print(sorted(m for m in ('asyncio', 'ssl', 'shoal.remote.server', 'shoal.launcher') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out
-    from shoal import cli
-
-    assert cli.find_mpiexec is launcher.find_mpiexec and cli.launch_mpi is launcher.launch_mpi  # still there, on use
 
 
 #: what a PE of a program without arrays must not import at start-up: NumPy (0.1 s, as long

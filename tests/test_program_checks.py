@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.cli import compat_problem, program_problem
+from shoal.program import compat_problem, program_problem
 
 SHELL_SCRIPT = '#!/bin/sh\n# Just execute the given command\n"$@"\n'  # Charm4py's tests/exec.sh, in sh
 PROGRAM = "import shoal\n\ndef main(args):\n    print('ran on', shoal.num_pes(), 'PEs')\n\nshoal.start(main)\n"

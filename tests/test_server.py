@@ -365,9 +365,9 @@ def test_a_private_local_backend_ends_with_its_frontend(tmp_path):
         import sys
         sys.path.insert(0, {str(ROOT / 'tests')!r})
         import numpy as np
-        import shoal.stencil
+        import shoal.remote
         from remote_support import Jacobi2D, jacobi_numpy
-        conn = shoal.stencil.local(pes=2)
+        conn = shoal.remote.local(pes=2)
         print("server pid", conn._process.pid, flush=True)
         a = np.random.default_rng(0).random((32, 32))
         g = Jacobi2D(32, conn)

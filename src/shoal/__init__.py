@@ -102,7 +102,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def connect(target=None, token=None, *, timeout: float = 10.0, tls_cert=None):  # type: ignore[no-untyped-def]

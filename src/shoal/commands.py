@@ -13,7 +13,8 @@ import sys
 
 TYPE_CHECKING = False  # typing is for type checkers: the launcher and a PE's start-up skip its import
 
-from .cli import check_settings, duration, launching, restart_path, run_program
+from .options import check_settings, duration, launching, restart_path
+from .program import run_program
 from .settings import MAX_PES, TRANSPORTS, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
 
 
 def _seconds(text: str) -> float:
-    """``--checkpoint-every``'s value: :func:`shoal.cli.duration`, for argparse."""
+    """``--checkpoint-every``'s value: :func:`shoal.options.duration`, for argparse."""
     try:
         return duration(text)
     except ValueError as exc:
@@ -358,7 +359,7 @@ def _info(ns: argparse.Namespace) -> int:
 
     import numpy
 
-    from . import __version__
+    from .version import __version__
 
     try:
         settings = load_settings()

@@ -293,7 +293,7 @@ def _describe(info: CollectionInfo, elements: int) -> dict:
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return __version__
 

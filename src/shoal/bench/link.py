@@ -1,6 +1,6 @@
 """``shoal bench link``: the client–server link's round trip and bandwidth.
 
-Starts a private ``shoal serve`` backend of ``--pes`` PEs (:func:`shoal.stencil.local`)
+Starts a private ``shoal serve`` backend of ``--pes`` PEs (:func:`shoal.remote.local`)
 and measures, from this process as the frontend:
 
 * the round trip of an empty ``conn.run`` (a function that returns at once), and
@@ -78,10 +78,10 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--trials", type=int, default=3, help="bandwidth trials (default 3)")
     p.add_argument("--json", default="", help="write the figures to this JSON file")
     ns = p.parse_args(list(argv))
-    from shoal.stencil import local
+    from shoal.remote import local
 
     results: dict[str, Any] = {"pes": ns.pes, "transport": ns.transport}
-    with local(pes=ns.pes, transport=ns.transport) as conn:  # type: ignore[attr-defined]
+    with local(pes=ns.pes, transport=ns.transport) as conn:
         lat = results["latency"] = latency(conn, ns.reps)
         print(f"empty conn.run round trip: median {lat['median_us']:.0f} us (p10 {lat['p10_us']:.0f}, "
               f"p90 {lat['p90_us']:.0f}; {ns.reps} calls, {ns.pes} PEs)", flush=True)

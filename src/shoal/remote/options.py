@@ -23,7 +23,7 @@ class ServerOptions(NamedTuple):
     auth_timeout: float = 10.0  # seconds a new connection has to send its greeting
     stall_timeout: float = 60.0  # seconds a frame may stall halfway
     max_queued: int = 256  # a client's requests waiting or running before its socket is not read
-    parent_pid: int = 0  # stop when this process ends (shoal.stencil.local's frontend)
+    parent_pid: int = 0  # stop when this process ends (shoal.remote.local's frontend)
 
 
 def add_options(p: Any) -> None:

@@ -89,7 +89,7 @@ def versions() -> dict[str, Any]:
     """What both sides must agree on: shoal's version, Python's, and the protocol's."""
     import sys
 
-    from .. import __version__
+    from ..version import __version__
 
     return {"protocol": PROTOCOL, "shoal": __version__, "python": "%d.%d" % sys.version_info[:2]}
 

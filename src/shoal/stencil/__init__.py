@@ -9,8 +9,6 @@ arrays, bit for bit. See docs/stencil.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .errors import (
     CompilerError,
     DeviceError,
@@ -41,15 +39,6 @@ from .expr import (
 from .frontend import Stencil
 from .interface import Interface, LocalInterface, Pending
 
-
-def local(pes: int = 2, transport: str = "mpi", **options: Any) -> Interface:
-    """A private backend of ``pes`` PEs, started as a child job, for ``interface=``: the
-    frontend stays in this process (a notebook, say); the backend stops with it.
-    ``options`` are ``shoal serve``'s (:func:`shoal.remote.local`)."""
-    from ..remote.client import local as start
-
-    return start(pes, transport, **options)
-
 __all__ = [
     "Stencil",
     "Field",
@@ -71,7 +60,6 @@ __all__ = [
     "Interface",
     "LocalInterface",
     "Pending",
-    "local",
     "StencilError",
     "ShapeError",
     "GridBoundsError",

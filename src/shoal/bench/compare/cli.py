@@ -30,7 +30,7 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ...cli import OptionParser
+    from ...commands import OptionParser
 
     p = OptionParser(
         prog="shoal bench compare",

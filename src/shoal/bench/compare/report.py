@@ -101,7 +101,7 @@ def make_figure(summaries: Sequence["Summary"], *, unit: str, baseline: str, tit
 
 
 def _environment() -> dict[str, str]:
-    from ... import __version__
+    from ...version import __version__
 
     return {
         "shoal": __version__,

@@ -10,7 +10,7 @@ CharmStencil spelling); ``record`` records and pickles the batches with no backe
 frontend's own overhead). After a warm-up of up to 4 steps it times TRIALS runs of STEPS
 steps and prints their seconds on one ``RESULT`` line (:mod:`.jobs`). With ``LINK_PES``
 the frontend is this plain process and the backend a ``shoal serve`` job of that many
-PEs, over the client–server link (:func:`shoal.stencil.local`).
+PEs, over the client–server link (:func:`shoal.remote.local`).
 """
 
 from __future__ import annotations
@@ -124,9 +124,9 @@ def main(argv: Sequence[str]) -> int:
     problem, mode = argv[0], argv[3]
     n, steps, freq, odf, trials = int(argv[1]), int(argv[2]), int(argv[4]), int(argv[5]), int(argv[6])
     if len(argv) == 8:
-        from shoal.stencil import local
+        from shoal.remote import local
 
-        with local(pes=int(argv[7])) as conn:  # type: ignore[attr-defined]
+        with local(pes=int(argv[7])) as conn:
             emit(run(problem, n, steps, mode, freq, odf, trials, conn))
         return 0
     emit(run(problem, n, steps, mode, freq, odf, trials))
