@@ -455,6 +455,7 @@ def test_allreduce_target_pickles_to_itself():
 # -- settings ----------------------------------------------------------------------
 ALL_VARS = [
     "SHOAL_TRACE",
+    "SHOAL_TRACE_SUMMARY",
     "SHOAL_LB",
     "SHOAL_LB_PERIOD",
     "SHOAL_RESTART",

@@ -84,6 +84,9 @@ def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--mpiexec", default=None, help="launcher to use (default: $SHOAL_MPIEXEC, then PATH)")
     run.add_argument("--trace", metavar="PATH", default=None,
                      help="write the job's timeline to PATH (Chrome trace JSON for Perfetto; sets SHOAL_TRACE)")
+    run.add_argument("--trace-summary", metavar="BIN", type=_bin_width, default=None,
+                     help="with --trace: keep time bins of BIN (e.g. 10ms) per PE and entry method instead of "
+                          "every event, a trace of bounded size however long the job (sets SHOAL_TRACE_SUMMARY)")
     run.add_argument("--lb", metavar="NAME", default=None, help="load-balancing strategy (sets SHOAL_LB)")
     run.add_argument("--compat", metavar="LAYER", choices=("charm4py",), default=None,
                      help="run a program written for another system unchanged: charm4py (sets SHOAL_COMPAT)")
@@ -168,6 +171,8 @@ def _run_environment(ns: argparse.Namespace) -> dict[str, str]:
     env = {}
     if ns.trace is not None:
         env["SHOAL_TRACE"] = os.path.abspath(ns.trace) if ns.trace else ""  # the PEs' folder may differ
+    if ns.trace_summary is not None:
+        env["SHOAL_TRACE_SUMMARY"] = repr(ns.trace_summary)
     if ns.lb is not None:
         env["SHOAL_LB"] = ns.lb
     if ns.compat is not None:
@@ -193,6 +198,19 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _bin_width(text: str) -> float:
+    """``--trace-summary``'s value in seconds: ``10ms``, ``500us``, ``0.5s``, ``1m`` or a number of seconds."""
+    import re
+
+    found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(us|µs|ms|s|m)?\s*", text)
+    scale = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, None: 1.0}
+    seconds = float(found.group(1)) * scale[found.group(2)] if found else 0.0
+    if not 1e-6 <= seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a bin width such as 10ms, 500us or 1s "
+                                         "(from 1 µs to 1 hour)")
+    return seconds
+
+
 def _check_trace_path(path: str) -> bool:
     """Refuse a trace file that cannot be written before the job runs, not after."""
     folder = os.path.dirname(path) or "."
@@ -215,6 +233,10 @@ def _run(ns: argparse.Namespace) -> int:
         return 2
     options = _run_environment(ns)
     if options.get("SHOAL_TRACE") and not _check_trace_path(options["SHOAL_TRACE"]):
+        return 2
+    if ns.trace_summary is not None and not (options.get("SHOAL_TRACE") or os.environ.get("SHOAL_TRACE")):
+        print(f"shoal run: --trace-summary {ns.trace_summary:g}s needs a trace file: add --trace PATH",
+              file=sys.stderr)
         return 2
     environ = {**os.environ, **options}
     if ns.transport == "inproc":

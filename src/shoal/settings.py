@@ -78,6 +78,9 @@ class Settings:
     #: Write a timeline of the job (entry methods, idle, sends, migrations, balancing) to
     #: this file, in the Chrome trace-event format Perfetto opens; empty: no tracing.
     trace: str = ""
+    #: With ``trace``: seconds per time bin of a summary-mode trace (time per entry method,
+    #: idle and bytes sent, per bin; bounded size however long the job); 0: every event.
+    trace_summary: float = 0.0
     #: The load-balancing strategy by name; empty: none. The runtime checks the name
     #: against the strategies registered when the job starts.
     lb: str = ""
@@ -168,6 +171,7 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "shared_copy": ((0, 2**62), "bytes; 0 lets MPI alone move large messages within a node"),
     "trace": (_Matching(r"[^\x00]*", "a file name without NUL characters"),
               "the file the job's timeline is written to at its end (empty: no tracing)"),
+    "trace_summary": ((0.0, 3600.0), "seconds per time bin of a summary-mode trace, e.g. 0.01 (0: every event)"),
     "lb": (_Matching(r"(?:[A-Za-z_][A-Za-z0-9_.-]*)?", "a strategy name: letters, digits, '_', '.' and '-', "
                      "starting with a letter or '_'"),
            "the load-balancing strategy, by the name it was registered under (empty: none)"),

@@ -254,7 +254,7 @@ class Receiving:
         if not counts.depth:
             self.busy_time += t1 - t0
         if self.tracer is not None:
-            self.tracer.entry(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}", t0, t1)
+            self.tracer.run(el, fn, t0, t1)
         if type(r) is CoroutineType:
             self._start_task(el, fn, r, reply)
         elif reply is not None:

@@ -38,7 +38,7 @@ from .sections import Sections
 from .receiving import Receiving
 from .sending import Sending
 from .system import SYSTEM_ID, System
-from .tracing import Tracer
+from .tracing import Tracer, new_tracer
 
 if TYPE_CHECKING:
     from .._transport.base import Transport
@@ -160,7 +160,7 @@ class Runtime(Receiving, Sending):
         #: the timeline recorder (``SHOAL_TRACE``), or None: tracing off
         self.tracer: Tracer | None = None
         if settings.trace:
-            self.tracer = Tracer(self.pe)
+            self.tracer = new_tracer(self.pe, settings.trace_summary)
             if core is not None:
                 core.trace = self._trace_compiled
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
@@ -191,8 +191,7 @@ class Runtime(Receiving, Sending):
         """An entry method the compiled path ran (times in ticks), for the timeline."""
         assert self.tracer is not None and self.ticks is not None
         start = self.ticks.seconds(t0)
-        self.tracer.entry(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}",
-                          start, start + (t1 - t0) * self.ticks.scale)
+        self.tracer.run(el, fn, start, start + (t1 - t0) * self.ticks.scale)
 
     # -- identifiers -------------------------------------------------------------
     def new_id(self) -> int:

@@ -17,7 +17,8 @@ An exported record is a plain dict of lists of tuples (picklable, no per-event d
      "start": 12.5, "end": 14.75,             # this PE's clock when tracing began, at export
      "offset": 0.0,                            # seconds added to every time of this record
      "names": ["Tile.step", ...],              # entry-method names; entries index this list
-     "entries": [(name_index, t0, t1), ...],
+     "entries": [(name_index, t0, t1, element_index), ...],   # the index may be absent
+                                               # (written as the slice's args.element)
      "idle": [(t0, t1), ...],
      "sends": [(t, dest_pe, nbytes), ...],
      "migrations": [(t0, t1, what, src_pe, dst_pe, nbytes), ...],
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 from ..errors import ShoalError
 
-__all__ = ["Tracer", "write_trace", "FORMAT", "ENTRY", "IDLE", "SEND", "MIGRATION", "BALANCE", "MARK", "TRACE_PID"]
+__all__ = ["Tracer", "new_tracer", "write_trace", "FORMAT", "ENTRY", "IDLE", "SEND", "MIGRATION", "BALANCE", "MARK", "TRACE_PID"]
 
 #: the ``format`` of an exported record and of the file's ``otherData.shoal``
 FORMAT = "shoal.trace/1"
@@ -65,7 +66,7 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
-    __slots__ = ("pe", "clock", "start", "_ids", "_names", "_entries", "_idle", "_sends", "_migrations",
+    __slots__ = ("pe", "clock", "start", "_ids", "_runs", "_names", "_entries", "_idle", "_sends", "_migrations",
                  "_balances", "_marks")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -75,8 +76,9 @@ class Tracer:
         self.clock = clock
         self.start: float = clock()
         self._ids: dict[str, int] = {}
+        self._runs: dict[tuple[type, Any], int] = {}  # (element class, function) -> name index
         self._names: list[str] = []
-        self._entries: list[tuple[int, float, float]] = []
+        self._entries: list[tuple[Any, ...]] = []
         self._idle: list[tuple[float, float]] = []
         self._sends: list[tuple[float, int, int]] = []
         self._migrations: list[tuple[float, float, str, int, int, int]] = []
@@ -90,6 +92,22 @@ class Tracer:
             i = self._ids[name] = len(self._names)
             self._names.append(name)
         self._entries.append((i, t0, t1))
+
+    def run(self, el: Any, fn: Any, t0: float, t1: float) -> None:
+        """Entry method ``fn`` of element ``el`` ran from ``t0`` to ``t1`` (its name is made
+        once per class and function; the element's index is kept for the viewer)."""
+        key = (type(el), fn)
+        i = self._runs.get(key)
+        if i is None:
+            i = self._runs[key] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
+        self._entries.append((i, t0, t1, getattr(el, "index", None)))
+
+    def _intern(self, name: str) -> int:
+        i = self._ids.get(name)
+        if i is None:
+            i = self._ids[name] = len(self._names)
+            self._names.append(name)
+        return i
 
     def idle(self, t0: float, t1: float) -> None:
         """The PE waited for messages from ``t0`` to ``t1``."""
@@ -127,6 +145,16 @@ class Tracer:
         }
 
 
+def new_tracer(pe: int, bin_seconds: float = 0.0) -> Tracer:
+    """This PE's recorder: every event (``bin_seconds`` 0), or time bins of that many
+    seconds whose size is bounded however long the job runs (``SHOAL_TRACE_SUMMARY``)."""
+    if bin_seconds > 0:
+        from .trace_bins import SummaryTracer
+
+        return SummaryTracer(pe, bin_seconds)
+    return Tracer(pe)
+
+
 # -- writing: validation, then one streamed JSON file -------------------------------------------
 def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any]], *,
                 meta: Mapping[str, Any] | None = None) -> None:
@@ -149,6 +177,11 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
         "pes": [{"pe": rec["pe"], "tid": rec["pe"] + 1, "start": _us(_earliest(rec) + rec["offset"] - base),
                  "end": _us(_latest(rec) + rec["offset"] - base)} for rec in checked],
     }
+    binned = [rec for rec in checked if "bins" in rec]
+    if binned:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
+        from .trace_bins import counter_events, summary_description
+
+        other["shoal"]["summary"] = {"pes": [summary_description(rec, base) for rec in binned]}
     import json  # here, not at the top: a PE that does not trace never needs it
 
     tail = json.dumps(other, default=repr, allow_nan=False)
@@ -166,6 +199,9 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                     '"args":{"name":"shoal job"}}')
             for rec in checked:
                 for line in _events(rec, base):
+                    f.write(",\n")
+                    f.write(line)
+                for line in counter_events(rec, base) if "bins" in rec else ():
                     f.write(",\n")
                     f.write(line)
             f.write(f'\n],\n"displayTimeUnit":"ms",\n"otherData":{tail}}}\n')
@@ -233,6 +269,11 @@ def _check_records(records: object) -> list[dict[str, Any]]:
             raise ShoalError(f"write_trace: the record of PE {pe} has offset={offset!r}; "
                              "it must be a finite number of seconds")
         full["offset"] = float(offset)
+        bins = full.get("bins")
+        if bins is not None and not (isinstance(bins, Mapping) and _finite(bins.get("width")) and bins["width"] > 0
+                                     and _finite(bins.get("origin"))):
+            raise ShoalError(f"write_trace: the record of PE {pe} has malformed bins (expected the "
+                             "SummaryTracer.export() mapping with a width > 0 and an origin in seconds)")
         for kind, (size, at) in _SHAPES.items():
             for ev in full[kind]:
                 if not _well_formed(ev, size, at, kind, len(full["names"])):
@@ -253,7 +294,7 @@ def _check_records(records: object) -> list[dict[str, Any]]:
 _SHAPES = {"entries": (3, (1, 2)), "idle": (2, (0, 1)), "sends": (3, (0,)), "migrations": (6, (0, 1)),
            "balances": (5, (0, 1)), "marks": (3, (1,))}
 _WHY = {
-    "entries": "expected (index into names, t0, t1), finite seconds with t0 <= t1",
+    "entries": "expected (index into names, t0, t1[, element index]), finite seconds with t0 <= t1",
     "idle": "expected (t0, t1), finite seconds with t0 <= t1",
     "sends": "expected (t, dest_pe, nbytes), t finite seconds",
     "migrations": "expected (t0, t1, what, src_pe, dst_pe, nbytes), finite seconds with t0 <= t1",
@@ -263,7 +304,7 @@ _WHY = {
 
 
 def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: int) -> bool:
-    if not isinstance(ev, (tuple, list)) or len(ev) != size:
+    if not isinstance(ev, (tuple, list)) or not (len(ev) == size or kind == "entries" and len(ev) == 4):
         return False
     times = [ev[i] for i in at]
     if not all(map(_finite, times)) or (len(times) == 2 and times[0] > times[1]):
@@ -281,9 +322,9 @@ def _finite(x: object) -> bool:
 
 def _times(rec: Mapping[str, Any]) -> Iterator[float]:
     """Every start or instant time of ``rec``, and every end time (own clock)."""
-    for _, t0, t1 in rec["entries"]:
-        yield t0
-        yield t1
+    for ev in rec["entries"]:
+        yield ev[1]
+        yield ev[2]
     for ev in (*rec["idle"], *rec["migrations"], *rec["balances"]):
         yield ev[0]
         yield ev[1]
@@ -318,9 +359,12 @@ def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     yield f'{{"name":"thread_name","ph":"M",{where},"args":{{"name":"PE {pe}"}}}}'
     yield f'{{"name":"thread_sort_index","ph":"M",{where},"args":{{"sort_index":{pe}}}}}'
     names = [json.dumps(n if isinstance(n, str) else str(n)) for n in rec["names"]]
-    for i, t0, t1 in rec["entries"]:
+    for ev in rec["entries"]:
+        i, t0, t1 = ev[0], ev[1], ev[2]
+        element = ev[3] if len(ev) > 3 else None
+        extra = "" if element is None else f',"args":{{"element":{_element(element)}}}'
         yield (f'{{"name":{names[i]},"cat":"{ENTRY}","ph":"X","ts":{(t0 + shift) * 1e6:.3f},'
-               f'"dur":{(t1 - t0) * 1e6:.3f},{where}}}')
+               f'"dur":{(t1 - t0) * 1e6:.3f},{where}{extra}}}')
     for t0, t1 in rec["idle"]:
         yield (f'{{"name":"idle","cat":"{IDLE}","ph":"X","ts":{(t0 + shift) * 1e6:.3f},'
                f'"dur":{(t1 - t0) * 1e6:.3f},{where}}}')
@@ -341,6 +385,13 @@ def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
         extra = f',"args":{_json(dict(args))}' if args else ""
         yield (f'{{"name":{_json(str(name))},"cat":"{MARK}","ph":"i","s":"t","ts":{(t + shift) * 1e6:.3f},'
                f'{where}{extra}}}')
+
+
+def _element(index: object) -> str:
+    """An element's index as the JSON string the viewer shows: ``"[3, 1]"``, ``"2"``."""
+    import json
+
+    return json.dumps(str(list(index)) if isinstance(index, tuple) else str(index))
 
 
 def _json(value: object) -> str:

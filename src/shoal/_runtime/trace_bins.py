@@ -1,0 +1,165 @@
+"""Summary-mode tracing: fixed-size time bins per PE and entry method, bounded however long the job.
+
+``shoal run --trace out.json --trace-summary 10ms`` (``SHOAL_TRACE_SUMMARY=0.01``) gives
+each PE a :class:`SummaryTracer`: instead of a tuple per event it adds each entry
+method's time (and its calls), the idle time and the bytes sent into bins of the given
+width. When a PE's bins reach :data:`MAX_BINS` the width doubles and neighbouring bins
+merge (as Projections' summary mode does), so a PE's record holds at most ``MAX_BINS``
+bins per entry method however long it runs: about (entry methods + 3) x 4096 numbers.
+Migrations, balancing rounds and marks stay events (a handful per round).
+
+In the file, :func:`summary_description` puts each PE's bins under
+``otherData.shoal.summary`` (µs per bin, from the job's earliest instant) and
+:func:`counter_events` adds a counter track per PE (``PE n busy %``) that Perfetto draws.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterator, Mapping
+
+from .tracing import TRACE_PID, Tracer
+
+__all__ = ["SummaryTracer", "summary_description", "counter_events", "MAX_BINS"]
+
+#: the most bins a PE keeps; past it the bins double in width
+MAX_BINS = 4096
+
+
+class SummaryTracer(Tracer):
+    """A :class:`Tracer` that adds time into bins instead of keeping every event."""
+
+    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins")
+
+    def __init__(self, pe: int, width: float, clock: Callable[[], float] = time.perf_counter,
+                 cap: int = MAX_BINS) -> None:
+        if not width > 0:
+            raise ValueError(f"SummaryTracer(width={width!r}): a bin is a number of seconds > 0")
+        if cap < 2:
+            raise ValueError(f"SummaryTracer(cap={cap!r}): keep at least 2 bins")
+        super().__init__(pe, clock)
+        self.width = float(width)
+        self.origin = self.start
+        self.cap = cap
+        self._busy: list[list[float]] = []  # per entry-method name: seconds per bin
+        self._calls: list[list[int]] = []
+        self._idle_bins: list[float] = []
+        self._sent: list[float] = []  # bytes per bin
+        self._msgs: list[int] = []
+        self._to: dict[int, list[int]] = {}  # destination PE -> [messages, bytes]
+        self._nbins = 0
+
+    # -- bins ------------------------------------------------------------------
+    def _bin(self, t: float) -> int:
+        """The bin of time ``t`` (bins added, or doubled in width, as needed)."""
+        i = int((t - self.origin) / self.width)
+        if i >= self.cap:
+            while i >= self.cap:
+                self._coarsen()
+                i = int((t - self.origin) / self.width)
+        if i >= self._nbins:
+            grow = i + 1 - self._nbins
+            every: list[list[Any]] = [*self._busy, *self._calls, self._idle_bins, self._sent, self._msgs]
+            for series in every:
+                series.extend([0] * grow)
+            self._nbins = i + 1
+        return i if i > 0 else 0
+
+    def _coarsen(self) -> None:
+        """Double the bins' width: each new bin is the sum of two old ones."""
+        def merge(series: list[Any]) -> list[Any]:
+            return [series[k] + (series[k + 1] if k + 1 < len(series) else 0) for k in range(0, len(series), 2)]
+
+        self._busy = [merge(s) for s in self._busy]
+        self._calls = [merge(s) for s in self._calls]
+        self._idle_bins, self._sent, self._msgs = merge(self._idle_bins), merge(self._sent), merge(self._msgs)
+        self._nbins = (self._nbins + 1) // 2
+        self.width *= 2
+
+    def _spread(self, series: list[float], t0: float, t1: float) -> None:
+        """Add the interval ``[t0, t1]`` to ``series``, split at the bins' edges."""
+        j = self._bin(t1)
+        i = self._bin(t0)  # after j: j may have doubled the width
+        if i == j:
+            series[i] += t1 - t0
+            return
+        w, o = self.width, self.origin
+        series[i] += o + (i + 1) * w - max(t0, o)
+        for k in range(i + 1, j):
+            series[k] += w
+        series[j] += t1 - (o + j * w)
+
+    def _method(self, i: int) -> None:
+        while len(self._busy) <= i:
+            self._busy.append([0.0] * self._nbins)
+            self._calls.append([0] * self._nbins)
+
+    # -- recording (the Tracer's interface) ---------------------------------------
+    def entry(self, name: str, t0: float, t1: float) -> None:
+        i = self._intern(name)
+        self._method(i)
+        self._spread(self._busy[i], t0, t1)
+        self._calls[i][self._bin(t0)] += 1
+
+    def run(self, el: Any, fn: Any, t0: float, t1: float) -> None:
+        key = (type(el), fn)
+        i = self._runs.get(key)
+        if i is None:
+            i = self._runs[key] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
+            self._method(i)
+        self._spread(self._busy[i], t0, t1)
+        self._calls[i][self._bin(t0)] += 1
+
+    def idle(self, t0: float, t1: float) -> None:
+        self._spread(self._idle_bins, t0, t1)
+
+    def send(self, t: float, dest_pe: int, nbytes: int) -> None:
+        b = self._bin(t)
+        self._sent[b] += nbytes
+        self._msgs[b] += 1
+        to = self._to.get(dest_pe)
+        if to is None:
+            to = self._to[dest_pe] = [0, 0]
+        to[0] += 1
+        to[1] += nbytes
+
+    def __len__(self) -> int:
+        return super().__len__() + self._nbins * (len(self._busy) + 1)
+
+    def export(self, offset: float = 0.0) -> dict[str, Any]:
+        rec = super().export(offset)
+        rec["bins"] = {"width": self.width, "origin": self.origin, "busy": [list(s) for s in self._busy],
+                       "calls": [list(s) for s in self._calls], "idle": list(self._idle_bins),
+                       "sent": list(self._sent), "msgs": list(self._msgs),
+                       "to": {int(k): list(v) for k, v in self._to.items()}}
+        return rec
+
+
+# -- in the file -----------------------------------------------------------------------------------
+def _us(values: list[Any]) -> list[float]:
+    return [round(v * 1e6, 1) for v in values]
+
+
+def summary_description(rec: Mapping[str, Any], base: float) -> dict[str, Any]:
+    """One PE's bins for ``otherData.shoal.summary``: times in µs from ``base`` (seconds)."""
+    b = rec["bins"]
+    names = rec["names"]
+    return {"pe": rec["pe"], "tid": rec["pe"] + 1, "origin": round((b["origin"] + rec["offset"] - base) * 1e6, 3),
+            "width": b["width"] * 1e6,
+            "busy": {str(names[i]): _us(s) for i, s in enumerate(b["busy"]) if i < len(names)},
+            "calls": {str(names[i]): list(s) for i, s in enumerate(b["calls"]) if i < len(names)},
+            "idle": _us(b["idle"]), "sent": list(b["sent"]), "msgs": list(b["msgs"]),
+            "to": {str(k): v for k, v in b["to"].items()}}
+
+
+def counter_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
+    """A ``PE n busy %`` counter per bin (``"ph": "C"``), for Perfetto's counter tracks."""
+    b = rec["bins"]
+    width = b["width"]
+    n = max((len(s) for s in (*b["busy"], b["idle"])), default=0)
+    busy = [sum(s[k] for s in b["busy"] if k < len(s)) for k in range(n)]
+    origin = (b["origin"] + rec["offset"] - base) * 1e6
+    for k in range(n):
+        pct = min(100.0, 100.0 * busy[k] / width)
+        yield (f'{{"name":"PE {rec["pe"]} busy %","ph":"C","pid":{TRACE_PID},"ts":{origin + k * width * 1e6:.3f},'
+               f'"args":{{"busy":{pct:.1f}}}}}')
