@@ -66,13 +66,11 @@ class SummaryTracer(Tracer):
         return i if i > 0 else 0
 
     def _coarsen(self) -> None:
-        """Double the bins' width: each new bin is the sum of two old ones."""
-        def merge(series: list[Any]) -> list[Any]:
-            return [series[k] + (series[k + 1] if k + 1 < len(series) else 0) for k in range(0, len(series), 2)]
-
-        self._busy = [merge(s) for s in self._busy]
-        self._calls = [merge(s) for s in self._calls]
-        self._idle_bins, self._sent, self._msgs = merge(self._idle_bins), merge(self._sent), merge(self._msgs)
+        """Double the bins' width: each new bin is the sum of two old ones (in place: a
+        caller may hold a series while it adds to it)."""
+        every: list[list[Any]] = [*self._busy, *self._calls, self._idle_bins, self._sent, self._msgs]
+        for s in every:
+            s[:] = [s[k] + (s[k + 1] if k + 1 < len(s) else 0) for k in range(0, len(s), 2)]
         self._nbins = (self._nbins + 1) // 2
         self.width *= 2
 

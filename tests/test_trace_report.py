@@ -1,0 +1,282 @@
+"""``shoal trace report``: its computations on synthetic traces, summary-mode bins, bad
+input (one line on stderr, never a traceback), a real 2-PE job, and the page in Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("plotly", reason="shoal trace report draws with Plotly (pip install plotly, or shoal[test])")
+
+from shoal.cli import main as shoal_main
+from shoal.errors import ShoalError
+from shoal.trace_analysis import analyze, coverage, method_totals, outliers, usage
+from shoal.trace_findings import findings
+from shoal.trace_read import read_trace
+from shoal.trace_report import write_report
+from shoal._runtime.trace_bins import SummaryTracer
+from shoal._runtime.tracing import Tracer, new_tracer, write_trace
+
+
+class Clock:
+    def __init__(self, t: float = 0.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Work:
+    """Stands for a chare: a class whose functions are entry methods."""
+
+    def __init__(self, index: tuple) -> None:
+        self.index = index
+
+    def step(self) -> None: ...
+
+    def reduce(self) -> None: ...
+
+
+def _imbalanced(make=Tracer) -> list[dict]:
+    """Two PEs over 1 s: PE 0 works all of it (element (0,)); PE 1 works the first half
+    (element (1,)) and waits the second; PE 1 sends PE 0 three messages of 1000 bytes."""
+    recs = []
+    for pe in (0, 1):
+        clock = Clock(0.0)
+        t = make(pe, clock)
+        el = Work((pe,))
+        end = 1.0 if pe == 0 else 0.5
+        for k in range(10):  # ten runs of Work.step filling [0, end)
+            t.run(el, Work.step, k * end / 10, (k + 1) * end / 10)
+        if pe == 1:
+            t.idle(0.5, 1.0)
+            for k in range(3):
+                t.send(0.1 * (k + 1), 0, 1000)
+        clock.t = 1.0
+        recs.append(t.export())
+    return recs
+
+
+def _trace(tmp_path: Path, recs: list[dict], name: str = "t.json") -> Path:
+    path = tmp_path / name
+    write_trace(path, recs, meta={"pes": len(recs)})
+    return path
+
+
+# -- the computations ---------------------------------------------------------------------------
+def test_coverage_splits_intervals_at_bin_edges():
+    edges = np.array([0.0, 10.0, 20.0, 30.0])
+    got = coverage(np.array([5.0, 12.0, 0.0]), np.array([15.0, 14.0, 30.0]), edges)
+    assert np.allclose(got, [5 + 10, 5 + 2 + 10, 10])
+
+
+def test_usage_findings_and_methods_of_an_imbalanced_trace(tmp_path):
+    an = analyze(read_trace(_trace(tmp_path, _imbalanced())).data)
+    assert an.rows == ["PE 0", "PE 1"] and an.methods == ["Work.step"]
+    u = usage(an)
+    assert np.allclose(u["work"], [1e6, 0.5e6], rtol=1e-6) and np.allclose(u["idle"], [0, 0.5e6], rtol=1e-6)
+    assert np.allclose(u["span"], [1e6, 1e6], rtol=1e-6) and np.allclose(u["overhead"], 0, atol=1.0)
+    f = findings(an)
+    assert f.bottleneck == "PE 0"
+    assert f.imbalance == pytest.approx(0.25, abs=1e-6)  # (2 * 1 s - 1.5 s) of 2 PE-seconds
+    assert f.communication == pytest.approx(0.0, abs=1e-6) and f.balanced_time == pytest.approx(0.75)
+    assert any("--lb greedy" in a for a in f.advice), f.advice
+    assert "bottleneck is PE 0" in " ".join(f.sentences)
+    top = method_totals(an)[0]
+    assert top["name"] == "Work.step" and top["calls"] == 20 and top["total"] == pytest.approx(1.5e6)
+    assert an.comm_count[1, 0] == 3 and an.comm_bytes[1, 0] == 3000 and an.comm_count[0].sum() == 0
+    assert an.slice_element[0] == "[0]" and an.slice_element[-1] == "[1]"
+    assert [o["name"] for o in outliers(an, k=1)] in (["PE 0"], ["PE 1"])
+
+
+def test_a_balanced_run_with_busy_rounds_is_told_to_balance_less(tmp_path):
+    recs = []
+    for pe in (0, 1):
+        t = Tracer(pe, Clock(0.0))
+        t.run(Work((pe,)), Work.step, 0.0, 1.0)
+        for k in range(3):
+            t.balance(0.2 * k, 0.2 * k + 0.001, "Work", 6, "greedy")
+        recs.append(t.export())
+    f = findings(analyze(read_trace(_trace(tmp_path, recs)).data))
+    assert f.imbalance < 0.01 and any("balance less often" in a for a in f.advice), f.advice
+
+
+# -- summary mode ---------------------------------------------------------------------------------
+def test_summary_tracer_bins_keep_the_totals_and_stay_bounded():
+    clock = Clock(0.0)
+    t = SummaryTracer(0, 0.01, clock, cap=64)
+    el = Work((0,))
+    for k in range(1000):  # 10 s of 7 ms runs every 10 ms: 640 bins of 10 ms would be past the cap
+        t.run(el, Work.step, k * 0.01, k * 0.01 + 0.007)
+        t.send(k * 0.01, 1, 100)
+    t.idle(9.995, 10.5)  # spans the last bins
+    clock.t = 10.5
+    b = t.export()["bins"]
+    assert len(b["idle"]) <= 64 and b["width"] >= 0.01 * 16  # doubled 4 times at least
+    assert sum(b["busy"][0]) == pytest.approx(7.0) and sum(b["calls"][0]) == 1000
+    assert sum(b["idle"]) == pytest.approx(0.505) and sum(b["sent"]) == 100_000 and b["to"] == {1: [1000, 100_000]}
+    assert t.export()["entries"] == []  # no event kept per run
+
+
+def test_new_tracer_picks_the_mode():
+    assert type(new_tracer(0)) is Tracer and type(new_tracer(0, 0.01)) is SummaryTracer
+
+
+def test_summary_trace_draws_the_same_usage_as_a_full_one(tmp_path):
+    full = analyze(read_trace(_trace(tmp_path, _imbalanced(), "full.json")).data)
+    summary_path = _trace(tmp_path, _imbalanced(lambda pe, clock: SummaryTracer(pe, 0.01, clock)), "sum.json")
+    data = json.loads(summary_path.read_text())
+    assert any(ev.get("ph") == "C" and ev["name"] == "PE 1 busy %" for ev in data["traceEvents"])
+    binned = analyze(read_trace(summary_path).data)
+    assert binned.summary_mode and not len(binned.slice_dur)
+    for key in ("work", "idle", "span"):
+        assert np.allclose(usage(binned)[key], usage(full)[key], rtol=0.01, atol=2e3), key
+    assert binned.comm_count[1, 0] == 3
+    assert findings(binned).bottleneck == "PE 0"
+    page = tmp_path / "sum.html"
+    write_report(summary_path, page)
+    assert "Recorded in summary mode" in page.read_text()
+
+
+# -- the page and the command ---------------------------------------------------------------------
+VIEWS = ("timeline", "usage", "overview", "profile", "comm", "hist", "outliers")
+
+
+def test_report_page_is_self_contained_with_every_view(tmp_path, capsys):
+    path = _trace(tmp_path, _imbalanced())
+    assert shoal_main(["trace", "report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+    assert "2 PEs, 20 entry-method runs" in capsys.readouterr().out
+    page = (tmp_path / "r.html").read_text()
+    for view in VIEWS:
+        assert f"id='view-{view}'" in page, view
+    assert "In words" in page and "bottleneck is PE 0" in page and "element %{customdata[0]}" in page
+    assert "<script src=" not in page and "<link " not in page  # nothing fetched: Plotly's JS is inline
+    assert page.count("Plotly.newPlot") >= len(VIEWS)
+
+
+# -- bad input ----------------------------------------------------------------------------------
+def _report(tmp_path: Path, name: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shoal", "trace", "report", str(tmp_path / name),
+                           "-o", str(tmp_path / "out.html"), *extra], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("empty.json", b"", "is empty (0 bytes)"),
+    ("text.json", b"hello, world", "is not a trace: invalid JSON at line 1"),
+    ("binary.json", b"\xff\xfe\x00\x01", "it is not text"),
+    ("object.json", b'{"events": []}', 'a JSON object with a "traceEvents" list'),
+    ("missing.json", None, "not found"),
+])
+def test_bad_traces_are_one_line_and_exit_2(tmp_path, name, content, message):
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    proc = _report(tmp_path, name)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert proc.stderr.startswith("shoal trace report: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out.html").exists()
+
+
+def test_another_versions_trace_is_refused(tmp_path):
+    path = _trace(tmp_path, _imbalanced())
+    path.write_text(path.read_text().replace('"format": "shoal.trace/1"', '"format": "shoal.trace/7"'))
+    proc = _report(tmp_path, path.name)
+    assert proc.returncode == 2 and "another shoal version (trace format 'shoal.trace/7')" in proc.stderr, proc
+
+
+def test_a_trace_over_the_bound_is_refused_before_it_is_read(tmp_path):
+    path = _trace(tmp_path, _imbalanced())
+    proc = _report(tmp_path, path.name, "--max-mb", "0.001")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc
+    assert "over the report's bound of 1.0 KiB" in proc.stderr and "--trace-summary" in proc.stderr
+    with pytest.raises(ShoalError, match="over the report's bound"):
+        read_trace(path, max_bytes=100)
+
+
+def test_a_truncated_trace_reports_what_was_recorded(tmp_path):
+    path = _trace(tmp_path, _imbalanced())
+    text = path.read_text()
+    path.write_text(text[: int(len(text) * 0.7)])  # cut mid-line, as a killed writer leaves it
+    proc = _report(tmp_path, path.name)
+    assert proc.returncode == 0, proc
+    assert "note: The trace file ends early" in proc.stderr and "Traceback" not in proc.stderr
+    page = (tmp_path / "out.html").read_text()
+    assert "The trace file ends early" in page and "id='view-timeline'" in page
+    loaded = read_trace(path)
+    assert loaded.truncated and 0 < len(loaded.data["traceEvents"]) < text.count("\n")
+
+
+# -- a real job -------------------------------------------------------------------------------------
+IMBALANCED = """
+import time
+import shoal
+
+class W(shoal.Chare):
+    def work(self, k, done):
+        end = time.perf_counter() + (0.002 if self.index[0] < 4 else 0.0005)
+        while time.perf_counter() < end:
+            pass
+        self.contribute(None, shoal.reducers.nop, done)
+
+def main(args):
+    w = shoal.Array(W, 8)
+    for k in range(10):
+        done = shoal.Future()
+        w.work(k, done)
+        done.get()
+    shoal.exit()
+
+
+shoal.start(main)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("summary", ["", "0.005"])
+def test_a_traced_two_pe_job_makes_a_report(mpi_job, tmp_path, summary):
+    trace = tmp_path / "job.json"
+    env = {"SHOAL_TRACE": str(trace)}
+    if summary:
+        env["SHOAL_TRACE_SUMMARY"] = summary
+    job = mpi_job(IMBALANCED, n=2, env=env)
+    assert job.returncode == 0, job
+    an = write_report(trace, tmp_path / "job.html")
+    assert an.rows == ["PE 0", "PE 1"] and "W.work" in an.methods and an.summary_mode == bool(summary)
+    assert round(float(an.calls[:, an.methods.index("W.work")].sum())) == 80
+    f = findings(an)
+    assert f.bottleneck == "PE 0" and f.work > 0.3
+    if not summary:
+        assert sorted(set(an.slice_element[i] for i in np.flatnonzero(an.slice_row == 1)
+                          if an.methods[an.slice_method[i]] == "W.work")) == [f"[{k}]" for k in range(4, 8)]
+
+
+# -- in a browser ---------------------------------------------------------------------------------
+def test_report_renders_in_headless_chromium(tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no Chromium on this machine (chromium/chromium-browser not on PATH): "
+                    "the report is not rendered in a headless browser here")
+    page = tmp_path / "r.html"
+    write_report(_trace(tmp_path, _imbalanced()), page)
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=5000"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr
+    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert not [line for line in console if "rror" in line or "Uncaught" in line], console
+    for view in VIEWS:  # each view's div holds the SVG Plotly drew into it
+        start = dom.stdout.index(f'id="plot-{view}"')
+        assert 'class="main-svg"' in dom.stdout[start:start + 3000], view
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, text=True, timeout=120)
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[0] >= 1000 and float(pixels[..., :3].std()) > 0.05  # drawn, not a blank page
