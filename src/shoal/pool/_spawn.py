@@ -17,7 +17,7 @@ from .._runtime.context import current
 from .._runtime.futures import Failure, Future
 from ._tasks import send_error, task_name, workers
 
-__all__ = ["submit", "spawn", "Spread"]
+__all__ = ["submit", "spawn", "start_submit", "start_spawn", "Spread"]
 
 
 class Spread:
@@ -75,10 +75,7 @@ def submit(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
     Its error is raised by the future's ``get()``/``await``; the function and the
     arguments travel pickled (a part that does not pickle raises ``TypeError`` here).
     """
-    out = Future(_depth=3)  # made where the program calls submit
-    _, inner = _start("shoal.pool.submit()", fn, args, kwargs)
-    inner.add_done_callback(lambda f: out._resolve(f._outcome()))
-    return out
+    return start_submit("shoal.pool.submit()", fn, args, kwargs, depth=4)
 
 
 def spawn(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
@@ -89,11 +86,25 @@ def spawn(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
     all such work is done, and an error in it ends the job, as an error in an entry
     method that nobody waits for does.
     """
-    rt, inner = _start("shoal.pool.spawn()", fn, args, kwargs)
-    inner.add_done_callback(partial(_report, rt, fn))
+    start_spawn("shoal.pool.spawn()", fn, args, kwargs)
 
 
-def _report(rt: Any, fn: Any, f: Future) -> None:
+def start_submit(call: str, fn: Callable[..., Any], args: tuple, kwargs: dict, depth: int = 3) -> Future:
+    """:func:`submit` as ``call`` (the name errors give); the future's origin is ``depth``
+    frames up (2: the caller of this function)."""
+    out = Future(_depth=depth)
+    _, inner = _start(call, fn, args, kwargs)
+    inner.add_done_callback(lambda f: out._resolve(f._outcome()))
+    return out
+
+
+def start_spawn(call: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    """:func:`spawn` as ``call`` (the name errors give)."""
+    rt, inner = _start(call, fn, args, kwargs)
+    inner.add_done_callback(partial(_report, rt, fn, call))
+
+
+def _report(rt: Any, fn: Any, call: str, f: Future) -> None:
     outcome = f._outcome()
     if isinstance(outcome, Failure):
-        rt.fail(outcome.exc, f"pool task {task_name(fn)} (shoal.pool.spawn)")
+        rt.fail(outcome.exc, f"pool task {task_name(fn)} (started by {call})")

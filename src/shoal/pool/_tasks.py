@@ -26,7 +26,7 @@ from .._runtime.futures import Failure, Future, annotate
 from .._runtime.message import encode
 from .._runtime.threads import in_thread, threaded
 
-__all__ = ["BrokenPool", "map", "map_async", "Slots", "workers", "send_error", "drop", "refuse_blocking", "task_name"]
+__all__ = ["BrokenPool", "map", "map_async", "Slots", "workers", "send_error", "drop", "refuse_blocking", "task_name", "start_map"]
 
 REMOTE_DEPTH = 2  # tasks in flight per other PE: one running, the next already there
 
@@ -269,7 +269,7 @@ class _MapRun:
             self.slots.release(pe, self.rt, self.pump)
 
 
-def _start_map(call: str, fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int) -> Future:
+def start_map(call: str, fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int) -> Future:
     if not callable(fn):
         raise TypeError(f"{call}: the function to map must be callable, not {type(fn).__name__}")
     if not isinstance(chunksize, int) or chunksize < 1:
@@ -294,7 +294,7 @@ def map_async(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int 
     and the errors are those of :func:`map`: ``chunksize`` (default 1) items travel as
     one task, and the future fails with the first error of a task.
     """
-    return _start_map("shoal.pool.map_async()", fn, iterable, chunksize)
+    return start_map("shoal.pool.map_async()", fn, iterable, chunksize)
 
 
 def map(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -> list:
@@ -319,4 +319,4 @@ def map(fn: Callable[[Any], Any], iterable: Iterable[Any], chunksize: int = 1) -
     (where ``map`` raises :class:`~shoal.BlockingCallError`) use :func:`map_async`.
     """
     refuse_blocking(current("shoal.pool.map()"), "shoal.pool.map()", "`await shoal.pool.map_async(...)`", True)
-    return _start_map("shoal.pool.map()", fn, iterable, chunksize).get()
+    return start_map("shoal.pool.map()", fn, iterable, chunksize).get()

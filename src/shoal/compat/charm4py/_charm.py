@@ -12,10 +12,12 @@ import shoal
 from ..._runtime.context import current
 from ..._runtime.futures import Failure, Future
 from ..._runtime.proxy import _element, _parts_of, union
+from ...pool._spawn import start_spawn, start_submit
+from ...pool._tasks import start_map
 from ._chare import Chare, _single
-from ._futures import CompatFuture
+from ._futures import CompatFuture, as_handle, refuse_wait
 from ._options import take_launcher_options
-from ._proxies import as_index
+from ._proxies import as_index, completion
 from ._topology import Topology
 
 __all__ = ["charm", "CharmRemote"]
@@ -145,6 +147,7 @@ class _Charm:
         while pending:
             ready = [o for o in pending if _ready(o)]
             if not ready:
+                refuse_wait("charm.iwait()/charm.wait()")
                 any_ready = Future(_depth=2)
                 for o in pending:
                     _on_ready(o, any_ready)
@@ -160,11 +163,13 @@ class _Charm:
 
     def awaitCreation(self, *proxies: Any) -> None:
         """Wait until the collections exist (their constructors have run)."""
+        refuse_wait("charm.awaitCreation()")
         for proxy in proxies:
             proxy.c4p_ping(ret=True).get()
 
     def sleep(self, secs: float) -> None:
         """Pause the calling (threaded) method or main for ``secs`` seconds; the PE serves meanwhile."""
+        refuse_wait("charm.sleep()")
         fut = Future(_depth=2)
         self.scheduleCallableAfter(fut, secs)
         fut.get()
@@ -187,6 +192,7 @@ class _Charm:
             fut.add_done_callback(lambda _: callback())
 
     def waitQD(self) -> None:
+        refuse_wait("charm.waitQD()")
         shoal.quiescence().get()
 
     # -- sections ----------------------------------------------------------------
@@ -281,25 +287,41 @@ def _split_by(proxy: Any, numsections: int, section_func: Callable) -> list:
 
 
 class _Pool:
-    """``charm.pool``: shoal's task pool under Charm4py's names."""
+    """``charm.pool``: shoal's task pool under Charm4py's names. Every task runs threaded,
+    so a task may call ``charm.pool.map`` or start and wait on other tasks (with or
+    without ``@coro``, which Charm4py requires of tasks that suspend)."""
 
-    def map(self, func: Callable, iterable: Iterable, chunksize: int = 1, ncores: int = -1) -> list:
-        """``func`` over ``iterable`` on the pool; ``ncores`` is accepted and ignored (shoal's
-        pool hands work to whichever PE is free)."""
-        return shoal.pool.map(func, iterable, chunksize=chunksize)
+    def map(self, func: Callable, iterable: Iterable, chunksize: int = 1, ncores: int = -1,
+            allow_nested: bool = False) -> list:
+        """``func`` over ``iterable`` on the pool, waiting for the results (in main(), a
+        ``@coro``/``@threaded`` method or a pool task); ``ncores`` and ``allow_nested``
+        are accepted and ignored (every PE takes tasks; tasks may always nest)."""
+        refuse_wait("charm.pool.map()")
+        return start_map("charm.pool.map()", func, iterable, chunksize).get()
 
     def map_async(self, func: Callable, iterable: Iterable, chunksize: int = 1, ncores: int = -1,
-                  multi_future: bool = False) -> Any:
+                  multi_future: bool = False, allow_nested: bool = False) -> Any:
         if not multi_future:
-            return shoal.pool.map_async(func, iterable, chunksize=chunksize)
-        return [_first(shoal.pool.map_async(func, [x])) for x in iterable]
+            return as_handle(start_map("charm.pool.map_async()", func, iterable, chunksize))
+        return [_first(start_map("charm.pool.map_async()", func, [x], 1)) for x in iterable]
 
     def submit(self, tasks: Iterable, chunksize: int = 1, ncores: int = -1) -> list:
         """Run tasks ``(func, *args)`` on the pool; their results, in order."""
-        return shoal.pool.map(_apply, list(tasks), chunksize=chunksize)
+        refuse_wait("charm.pool.submit()")
+        return start_map("charm.pool.submit()", _apply, list(tasks), chunksize).get()
 
     def submit_async(self, tasks: Iterable, chunksize: int = 1, ncores: int = -1, multi_future: bool = False) -> Any:
         return self.map_async(_apply, list(tasks), chunksize, ncores, multi_future)
+
+    def Task(self, func: Callable, args: Iterable = (), ret: bool = False, awaitable: bool = False) -> Any:
+        """Start ``func(*args)`` as a task on some PE (from anywhere, tasks included); with
+        ``ret`` a future of its value, with ``awaitable`` one that resolves (to None) when
+        it ends, else None (an error in such a task ends the job)."""
+        if not (ret or awaitable):
+            start_spawn("charm.pool.Task()", func, tuple(args), {})
+            return None
+        fut = start_submit("charm.pool.Task()", func, tuple(args), {}, depth=4)
+        return as_handle(fut) if ret else completion(fut)
 
 
 def _apply(task: tuple) -> Any:
@@ -309,7 +331,7 @@ def _apply(task: tuple) -> Any:
 def _first(fut: Future) -> Future:
     out = Future(_depth=3)
     fut.add_done_callback(lambda f: out._resolve(f.result()[0] if f._state == 1 else Failure(f._error())))
-    return out
+    return as_handle(out)
 
 
 charm = _Charm()

@@ -1,12 +1,36 @@
-"""Charm4py's Future: callable, ``num_vals`` values, ``ready()``/``waitReady``."""
+"""Charm4py's Future: callable, ``num_vals`` values, ``ready()``/``waitReady``; and the
+refusal of a wait where Charm4py would refuse it too, in Charm4py's words."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...errors import BlockingCallError
+from ..._runtime import context, threads
 from ..._runtime.futures import Failure, Future
 
-__all__ = ["CompatFuture"]
+__all__ = ["CompatFuture", "as_handle", "refuse_wait"]
+
+
+def refuse_wait(what: str) -> None:
+    """Raise BlockingCallError if the caller may not wait: a plain entry method (not
+    ``@coro``/``@threaded``), which Charm4py refuses to suspend too."""
+    rt = context._current
+    if rt is not None and rt.counts.depth and threads.in_thread() is None:
+        el = rt.current_element
+        where = f" (here: an entry method of {type(el).__qualname__})" if el is not None else ""
+        raise BlockingCallError(
+            f"{what} waits, which an entry method may do only if it is decorated with @coro "
+            f"(or @threaded){where}; a plain one would stop PE {rt.pe}. Decorate the method with "
+            "@coro, or pass the future on and let a @coro method or main() wait on it"
+        )
+
+
+def as_handle(fut: Any) -> Any:
+    """``fut`` (a shoal Future, or None) with Charm4py's future methods."""
+    if type(fut) is Future:
+        fut.__class__ = _Handle
+    return fut
 
 
 class _Handle(Future):
@@ -16,6 +40,13 @@ class _Handle(Future):
 
     def __call__(self, value: Any = None) -> None:
         self.send(value)
+
+    def get(self) -> Any:
+        """The value, waiting for it (in main() or a @coro/@threaded method)."""
+        if self._state != 0:
+            return self.result()  # a value already there: no wait (Charm4py's too)
+        refuse_wait("Future.get()")
+        return Future.get(self)
 
     def ready(self) -> bool:
         return self.done()

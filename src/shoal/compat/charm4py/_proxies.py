@@ -14,6 +14,7 @@ from ..._runtime.proxy import (
     CollectionProxy, ElementProxy, SectionProxy, _BoundElementEntry, _BoundEntry,
 )
 from ...lazy_numpy import np
+from ._futures import as_handle
 
 __all__ = ["KINDS", "as_index", "completion"]
 
@@ -37,7 +38,7 @@ def completion(fut: Future) -> Future:
         out._resolve(None if f._state == 1 else Failure(f._error()))
 
     fut.add_done_callback(done)
-    return out
+    return as_handle(out)
 
 
 class _ElementEntry(_BoundElementEntry):
@@ -63,7 +64,7 @@ class _ElementEntry(_BoundElementEntry):
         if rt is None:
             rt = current("calling an entry method")
         fut = rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret or awaitable)  # type: ignore[arg-type]
-        return completion(fut) if awaitable and not ret and fut is not None else fut
+        return completion(fut) if awaitable and not ret and fut is not None else as_handle(fut)
 
 
 class _Entry(_BoundEntry):
@@ -71,7 +72,7 @@ class _Entry(_BoundEntry):
 
     def __call__(self, *args: Any, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
         if ret:  # Charm4py's list of results holds the exception of each element that raised
-            return self.outcomes(*args, **kwargs)
+            return as_handle(self.outcomes(*args, **kwargs))
         fut = self.proxy._invoke(self.entry, self.name, args, kwargs, awaitable)  # type: ignore[attr-defined]
         return completion(fut) if awaitable else fut
 
