@@ -180,11 +180,13 @@ class Engine:
                         self._after_burst()
                     nap = 2e-5 if moving() else min(max(nap * 2, 2e-5), max_sleep)
                     self.sleep(nap)
+                    last = self.clock()  # the nap was idle too: a message that came in it ends the idle here
                 elif idle > spin and not moving():
                     if idle > RELEASE_IDLE:
                         self._after_burst()
                     nap = min(max(nap * 2, 2e-5), max_sleep)
                     self.sleep(nap)
+                    last = self.clock()
                 elif len(rts) == 1:
                     # spin inside the transport (on MPI_Test, if compiled), not round this loop
                     rt = rts[0]
