@@ -54,6 +54,10 @@ class Analysis:
     slice_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slice_dur: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slice_element: list[str] = field(default_factory=list)
+    #: full traces: idle periods (row, start µs, duration µs)
+    idle_row: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    idle_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    idle_dur: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: dicts with row, ts, dur (µs) and the event's args
     migrations: list[dict[str, Any]] = field(default_factory=list)
     balances: list[dict[str, Any]] = field(default_factory=list)
@@ -261,7 +265,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
     an = Analysis(rows=labels, pes=pes, spans=spans - lo, edges=edges - lo, methods=names, work=work, idle=idle_b,
                   pack=pack, covered=covered, calls=calls, comm_count=comm_count, comm_bytes=comm_bytes,
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
-                  slice_element=elements, migrations=migr, balances=bal, marks=marks,
+                  slice_element=elements, idle_row=ir, idle_start=iv[:, 1] - lo, idle_dur=iv[:, 2] - iv[:, 1],
+                  migrations=migr, balances=bal, marks=marks,
                   summary_mode=summary is not None, notes=list(notes or ()))
     for d in (*migr, *bal, *marks):
         d["ts"] -= lo
@@ -316,7 +321,9 @@ def method_totals(an: Analysis) -> list[dict[str, Any]]:
 
 def outliers(an: Analysis, k: int = 3) -> list[dict[str, Any]]:
     """The ``k`` PEs least like the others: by the distance of their (work, pack, idle,
-    overhead) fractions from the mean over PEs, as Projections' outlier analysis does."""
+    overhead) fractions from the mean over PEs, as Projections' outlier analysis does;
+    ``score``: how many standard deviations of the distances above their mean (0 for
+    fewer than 3 PEs, where the distances cannot tell one PE from another)."""
     u = usage(an)
     span = np.maximum(u["span"], 1e-12)
     frac = np.stack([u["work"], u["pack"], u["idle"], u["overhead"]], axis=1) / span[:, None]
@@ -324,8 +331,9 @@ def outliers(an: Analysis, k: int = 3) -> list[dict[str, Any]]:
         return []
     mean = frac.mean(axis=0)
     dist = np.sqrt(((frac - mean) ** 2).sum(axis=1))
-    spread = float(dist.std()) or 1.0
-    ranked = np.argsort(-dist)[:k]
-    return [{"row": int(i), "name": an.rows[i], "distance": float(dist[i]), "score": float(dist[i] / spread),
+    spread = float(dist.std())
+    ranked = np.argsort(-dist, kind="stable")[:k]
+    score = (dist - dist.mean()) / spread if len(frac) >= 3 and spread > 1e-9 else np.zeros(len(frac))
+    return [{"row": int(i), "name": an.rows[i], "distance": float(dist[i]), "score": float(score[i]),
              "work": float(frac[i, 0]), "pack": float(frac[i, 1]), "idle": float(frac[i, 2]),
              "overhead": float(frac[i, 3])} for i in ranked]

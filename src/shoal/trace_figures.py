@@ -60,6 +60,14 @@ def timeline(an: Analysis) -> tuple[Any, int] | None:
             customdata=np.stack([[an.slice_element[i] or "—" for i in sel], an.slice_dur[sel]], axis=1),
             hovertemplate=f"<b>{an.methods[m]}</b><br>element %{{customdata[0]}}<br>start %{{base:.3f}} ms"
                           "<br>duration %{customdata[1]:.1f} µs<extra>%{y}</extra>"))
+    idle = np.argsort(-an.idle_dur, kind="stable")[:MAX_SLICES]
+    if len(idle):
+        fig.add_trace(go.Bar(y=[an.rows[r] for r in an.idle_row[idle]], x=an.idle_dur[idle] / 1e3,
+                             base=an.idle_start[idle] / 1e3, orientation="h", name="idle", customdata=an.idle_dur[idle],
+                             marker={"color": KINDS["idle"], "line": {"width": 0}},
+                             hovertemplate="idle %{customdata:.1f} µs<extra>%{y}</extra>"))
+    fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name="white: the runtime's own work",
+                         marker={"color": "white", "line": {"width": 1, "color": "#999"}}, hoverinfo="skip"))
     _marks(fig, an)
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=an.rows)
     fig.update_xaxes(title="time (ms)")
@@ -184,7 +192,8 @@ def outlier_view(an: Analysis) -> Any | None:
     u = usage(an)
     span = np.maximum(u["span"], 1e-12)
     avg = {k: float((u[k] / span).mean()) for k in ("work", "pack", "idle", "overhead")}
-    names = ["average PE"] + [f"{o['name']} (score {o['score']:.1f})" for o in found]
+    names = ["average PE"] + [f"{o['name']} ({100 * o['distance']:.0f} points off" +
+                              (f", z {o['score']:.1f})" if len(an.rows) >= 3 else ")") for o in found]
     fig = go.Figure()
     for (label, color), key in zip(KINDS.items(), ("work", "pack", "idle", "overhead")):
         fig.add_trace(go.Bar(x=names, y=[100 * avg[key]] + [100 * o[key] for o in found], name=label,

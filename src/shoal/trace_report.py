@@ -42,8 +42,9 @@ _HOW = {
                "in it. Idle on top, so the total is the number of PEs.",
     "comm": "Messages and bytes sent from each PE (rows) to each PE (columns), and bytes sent over time.",
     "hist": "How long each entry method's runs take. A wide or two-humped histogram means uneven work.",
-    "outliers": "The PEs whose split of time is farthest from the average PE's (score: distance over the "
-                "spread of distances), as Projections' outlier analysis finds them.",
+    "outliers": "The PEs whose split of time is farthest from the average PE's (points: the distance between "
+                "the two splits, in percentage points; z: standard deviations above the PEs' mean distance), as "
+                "Projections' outlier analysis finds them.",
 }
 
 
