@@ -28,7 +28,8 @@ class _Options(types.SimpleNamespace):
 
     def __init__(self) -> None:
         super().__init__(profiling=False, pickle_protocol=-1, local_msg_optim=True, local_msg_buf_size=50,
-                         auto_flush_wait_queues=True, quiet=False, remote_exec=False)
+                         auto_flush_wait_queues=True, quiet=False, remote_exec=False,
+                         interactive=types.SimpleNamespace(verbose=1, broadcast_imports=True))
 
 
 class CharmRemote(Chare):
@@ -135,11 +136,12 @@ class _Charm:
         return shoal.my_pe()
 
     # -- futures and waits -------------------------------------------------------
-    def Future(self, num_vals: int = 1) -> CompatFuture:
-        return CompatFuture(num_vals)
+    def Future(self, num_vals: int = 1, senders: int | None = None) -> CompatFuture:
+        """A future of ``num_vals`` values (``senders=``: the older name of it)."""
+        return CompatFuture(num_vals if senders is None else senders)
 
-    def createFuture(self, num_vals: int = 1) -> CompatFuture:
-        return CompatFuture(num_vals)
+    def createFuture(self, num_vals: int = 1, senders: int | None = None) -> CompatFuture:
+        return CompatFuture(num_vals if senders is None else senders)
 
     def iwait(self, objs: Iterable[Any]) -> Iterator[Any]:
         """Yield futures (and channels) as they become ready."""
@@ -199,10 +201,15 @@ class _Charm:
     def split(self, proxy: Any, numsections: int, section_func: Callable | None = None,
               elems: Any = None, slicing: Any = None, cons: Any = None) -> list:
         """``numsections`` sections of ``proxy``: by ``elems`` (one list of indices each),
-        or by ``section_func(element) -> section number or -1``."""
+        by ``slicing`` (one slice, or tuple of slices, of an Array each), or by
+        ``section_func(element) -> section number or -1``."""
+        if slicing is not None and elems is None and section_func is None:
+            if len(slicing) != numsections:
+                raise ValueError(f"charm.split(): {numsections} sections, but {len(slicing)} slicings")
+            return [proxy[s] for s in slicing]
         if elems is None:
             if section_func is None:
-                raise TypeError("charm.split() needs elems= or section_func=")
+                raise TypeError("charm.split() needs elems=, slicing= or section_func=")
             return _split_by(proxy, numsections, section_func)
         if numsections == 1 and not isinstance(elems[0], (list, set)):
             elems = [elems]

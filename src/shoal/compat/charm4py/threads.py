@@ -1,5 +1,7 @@
-"""``charm4py.threads``: the Future class that Charm4py programs test against."""
+"""``charm4py.threads``: the Future class that Charm4py programs test against, and
+``NotThreadedError``, what a wait outside a ``@coro``/``@threaded`` method raises."""
 
+from ...errors import BlockingCallError as NotThreadedError
 from ..._runtime.futures import Future
 
-__all__ = ["Future"]
+__all__ = ["Future", "NotThreadedError"]
