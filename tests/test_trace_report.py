@@ -124,6 +124,29 @@ def test_summary_tracer_bins_keep_the_totals_and_stay_bounded():
     assert t.export()["entries"] == []  # no event kept per run
 
 
+class Ticks:
+    """Stands for native_core.TickClock: 1000 ticks a second from tick 5000 at 2.0 s."""
+
+    origin = (5000, 2.0)
+    scale = 1e-3
+
+    def seconds_per_tick(self) -> float:
+        return self.scale
+
+
+@pytest.mark.parametrize("make", [lambda: Tracer(0, Clock(0.0)), lambda: SummaryTracer(0, 0.5, Clock(0.0))])
+def test_the_compiled_paths_entries_in_ticks_become_seconds(make):
+    t = make()
+    t.use_ticks(Ticks())
+    t.ticked(Work((4,)), Work.step, 5500, 6000)  # 2.5 s to 3.0 s
+    rec = t.export()
+    if "bins" in rec:
+        assert sum(rec["bins"]["busy"][0]) == pytest.approx(0.5) and rec["bins"]["busy"][0][5] == pytest.approx(0.5)
+    else:
+        assert rec["entries"] == [(0, pytest.approx(2.5), pytest.approx(3.0), (4,))]
+    assert rec["names"] == ["Work.step"]
+
+
 def test_new_tracer_picks_the_mode():
     assert type(new_tracer(0)) is Tracer and type(new_tracer(0, 0.01)) is SummaryTracer
 

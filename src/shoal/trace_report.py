@@ -40,7 +40,9 @@ _HOW = {
                 "dark column is a phase where every PE waits (a barrier, a reduction, a balancing round).",
     "profile": "Time in each entry method, summed over the PEs, over time: the height is how many PEs are busy "
                "in it. Idle on top, so the total is the number of PEs.",
-    "comm": "Messages and bytes sent from each PE (rows) to each PE (columns), and bytes sent over time.",
+    "comm": "Messages and bytes sent from each PE (rows) to each PE (columns), and bytes sent over time. "
+            "Only the Python path's sends are recorded, not those of the compiled per-message path (most "
+            "entry-method calls between elements): the counts are a lower bound.",
     "hist": "How long each entry method's runs take. A wide or two-humped histogram means uneven work.",
     "outliers": "The PEs whose split of time is farthest from the average PE's (points: the distance between "
                 "the two splits, in percentage points; z: standard deviations above the PEs' mean distance), as "

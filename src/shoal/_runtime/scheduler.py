@@ -162,7 +162,8 @@ class Runtime(Receiving, Sending):
         if settings.trace:
             self.tracer = new_tracer(self.pe, settings.trace_summary)
             if core is not None:
-                core.trace = self._trace_compiled
+                self.tracer.use_ticks(self.ticks)
+                core.trace = self.tracer.ticked
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
         #: ``channel_recv(channel, fallback, future_class)``: a channel's compiled ``recv``
@@ -186,12 +187,6 @@ class Runtime(Receiving, Sending):
 
     def _on_device(self, *message: Any) -> None:
         transfers(self).on_release(*message)
-
-    def _trace_compiled(self, el: Chare, fn: Any, t0: int, t1: int) -> None:
-        """An entry method the compiled path ran (times in ticks), for the timeline."""
-        assert self.tracer is not None and self.ticks is not None
-        start = self.ticks.seconds(t0)
-        self.tracer.run(el, fn, start, start + (t1 - t0) * self.ticks.scale)
 
     # -- identifiers -------------------------------------------------------------
     def new_id(self) -> int:

@@ -66,8 +66,8 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
-    __slots__ = ("pe", "clock", "start", "_ids", "_runs", "_names", "_entries", "_idle", "_sends", "_migrations",
-                 "_balances", "_marks")
+    __slots__ = ("pe", "clock", "start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked", "_idle",
+                 "_sends", "_migrations", "_balances", "_marks")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
         if not isinstance(pe, int) or isinstance(pe, bool) or pe < 0:
@@ -75,10 +75,13 @@ class Tracer:
         self.pe = pe
         self.clock = clock
         self.start: float = clock()
+        #: the compiled path's clock (``native_core.TickClock``) for :meth:`ticked`'s times
+        self.ticks: Any = None
         self._ids: dict[str, int] = {}
         self._runs: dict[tuple[type, Any], int] = {}  # (element class, function) -> name index
         self._names: list[str] = []
         self._entries: list[tuple[Any, ...]] = []
+        self._ticked: list[tuple[Any, ...]] = []  # the compiled path's, in ticks until export
         self._idle: list[tuple[float, float]] = []
         self._sends: list[tuple[float, int, int]] = []
         self._migrations: list[tuple[float, float, str, int, int, int]] = []
@@ -101,6 +104,31 @@ class Tracer:
         if i is None:
             i = self._runs[key] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
         self._entries.append((i, t0, t1, getattr(el, "index", None)))
+
+    def use_ticks(self, ticks: Any) -> None:
+        """Take the compiled path's entries (:meth:`ticked`) in ``ticks``' units; its first
+        reading is taken now, so that at export the tick rate is measured over the job."""
+        self.ticks = ticks
+        ticks.seconds_per_tick()
+
+    def ticked(self, el: Any, fn: Any, t0: int, t1: int) -> None:
+        """:meth:`run` for the compiled path, which calls it with times in ticks of
+        :attr:`ticks` (``core.trace``): kept as ticks, made seconds at export, so the
+        call does no arithmetic and the conversion uses the best-measured tick rate."""
+        key = (type(el), fn)
+        i = self._runs.get(key)
+        if i is None:
+            i = self._runs[key] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
+        self._ticked.append((i, t0, t1, getattr(el, "index", None)))
+
+    def _seconds(self) -> list[tuple[Any, ...]]:
+        """The compiled path's entries with times in seconds of :attr:`clock`."""
+        if not self._ticked:
+            return []
+        scale = self.ticks.seconds_per_tick()
+        tick0, second0 = self.ticks.origin
+        return [(i, second0 + (a - tick0) * scale, second0 + (b - tick0) * scale, index)
+                for i, a, b, index in self._ticked]
 
     def _intern(self, name: str) -> int:
         i = self._ids.get(name)
@@ -131,7 +159,7 @@ class Tracer:
 
     def __len__(self) -> int:
         """Events recorded so far."""
-        return (len(self._entries) + len(self._idle) + len(self._sends) + len(self._migrations)
+        return (len(self._entries) + len(self._ticked) + len(self._idle) + len(self._sends) + len(self._migrations)
                 + len(self._balances) + len(self._marks))
 
     def export(self, offset: float = 0.0) -> dict[str, Any]:
@@ -139,7 +167,7 @@ class Tracer:
         recording may go on. ``offset``: seconds to add to every time of the record."""
         return {
             "format": FORMAT, "pe": self.pe, "start": self.start, "end": self.clock(), "offset": offset,
-            "names": list(self._names), "entries": list(self._entries), "idle": list(self._idle),
+            "names": list(self._names), "entries": self._entries + self._seconds(), "idle": list(self._idle),
             "sends": list(self._sends), "migrations": list(self._migrations), "balances": list(self._balances),
             "marks": list(self._marks),
         }
