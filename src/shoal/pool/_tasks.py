@@ -24,7 +24,8 @@ from .._runtime.collections import Group
 from .._runtime.context import current
 from .._runtime.futures import Failure, Future, annotate
 from .._runtime.message import encode
-from .._runtime.threads import in_thread, threaded
+from .._runtime.threads import in_thread
+from ._runner import run_task
 
 __all__ = ["BrokenPool", "map", "map_async", "Slots", "workers", "send_error", "drop", "refuse_blocking", "task_name", "start_map"]
 
@@ -84,33 +85,44 @@ async def _chunk_async(fn: Any, items: list) -> list:
     return out
 
 
+def _call(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    try:
+        r = fn(*args, **kwargs)
+    except (Exception, SystemExit) as exc:  # re-raised
+        broken = _failed(fn, exc)
+        if broken is None:
+            raise
+        raise broken from None
+    return _guarded(fn, r) if type(r) is CoroutineType else r
+
+
+def _chunk(fn: Callable[[Any], Any], items: list) -> Any:
+    if inspect.iscoroutinefunction(fn):
+        return _chunk_async(fn, items)
+    try:
+        return [fn(x) for x in items]
+    except (Exception, SystemExit) as exc:  # re-raised
+        broken = _failed(fn, exc)
+        if broken is None:
+            raise
+        raise broken from None
+
+
 class _Worker(Chare):
-    """Runs pool tasks on its PE, each in a thread of its own (as ``@shoal.threaded``
-    entry methods run), so that a task may wait on other tasks (``map``, ``submit``'s
-    futures) while its PE runs others; an ``async def`` task runs as a coroutine."""
+    """Runs pool tasks on its PE, each in a thread (a reused greenlet, ``_runner.py``),
+    as ``@shoal.threaded`` entry methods run, so that a task may wait on other tasks
+    (``map``, ``submit``'s futures) while its PE runs others; an ``async def`` task
+    runs as a coroutine."""
 
-    @threaded
+    def __init__(self) -> None:
+        self.rt = current("the pool's worker")
+        self.runners: list = []  # parked runner threads, reused
+
     def call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        try:
-            r = fn(*args, **kwargs)
-        except (Exception, SystemExit) as exc:  # re-raised
-            broken = _failed(fn, exc)
-            if broken is None:
-                raise
-            raise broken from None
-        return _guarded(fn, r) if type(r) is CoroutineType else r
+        return run_task(self, _call, (fn, args, kwargs))
 
-    @threaded
     def chunk(self, fn: Callable[[Any], Any], items: list) -> Any:
-        if inspect.iscoroutinefunction(fn):
-            return _chunk_async(fn, items)
-        try:
-            return [fn(x) for x in items]
-        except (Exception, SystemExit) as exc:  # re-raised
-            broken = _failed(fn, exc)
-            if broken is None:
-                raise
-            raise broken from None
+        return run_task(self, _chunk, (fn, items))
 
 
 def workers(rt: Any) -> Any:
