@@ -152,6 +152,9 @@ def _trace_options(trace: argparse.ArgumentParser) -> None:
     report.add_argument("-o", "--out", default=None, help="the page to write (default: the trace's name with .html)")
     report.add_argument("--max-mb", type=float, default=None,
                         help="refuse a trace larger than this many MiB (default 512; memory is about ten times it)")
+    report.add_argument("--views", default=None, metavar="LIST",
+                        help="a comma list of the parts to show (default all): words, methods, timeline, usage, "
+                             "overview, profile, comm, hist, outliers, rounds")
 
 
 #: subcommand -> (its help line, what adds its options)
@@ -547,7 +550,8 @@ def _trace_report(ns: argparse.Namespace) -> int:
     try:
         from .trace_report import write_report
 
-        an = write_report(ns.file, out, max_bytes=limit)
+        views = [v.strip() for v in ns.views.split(",") if v.strip()] if ns.views else None
+        an = write_report(ns.file, out, max_bytes=limit, **({"views": views} if views else {}))
     except ImportError as exc:
         print(f"shoal trace report: needs {exc.name or 'plotly'}: pip install plotly (or shoal[test])", file=sys.stderr)
         return 2

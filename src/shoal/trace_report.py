@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import os
-from typing import Any
+from typing import Any, Callable, Collection
 
 from .errors import ShoalError
 from .trace_analysis import Analysis, analyze
@@ -19,7 +19,7 @@ from .trace_figures import (MAX_SLICES, communication, histograms, outlier_view,
 from .trace_findings import duration, findings
 from .trace_read import MAX_BYTES, read_trace
 
-__all__ = ["write_report", "report_html"]
+__all__ = ["write_report", "report_html", "VIEWS"]
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222;
@@ -27,7 +27,7 @@ padding:0 16px}h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom
 .words{background:#f4f8f4;border-left:4px solid #2e9d5a;padding:8px 16px}.note{background:#fff4e0;
 border-left:4px solid #ff9f1c;padding:8px 16px}.how{color:#555;font-size:14px}table{border-collapse:collapse;
 font-size:14px}td,th{padding:3px 10px;text-align:right}td:first-child,th:first-child{text-align:left}
-tr:nth-child(even){background:#f6f6f6}
+tr:nth-child(even){background:#f6f6f6}td{white-space:nowrap}td:last-child{white-space:normal}
 """
 
 _HOW = {
@@ -50,43 +50,58 @@ _HOW = {
 }
 
 
-def report_html(an: Analysis, title: str) -> str:
-    """The whole page for ``an``."""
+#: the page's parts, in order: ``shoal trace report --views`` picks some
+VIEWS = ("words", "methods", "timeline", "usage", "overview", "profile", "comm", "hist", "outliers", "rounds")
+
+
+def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str:
+    """The page for ``an``: the parts named in ``views`` (all of :data:`VIEWS` by default)."""
     from plotly.offline import get_plotlyjs
 
+    unknown = sorted(set(views) - set(VIEWS))
+    if unknown:
+        raise ShoalError(f"unknown view {', '.join(unknown)}; the views are {', '.join(VIEWS)}")
     f = findings(an)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_STYLE}</style><script>{get_plotlyjs()}</script></head><body>",
              f"<h1>Where the time goes: {html.escape(title)}</h1>"]
     for note in an.notes:
         parts.append(f"<p class='note'>{html.escape(note)}</p>")
-    parts.append("<div class='words' id='words'><h2>In words</h2>")
-    parts += [f"<p>{html.escape(s)}</p>" for s in f.sentences]
-    parts.append("<p><b>What would help:</b></p><ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in f.advice)
-                 + "</ul></div>")
-    parts.append(_methods_table(f.top))
-    figs: list[tuple[str, str, Any]] = []
-    tl = timeline(an)
-    if tl is not None:
-        fig, dropped = tl
-        how = _HOW["timeline"] + (f" The {MAX_SLICES:,} longest runs are drawn; {dropped:,} shorter ones are "
-                                  "left out (Perfetto shows all)." if dropped else "")
-        figs.append(("timeline", how, fig))
-    elif an.summary_mode:
-        parts.append("<p class='note'>Recorded in summary mode (time bins): the timeline, the histograms and "
-                     "the per-run details are not in the trace; the usage profile, overview, time profile and "
-                     "communication are.</p>")
-    figs += [("usage", _HOW["usage"], usage_profile(an)), ("overview", _HOW["overview"], overview(an)),
-             ("profile", _HOW["profile"], time_profile(an)), ("comm", _HOW["comm"], communication(an)),
-             ("hist", _HOW["hist"], histograms(an)), ("outliers", _HOW["outliers"], outlier_view(an))]
-    for key, how, fig in figs:
-        if fig is None:
+    if "words" in views:
+        parts.append("<div class='words' id='words'><h2>In words</h2>")
+        parts += [f"<p>{html.escape(s)}</p>" for s in f.sentences]
+        parts.append("<p><b>What would help:</b></p><ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in f.advice)
+                     + "</ul></div>")
+    if "methods" in views:
+        parts.append(_methods_table(f.top))
+    makers: dict[str, Callable[[Analysis], Any]] = {
+        "usage": usage_profile, "overview": overview, "profile": time_profile, "comm": communication,
+        "hist": histograms, "outliers": outlier_view}
+    for key in (v for v in VIEWS if v in views):
+        how = _HOW.get(key, "")
+        if key == "timeline":
+            tl = timeline(an)
+            if tl is None:
+                if an.summary_mode:
+                    parts.append("<p class='note'>Recorded in summary mode (time bins): the timeline, the "
+                                 "histograms and the per-run details are not in the trace; the usage profile, "
+                                 "overview, time profile and communication are.</p>")
+                continue
+            fig, dropped = tl
+            how += (f" The {MAX_SLICES:,} longest runs are drawn; {dropped:,} shorter ones are left out "
+                    "(Perfetto shows all)." if dropped else "")
+        elif key in makers:
+            fig = makers[key](an)
+            if fig is None:
+                continue
+        else:
             continue
         parts.append(f"<section id='view-{key}'><p class='how'>{html.escape(how)}</p>")
         parts.append(fig.to_html(include_plotlyjs=False, full_html=False, div_id=f"plot-{key}",
                                  config={"displaylogo": False, "responsive": True}))
         parts.append("</section>")
-    parts.append(_rounds_table(an))
+    if "rounds" in views:
+        parts.append(_rounds_table(an))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -120,14 +135,15 @@ def _rounds_table(an: Analysis) -> str:
             + "".join(rows) + "</table>")
 
 
-def write_report(trace: str | os.PathLike[str], out: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> Analysis:
+def write_report(trace: str | os.PathLike[str], out: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
+                 views: Collection[str] = VIEWS) -> Analysis:
     """Read ``trace``, write the report to ``out``; the analysis (for a one-line summary).
     A bad trace or an unwritable ``out`` raises :class:`shoal.ShoalError`."""
     loaded = read_trace(trace, max_bytes=max_bytes)
     an = analyze(loaded.data, notes=loaded.notes)
     if not an.rows:
         raise ShoalError(f"{os.fspath(trace)!r} holds no events of any PE: nothing to report")
-    page = report_html(an, os.path.basename(os.fspath(trace)))
+    page = report_html(an, os.path.basename(os.fspath(trace)), views)
     target = os.fspath(out)
     try:
         with open(target, "w", encoding="utf-8") as f:
