@@ -12,7 +12,7 @@ build environment puts the ``mpich`` wheel's mpicc first: set MPICC, or install 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import sys
@@ -27,12 +27,14 @@ HERE = Path(__file__).resolve().parent
 
 
 def _native() -> ModuleType:
-    """shoal/native.py, loaded alone: importing the package needs its run-time dependencies."""
-    spec = importlib.util.spec_from_file_location("_shoal_native_setup", HERE / "src" / "shoal" / "native.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """shoal.native from these sources: the package's ``__init__`` and the build's modules
+    (native, compiler, settings) import the standard library only, and the build
+    environment has mpi4py and NumPy for the include paths."""
+    sys.path.insert(0, str(HERE / "src"))
+    try:
+        return importlib.import_module("shoal.native")
+    finally:
+        sys.path.remove(str(HERE / "src"))
 
 
 native = _native()

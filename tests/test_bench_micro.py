@@ -328,7 +328,7 @@ def test_c_baseline_compiler_failure_is_reported(tmp_path, monkeypatch, capsys):
         native.build()
     code, out, err = run_main(capsys, "latency", "--target", "c", "--quick")
     assert code == 1 and out == ""
-    assert "compiling the C baseline failed" in err and "exit 3" in err and "no MPI here" in err
+    assert "compiling the C baseline failed" in err and "exit code 3" in err and "no MPI here" in err
     assert not list((tmp_path / "cache").rglob("shoal-micro"))  # nothing half-built is cached
 
 

@@ -145,7 +145,8 @@ def test_result_records_carry_facts_beside_the_times(capsys):
 
 def test_hand_written_cupy_kernels_compile_without_fused_multiply_add(tmp_path):
     from shoal.bench.stencil.cupy_peers import KERNELS
-    from shoal.stencil.build import CUDA_FLAGS, find_nvcc
+    from shoal.compiler import find_nvcc
+    from shoal.stencil.build import CUDA_FLAGS
 
     nvcc = find_nvcc()
     if nvcc is None:

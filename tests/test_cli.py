@@ -147,11 +147,12 @@ def test_defaults_are_valid():
 
 
 def test_stencil_build_with_silent_compiler_names_the_command(tmp_path, silent_compiler, monkeypatch):
+    from shoal import compiler
     from shoal.stencil import build
     from shoal.stencil.errors import CompilerError
 
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(build, "_compiler", [str(silent_compiler)])
+    monkeypatch.setitem(compiler._found, "cc", str(silent_compiler))
     with pytest.raises(CompilerError) as info:
         build.compile_kernel("double shoal_x;\n", where="prog.py:3: ")
     text = str(info.value)

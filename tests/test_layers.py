@@ -1,7 +1,7 @@
 """The layers depend one way (docs/architecture.md): checked on every module's imports,
 every package and top-level module of shoal, and the C sources.
 
-    base (errors, version, settings, native, gpu, ...)  <-  _transport  <-  jobwatch  <-  _runtime
+    base (errors, version, settings, compiler, native, gpu, ...)  <-  _transport  <-  jobwatch  <-  _runtime
     <-  pool, lowlevel, the public namespace  <-  stencil, compat, remote, trace_*  <-  bench
     <-  program, options, commands  <-  cli
 
@@ -21,7 +21,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "shoal"
 
-BASE = {"errors", "version", "settings", "lazy_numpy", "banners", "process", "native", "_native_build", "gpu"}
+BASE = {"errors", "version", "settings", "lazy_numpy", "banners", "process", "compiler", "native", "_native_build", "gpu"}
 RUNTIME = BASE | {"_transport", "jobwatch", "_runtime"}
 LAUNCH = BASE | {"jobwatch", "jobreport", "launchers", "launcher"}
 TRACES = "trace_*"  # the readers of a timeline (summary, plot, report): any module named trace_*
@@ -35,7 +35,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "banners": set(),
     "process": set(),
     "_native_build": set(),
-    "native": {"settings", "lazy_numpy", "_native_build"},
+    "compiler": {"settings"},  # the one compile-and-cache service
+    "native": {"settings", "lazy_numpy", "_native_build", "compiler"},
     "gpu": {"lazy_numpy"},
     "_transport": BASE,
     "jobwatch": BASE | {"_transport"},  # ends a job: MPI_Abort, the one call it needs below it

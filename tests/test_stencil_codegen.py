@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shoal.compiler import find_cc
 from shoal.stencil import norm
 from shoal.stencil.nodes import Assign, Axis, Binary, Const, Read, Unary
 from stencil_support import Grid, grouped, program, run_on, same, start
@@ -22,9 +23,9 @@ HERE = os.path.abspath(__file__)
 @pytest.mark.parametrize("shape", [(13,), (7, 9), (5, 6, 7)])
 def test_generated_pack_and_unpack_copy_a_face(dtype, shape):
     from shoal.stencil.layout import aligned
-    from shoal.stencil.build import find_compiler, load_copy
+    from shoal.stencil.build import load_copy
 
-    if find_compiler() is None:
+    if find_cc() is None:
         pytest.skip("no C compiler")
     import ctypes
 
@@ -91,12 +92,12 @@ def test_tiles_spanning_the_last_axis_keep_whole_rows(dtype, shape):
 def test_jacobi_kernel_inner_loop_is_vectorized(tmp_path):
     """GCC must vectorize the contiguous inner loop (without care it stays scalar)."""
     from shoal.stencil.analysis import analyze
-    from shoal.stencil.build import BASE_FLAGS, find_compiler
+    from shoal.stencil.build import BASE_FLAGS
     from shoal.stencil.indexing import index_axes
     from shoal.stencil.lowering import lower_statement
     from shoal.stencil.printer_c import print_kernel
 
-    cc = find_compiler()
+    cc = find_cc()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout if cc else ""
     if not cc or "gcc" not in version.lower() and "free software foundation" not in version.lower():
         pytest.skip("needs GCC for -fopt-info-vec")
@@ -139,7 +140,8 @@ def test_cuda_printer_output_compiles_with_nvcc(tmp_path, monkeypatch):
     only: this machine has no GPU."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from shoal.stencil.build import CUDA_FLAGS, compile_kernel, find_nvcc
+    from shoal.compiler import find_nvcc
+    from shoal.stencil.build import CUDA_FLAGS, compile_kernel
     from shoal.stencil.printer_cuda import print_cuda_kernel
 
     nvcc = find_nvcc()
@@ -190,12 +192,12 @@ def test_cuda_kernels_compute_what_the_c_kernels_do_emulated_on_the_cpu():
     bits on the same arrays; also with a grid too small for the box (cap), where
     threads loop. Sums may differ from C's in the last bits (another order)."""
     from cuda_emulator import emulated
-    from shoal.stencil.build import find_compiler, load_kernel
+    from shoal.stencil.build import load_kernel
     from shoal.stencil.printer_c import print_kernel
     from shoal.stencil.printer_cuda import print_cuda_kernel
     import ctypes
 
-    if find_compiler() is None:
+    if find_cc() is None:
         pytest.skip("no C compiler")
     chosen = {}
     for k in _cuda_kernels():  # a few of each kind per number of axes (each is two compiles)
@@ -272,7 +274,7 @@ def test_kernel_cache_evicts_least_recently_used(tmp_path, monkeypatch):
 def test_kernel_cache_marks_use_and_rebuilds_an_evicted_object(tmp_path, monkeypatch):
     from shoal.stencil import build
 
-    if build.find_compiler() is None:
+    if find_cc() is None:
         pytest.skip("no C compiler")
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
     source = "double shoal_reduce(void **p, const long *b, const long *n, const long *s) { return 42.0; }\n"
@@ -319,7 +321,7 @@ def test_device_cuda_plumbing_up_to_the_launch(monkeypatch):
     GPU-less machine fails with a DeviceError naming the PE, the statement and the
     CUDA runtime's message."""
     from shoal.stencil import DeviceError, devices
-    from shoal.stencil.build import find_nvcc
+    from shoal.compiler import find_nvcc
     from shoal.stencil.cuda import cuda_status
     from shoal.stencil.memory import HostMemory
 

@@ -475,7 +475,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _cache(ns: argparse.Namespace) -> int:
-    from .native import cache_dir
+    from .compiler import cache_dir
     from .stencil.build import cache_limit, cache_usage, clear_cache, prune_cache
 
     if ns.action == "clear":

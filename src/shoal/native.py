@@ -6,25 +6,26 @@ the generated module ``shoal._native_build`` (:func:`build_config`). At load tha
 is checked against this process: the C sources, mpi4py, the MPI library and NumPy must
 be those it was built with. Where they are not, or the install found no compiler, the
 extension is compiled once per (source, Python, mpi4py, MPI library) into a cache
-directory and loaded from there (PEs starting together wait on a file lock instead of
-all compiling); where that fails too, the pure-Python path runs. :func:`native_status`
-(``shoal info``) says which of the three is in use and why.
+directory and loaded from there (through :func:`shoal.compiler.cached_build`: PEs starting
+together wait on a file lock instead of all compiling); where that fails too, the
+pure-Python path runs. :func:`native_status` (``shoal info``) says which of the three is in
+use and why.
 
-``setup.py`` loads this file by path (not as part of the package) to build at install
-time, so its top level imports the standard library only.
+``setup.py`` imports this module to build at install time, so its top level and the
+package's ``__init__`` import the standard library only.
 """
 
 from __future__ import annotations
 
-import fcntl
 import importlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
-import time
 from types import ModuleType
 import zlib
+
+from .compiler import BuildError, run_compiler
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 if TYPE_CHECKING:  # pathlib, subprocess and the like are imported where a build needs them:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # pathlib, subprocess and the like are imported where a build
     from typing import Any
 
 __all__ = [
-    "load_native", "native_status", "build_config", "cache_dir", "find_mpicc", "locate_mpicc", "BuildError",
+    "load_native", "native_status", "build_config", "find_mpicc", "locate_mpicc", "BuildError",
     "compile_extension", "describe_build", "write_record", "source_digest", "EXTENSION", "RECORD", "CFLAGS",
     "SOURCES", "HEADERS", "fresh_load",
 ]
@@ -50,21 +51,12 @@ RECORD = "_native_build"
 CFLAGS = ("-O2", "-shared", "-fPIC", "-Wall")
 #: seconds the compiler may take before the build is given up (and the Python path used)
 BUILD_TIMEOUT = 600.0
+#: seconds a failed first-use build stands for the PEs that start after it: the PEs of
+#: one job (32 at once, say) take its word instead of each failing in turn behind the
+#: lock, while a job started later (the compiler fixed) tries again
+FAILURE_STANDS = 300.0
 _status = "not loaded"
 _module: ModuleType | None = None
-
-
-class BuildError(RuntimeError):
-    """The compiled path could not be built: no compiler, or the compiler failed."""
-
-
-def cache_dir() -> Path:
-    """Where compiled parts are kept: ``$SHOAL_CACHE_DIR``, else ``~/.cache/shoal``."""
-    from pathlib import Path
-
-    from .settings import cache_root
-
-    return Path(cache_root())
 
 
 def find_mpicc() -> str | None:
@@ -106,19 +98,15 @@ def source_digest() -> str:
     return f"{crc:08x}{adler:08x}"
 
 
-def _key() -> str:
-    """The first-use cache folder: one per (sources, Python, mpi4py, MPI library, NumPy)."""
-    import hashlib
-
+def _key(mpicc: str | None) -> list[str]:
+    """What the first-use build depends on: the sources, Python, mpi4py, the MPI library, NumPy and the wrapper."""
     import mpi4py
     from mpi4py import MPI
 
     import numpy
 
-    h = hashlib.sha256(source_digest().encode())
-    for part in (sys.version, mpi4py.__version__, MPI.Get_library_version(), MPI.__file__, numpy.__version__):
-        h.update(part.encode())
-    return h.hexdigest()[:16]
+    return [source_digest(), sys.version, mpi4py.__version__, MPI.Get_library_version(), str(MPI.__file__),
+            numpy.__version__, str(mpicc)]
 
 
 def _compile_command(mpicc: str, output: Path) -> list[str]:
@@ -135,28 +123,19 @@ def _compile_command(mpicc: str, output: Path) -> list[str]:
     ]
 
 
+_NO_MPICC = (f"no mpicc found ($MPICC is unset, mpi4py.get_config() names none, none beside {sys.executable}, "
+             "none on PATH): set MPICC to your MPI's compiler wrapper or install the mpich wheel (pip install mpich)")
+
+
 def compile_extension(target: Path, mpicc: str | None = None) -> list[str]:
     """Compile the extension into ``target`` (atomically: a temporary file, then a
     rename) with ``mpicc`` (default :func:`find_mpicc`); returns the command that ran."""
     mpicc = mpicc or find_mpicc()
     if mpicc is None:
-        raise BuildError(
-            f"no mpicc found ($MPICC is unset, mpi4py.get_config() names none, none beside {sys.executable}, "
-            "none on PATH): set MPICC to your MPI's compiler wrapper or install the mpich wheel (pip install mpich)"
-        )
-    import subprocess
-
+        raise BuildError(_NO_MPICC)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     cmd = _compile_command(mpicc, tmp)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise BuildError(f"{mpicc} could not be run: {exc}") from None
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise BuildError(f"{' '.join(cmd)} failed (exit code {proc.returncode}):\n{proc.stderr.strip()}")
-    if not tmp.is_file() or tmp.stat().st_size == 0:
-        raise BuildError(f"{mpicc} exited with 0 but wrote no shared object ({tmp}); command: {' '.join(cmd)}")
+    run_compiler(cmd, tmp, BUILD_TIMEOUT)
     os.replace(tmp, target)
     return cmd
 
@@ -324,40 +303,21 @@ def _load(path: str | Path, name: str) -> ModuleType:
     return module
 
 
-#: seconds a failed first-use build stands for the PEs that start after it: the PEs of
-#: one job (32 at once, say) take its word instead of each failing in turn behind the
-#: lock, while a job started later (the compiler fixed) tries again
-FAILURE_STANDS = 300.0
-
-
 def _build_on_first_use() -> Path:
     """Compile the extension into the cache (once: concurrent callers wait on a lock; a
     build that failed is not tried again by the PEs waiting behind it)."""
-    folder = cache_dir() / _key()
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / (EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0])
-    if not target.exists():
-        with open(folder / "build.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not target.exists():
-                mpicc = find_mpicc()
-                failed = folder / "build.failed"
-                try:
-                    said = failed.read_text()
-                    if failed.stat().st_mtime > time.time() - FAILURE_STANDS and said.startswith(f"{mpicc}\n"):
-                        raise BuildError(f"{said.split(chr(10), 1)[1]} (the build failed for another PE "
-                                         f"{time.time() - failed.stat().st_mtime:.0f} s ago; {failed})")
-                except OSError:
-                    pass
-                try:
-                    if mpicc is not None:
-                        _same_abi(mpicc)
-                    compile_extension(target, mpicc)
-                except BuildError as exc:
-                    failed.write_text(f"{mpicc}\n{exc}")
-                    raise
-                failed.unlink(missing_ok=True)
-    return target
+    from .compiler import cached_build
+
+    mpicc = find_mpicc()
+
+    def command(output: Path, source: Path | None) -> list[str]:
+        if mpicc is None:
+            raise BuildError(_NO_MPICC)
+        _same_abi(mpicc)
+        return _compile_command(mpicc, output)
+
+    return cached_build("native", _key(mpicc), command, name=EXTENSION + importlib.machinery.EXTENSION_SUFFIXES[0],
+                        timeout=BUILD_TIMEOUT, failure_stands=FAILURE_STANDS)
 
 
 def _abi_family(text: str) -> str | None:

@@ -2,10 +2,11 @@
 
 This is the one place the stencil DSL runs a compiler (C, or nvcc for CUDA kernels;
 the CUDA calls themselves are in the generated code and, for tile memory, in
-:mod:`.cuda`). Objects are cached on disk
-under ``<cache>/stencil/<hash>.so`` (``$SHOAL_CACHE_DIR``, else ``~/.cache/shoal``),
-keyed by the source, the compiler and its flags; PEs that need the same kernel at
-once wait on a file lock instead of all compiling. A failed compile raises
+:mod:`.cuda`), through shoal's compile-and-cache service (:mod:`shoal.compiler`). Objects
+are cached on disk under ``<cache>/stencil/<hash>.so`` (``$SHOAL_CACHE_DIR``, else
+``~/.cache/shoal``), keyed by the source, the compiler, its version, the CPU and the
+flags; PEs that need the same kernel at once wait on a file lock instead of all
+compiling. The cache is bounded: least recently used kernels go first. A failed compile raises
 :class:`~shoal.stencil.errors.CompilerError` with the compiler's message and the path
 where the generated source was saved.
 """
@@ -13,83 +14,30 @@ where the generated source was saved.
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import functools
-import hashlib
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..native import cache_dir
+from ..compiler import BuildError, cache_dir, cached_build, compiler_version, cpu_identity, find_cc, find_nvcc
 from .errors import CompilerError, DeviceError
 from .printer_c import print_copy, print_wavefront
 
-__all__ = ["find_compiler", "compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
+__all__ = ["compile_kernel", "load_kernel", "load_copy", "BASE_FLAGS", "compiler_status",
            "CUDA_FLAGS", "find_nvcc", "cache_limit", "cache_usage", "prune_cache", "clear_cache", "load_wavefront"]
 
 #: exact IEEE arithmetic in NumPy's order: no contraction into FMA, no fast-math;
 #: -fno-math-errno only lets sqrt vectorize (it changes no result)
 BASE_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-ffp-contract=off", "-fno-math-errno")
 FAST_FLAGS = ("-ffast-math",)
-#: seconds a kernel's compiler may run before the statement fails (every PE that needs the
-#: kernel waits on its lock meanwhile)
-COMPILE_TIMEOUT = 600.0
 
 _loaded: dict[str, Callable] = {}
-_compiler: list[str | None] = []
-
-
-def find_compiler() -> str | None:
-    """The C compiler: ``$CC``, else cc, gcc or clang on PATH (None if there is none)."""
-    if not _compiler:
-        found = None
-        for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
-            if name and shutil.which(name):
-                found = shutil.which(name)
-                break
-        _compiler.append(found)
-    return _compiler[0]
 
 
 def compiler_status() -> str:
-    cc = find_compiler()
+    cc = find_cc()
     return f"C kernels compiled with {cc}" if cc else "no C compiler found (set CC): statements run with NumPy"
-
-
-_versions: dict[str, str] = {}
-
-
-def _version(cc: str) -> str:
-    if cc in _versions:
-        return _versions[cc]
-    try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        out = ""
-    _versions[cc] = out
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _cpu() -> str:
-    """What -march=native compiles for: the CPU model and its flags (a cache directory
-    shared by nodes of different CPUs must not hand one node another's objects)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = [ln for ln in f if ln.startswith(("model name", "flags", "Features", "CPU part"))]
-        return "".join(sorted(set(lines)))
-    except OSError:
-        import platform
-
-        return platform.machine() + platform.processor()
-
-
-def _object_key(source: str, cc: str, flags: Sequence[str]) -> str:
-    h = hashlib.sha256(source.encode())
-    h.update("\0".join([cc, _version(cc), _cpu(), *flags]).encode())
-    return h.hexdigest()[:20]
 
 
 def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[str] = (), where: str = "",
@@ -103,48 +51,32 @@ def compile_kernel(source: str, fast_math: bool = False, extra_flags: Sequence[s
         flags = [*CUDA_FLAGS, *_cuda_rpath(cc), *(CUDA_FAST_FLAGS if fast_math else ()), *extra_flags]
         suffix = "cu"
     else:
-        found = find_compiler()
+        found = find_cc()
         if found is None:
             raise CompilerError("no C compiler found: set CC or install gcc; or pass backend='numpy'")
         cc = found
         flags = [*BASE_FLAGS, *(FAST_FLAGS if fast_math else ()), *extra_flags]
         suffix = "c"
-    folder = cache_dir() / "stencil"
-    folder.mkdir(parents=True, exist_ok=True)
-    key = _object_key(source, cc, flags)
-    target = folder / f"{key}.so"
-    if target.exists():
-        return target
-    with open(folder / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists():
-            return target
-        src = folder / f"{key}.{suffix}"
-        src.write_text(source)
-        tmp = folder / f"{key}.{os.getpid()}.tmp.so"
-        cmd = [cc, *flags, str(src), "-o", str(tmp), "-lm"]
-        try:  # bounded: the PEs that need this kernel wait on its lock
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            tmp.unlink(missing_ok=True)
-            raise CompilerError(f"{where}the compiler {cc} could not be run: {exc}\n  $ {' '.join(cmd)}") from None
-        if proc.returncode == 0 and (not tmp.is_file() or tmp.stat().st_size == 0):
-            kept = folder / f"{key}.failed.{suffix}"
-            os.replace(src, kept)
-            said = (proc.stderr or proc.stdout).strip()
+
+    def command(output: Path, src: Path | None) -> list[str]:
+        return [cc, *flags, str(src), "-o", str(output), "-lm"]
+
+    try:  # the key: the source, the compiler (and its version), what -march=native means here, the flags
+        target = cached_build("stencil", [source, cc, compiler_version(cc), cpu_identity(), *flags], command,
+                              source=(source, suffix))
+    except BuildError as exc:
+        if not exc.command:
+            raise CompilerError(f"{where}{exc}") from None
+        if exc.returncode is None:  # the compiler could not run
+            raise CompilerError(f"{where}the compiler {cc} could not be run: {exc}\n  $ {' '.join(exc.command)}") from None
+        saved = f"generated source saved in {exc.kept}"
+        if exc.returncode == 0:
             raise CompilerError(
-                f"{where}the compiler {cc} exited with 0 but wrote no object file ({tmp.name}):\n"
-                f"  $ {' '.join(cmd)}\n{said + chr(10) if said else ''}generated source saved in {kept}"
-            )
-        if proc.returncode != 0:
-            kept = folder / f"{key}.failed.{suffix}"
-            os.replace(src, kept)
-            raise CompilerError(
-                f"{where}the {'CUDA' if device == 'cuda' else 'C'} compiler failed on the kernel generated for this statement "
-                f"(exit code {proc.returncode}):\n  $ {' '.join(cmd)}\n{(proc.stderr or proc.stdout).strip()}\n"
-                f"generated source saved in {kept}"
-            )
-        os.replace(tmp, target)
+                f"{where}the compiler {cc} exited with 0 but wrote no object file:\n  $ {' '.join(exc.command)}\n"
+                f"{exc.output + chr(10) if exc.output else ''}{saved}") from None
+        raise CompilerError(
+            f"{where}the {'CUDA' if device == 'cuda' else 'C'} compiler failed on the kernel generated for this statement "
+            f"(exit code {exc.returncode}):\n  $ {' '.join(exc.command)}\n{exc.output}\n{saved}") from None
     _prune_once()
     return target
 
@@ -226,14 +158,6 @@ def _cuda_rpath(nvcc: str) -> tuple[str, ...]:
                for part in line.split() if part.strip('"').startswith("-L")]
     return tuple(f"-Xlinker=-rpath={os.path.normpath(f)}" for f in folders
                  if not f.rstrip("/").endswith("stubs") and os.path.isdir(f))
-
-
-def find_nvcc() -> str | None:
-    """The CUDA compiler: ``$NVCC``, else nvcc on PATH or in /usr/local/cuda/bin."""
-    for name in (os.environ.get("NVCC"), "nvcc", "/usr/local/cuda/bin/nvcc"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
 
 
 _copies: dict[tuple, tuple[Callable, Callable]] = {}

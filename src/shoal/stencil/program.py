@@ -20,7 +20,8 @@ import warnings
 from typing import Any, NamedTuple, Sequence
 
 from .analysis import StatementInfo, analyze, numpy_only_reason
-from .build import compiler_status, find_compiler, load_kernel
+from ..compiler import find_cc
+from .build import compiler_status, load_kernel
 from .lowering import Lowered, lower_group, lower_reduction, lower_statement
 from .nodes import Assign, Node, dumps, reads
 from .printer_c import print_kernel
@@ -124,7 +125,7 @@ class Recorder:
         self.target = target  # what kernels compile for: "cpu" (C) or "cuda"
         self.printer = print_cuda_kernel if target == "cuda" else print_kernel
         if backend == "auto":
-            backend = "c" if find_compiler() else "numpy"
+            backend = "c" if find_cc() else "numpy"
             if backend == "numpy":
                 warnings.warn(compiler_status() + " (same results, slower)", RuntimeWarning, stacklevel=4)
         self.backend = backend

@@ -2,90 +2,46 @@
 
 ``native/micro.c`` runs the OSU loops in C on the MPI library that mpi4py uses, so
 every Python figure can be set against the native floor of the same library. It is
-compiled with that MPI's ``mpicc`` (``$MPICC``, else the one beside this Python,
-which the ``mpich`` wheel installs, else PATH) into a per-user cache directory keyed
-by the hash of the source and the compiler, so it is built once per change. Python
-decides the sizes, counts and output text; the program prints the rows.
+compiled with that MPI's ``mpicc`` (:func:`shoal.native.find_mpicc`) by shoal's
+compile-and-cache service (:mod:`shoal.compiler`), keyed by the source and the
+compiler, so it is built once per change. Python decides the sizes, counts and output
+text; the program prints the rows.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from ...compiler import BuildError, cached_build
+from ...native import find_mpicc
 from . import osu
 from .catalog import TESTS
 from .options import Config
 
-__all__ = ["BuildError", "SOURCE", "find_mpicc", "cache_dir", "build", "command_args", "launch"]
+__all__ = ["BuildError", "SOURCE", "build", "command_args", "launch"]
 
 SOURCE = Path(__file__).with_name("native") / "micro.c"
 PROGRAM = "shoal-micro"
 
 
-class BuildError(Exception):
-    """The C baseline could not be compiled; the message carries the compiler's output."""
-
-
-def find_mpicc() -> str:
-    """The MPI C compiler wrapper: ``$MPICC``, beside this Python (mpich wheel), or PATH."""
-    explicit = os.environ.get("MPICC")
-    if explicit:
-        found = shutil.which(explicit)
-        if found is None:
-            raise BuildError(f"$MPICC={explicit!r} was not found or is not executable")
-        return found
-    found = shutil.which("mpicc", path=os.path.dirname(sys.executable)) or shutil.which("mpicc")
-    if found is None:
-        raise BuildError("no mpicc found to build the C baseline; install one (`pip install mpich`) or set $MPICC")
-    return found
-
-
-def cache_dir() -> Path:
-    """Where compiled baselines live: ``$XDG_CACHE_HOME/shoal/micro`` (``~/.cache`` by default)."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "shoal" / "micro"
-
-
 def build(source: Path = SOURCE, mpicc: str | None = None) -> Path:
-    """The compiled program for ``source``, compiling it if this source/compiler is new.
-
-    Concurrent builds (every PE of a job) are safe: each compiles to its own temporary
-    file and renames it into place atomically.
-    """
+    """The compiled program for ``source``, compiling it if this source/compiler is new
+    (every PE of a job may ask at once: one compiles, the others wait for it)."""
     compiler = mpicc or find_mpicc()
+    if compiler is None:
+        raise BuildError("no mpicc found to build the C baseline; install one (`pip install mpich`) or set $MPICC")
     try:
         text = source.read_bytes()
     except OSError as exc:
         raise BuildError(f"the C baseline's source is missing ({exc}); reinstall shoal with its package data") from None
-    key = hashlib.sha256(text + b"\0" + os.path.realpath(compiler).encode()).hexdigest()[:16]
-    target = cache_dir() / key / PROGRAM
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    src = target.parent / source.name
-    if not src.exists():
-        src.write_bytes(text)
-    fd, tmp = tempfile.mkstemp(prefix=PROGRAM + ".", dir=target.parent)
-    os.close(fd)
-    cmd = [compiler, "-O2", "-o", tmp, str(src)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise BuildError(f"could not run {compiler}: {exc}") from None
-    if proc.returncode != 0:
-        os.unlink(tmp)
-        output = (proc.stderr or proc.stdout).strip()
-        raise BuildError(f"compiling the C baseline failed ({' '.join(cmd)}, exit {proc.returncode}):\n{output}")
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, target)
-    return target
+        return cached_build("micro", [text, os.path.realpath(compiler)],
+                            lambda out, _: [compiler, "-O2", "-o", str(out), str(source)], name=PROGRAM, mode=0o755)
+    except BuildError as exc:
+        raise BuildError(f"compiling the C baseline failed ({exc})", exc.command, exc.output) from None
 
 
 def command_args(cfg: Config) -> list[str]:

@@ -2,8 +2,8 @@
 
 ``kernels.c`` is compiled on first use with the system C compiler (``$CC``, else
 ``cc``/``gcc``/``clang`` on PATH) into shoal's cache directory, once per source and
-compiler; processes starting together wait on a file lock instead of all compiling
-(the pattern of :mod:`shoal.native`). There is no pure-Python fallback: a kernel
+compiler, by shoal's compile-and-cache service (:mod:`shoal.compiler`): processes
+starting together wait on a file lock instead of all compiling. There is no pure-Python fallback: a kernel
 timed in Python would measure Python, so a missing compiler is an error that says
 how to get one.
 """
@@ -11,20 +11,15 @@ how to get one.
 from __future__ import annotations
 
 import ctypes
-import fcntl
-import hashlib
-import os
 import platform
-import shutil
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from ...native import cache_dir
+from ...compiler import BuildError, cached_build, compiler_version, find_cc
 
-__all__ = ["NativeError", "PointStruct", "KernelStruct", "library", "find_cc", "siphash24", "random_uniform"]
+__all__ = ["NativeError", "PointStruct", "KernelStruct", "library", "siphash24", "random_uniform"]
 
 _SOURCE = Path(__file__).with_name("kernels.c")
 
@@ -64,21 +59,7 @@ class PointStruct(ctypes.Structure):
     ]
 
 
-def find_cc() -> str | None:
-    """The C compiler: ``$CC``, then ``cc``, ``gcc``, ``clang`` on PATH."""
-    for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if candidate and shutil.which(candidate):
-            return shutil.which(candidate)
-    return None
-
-
-def _build(cc: str, target: Path) -> None:
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [cc, "-O3", "-shared", "-fPIC", "-Wall", str(_SOURCE), "-o", str(tmp), "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise NativeError(f"compiling the Task Bench kernels failed: {' '.join(cmd)}\n{proc.stderr.strip()}")
-    os.replace(tmp, target)
+_FLAGS = ("-O3", "-shared", "-fPIC", "-Wall")
 
 
 @lru_cache(maxsize=1)
@@ -90,16 +71,11 @@ def library() -> ctypes.CDLL:
             "shoal bench taskbench needs a C compiler for its kernels and found none; "
             "install one (`apt-get install gcc`) or set CC"
         )
-    key = hashlib.sha256(_SOURCE.read_bytes())
-    key.update(f"{cc}|{platform.machine()}".encode())
-    folder = cache_dir() / "taskbench" / key.hexdigest()[:16]
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "libtaskbench.so"
-    if not target.exists():
-        with open(folder / "build.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not target.exists():
-                _build(cc, target)
+    try:
+        target = cached_build("taskbench", [_SOURCE.read_bytes(), cc, compiler_version(cc), platform.machine(), *_FLAGS],
+                              lambda out, _: [cc, *_FLAGS, str(_SOURCE), "-o", str(out), "-lm"], name="libtaskbench.so")
+    except BuildError as exc:
+        raise NativeError(f"compiling the Task Bench kernels failed: {exc}") from None
     lib = ctypes.CDLL(str(target))
     i64, vp, dbl = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
     lib.tb_siphash24.argtypes = [vp, i64, vp]
