@@ -20,6 +20,7 @@ from shoal.trace_analysis import analyze, coverage, method_totals, outliers, usa
 from shoal.trace_findings import findings
 from shoal.trace_read import read_trace
 from shoal.trace_report import write_report
+from shoal.trace_summary import load_trace, summarize
 from shoal._runtime.trace_bins import SummaryTracer
 from shoal._runtime.tracing import Tracer, new_tracer, write_trace
 
@@ -162,6 +163,9 @@ def test_summary_trace_draws_the_same_usage_as_a_full_one(tmp_path):
         assert np.allclose(usage(binned)[key], usage(full)[key], rtol=0.01, atol=2e3), key
     assert binned.comm_count[1, 0] == 3
     assert findings(binned).bottleneck == "PE 0"
+    table = summarize(load_trace(summary_path))  # shoal trace summary reads the bins too
+    assert [p.busy for p in table.pes] == [pytest.approx(1.0, rel=0.01), pytest.approx(0.5, rel=0.01)]
+    assert table.pes[1].idle == pytest.approx(0.5, rel=0.01) and table.methods[0].count == 20
     page = tmp_path / "sum.html"
     write_report(summary_path, page)
     assert "Recorded in summary mode" in page.read_text()

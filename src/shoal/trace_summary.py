@@ -171,6 +171,9 @@ def summarize(trace: Mapping[str, Any] | str | os.PathLike[str]) -> Summary:
         elif cat == BALANCE:
             track.balances += 1
     spans = _shoal_spans(meta)
+    for key in spans:  # a PE of a summary-mode trace may have no event of its own
+        tracks.setdefault(key, _Track())
+    _add_bins(meta, tracks, methods)
     pes = []
     for key, track in tracks.items():
         name = names.get(key) or _default_name(key)
@@ -181,23 +184,55 @@ def summarize(trace: Mapping[str, Any] | str | os.PathLike[str]) -> Summary:
         first, last = track.first, track.last
         if key in spans:
             first, last = min(first, spans[key][1]), max(last, spans[key][2])
-        span, busy, idle = (last - first) / 1e6, _union(track.busy) / 1e6, _union(track.idle) / 1e6
+        if first > last:  # no event, no span: an empty track
+            first = last = 0.0
+        span = (last - first) / 1e6
+        busy = min(span, (_union(track.busy) + track.binned[0]) / 1e6)
+        idle = min(span - busy, (_union(track.idle) + track.binned[1]) / 1e6)
         pes.append(PESummary(pe=pe, name=name, span=span, busy=busy, idle=idle, other=max(0.0, span - busy - idle),
-                             entries=len(track.busy), sends=track.sends, migrations=track.migrations,
+                             entries=len(track.busy) + int(track.binned[2]), sends=track.sends, migrations=track.migrations,
                              balances=track.balances))
     pes.sort(key=lambda p: (p.pe is None, p.pe if p.pe is not None else 0, p.name))
     ranked = sorted((MethodSummary(name=n, count=int(c), total=t / 1e6, max=mx / 1e6)
                      for n, (c, t, mx) in methods.items()), key=lambda m: (-m.total, m.name))
-    firsts = [t.first for t in tracks.values()] + [s[1] for s in spans.values()]
-    lasts = [t.last for t in tracks.values()] + [s[2] for s in spans.values()]
+    firsts = [t.first for t in tracks.values() if t.first <= t.last] + [s[1] for s in spans.values()]
+    lasts = [t.last for t in tracks.values() if t.first <= t.last] + [s[2] for s in spans.values()]
     span = (max(lasts) - min(firsts)) / 1e6 if firsts else 0.0
     return Summary(pes=tuple(pes), methods=tuple(ranked), span=span, meta=meta)
 
 
+def _add_bins(meta: Mapping[str, Any], tracks: dict[tuple[Any, Any], "_Track"],
+              methods: dict[str, list[float]]) -> None:
+    """A summary-mode trace (``otherData.shoal.summary``): each PE's bins added to its
+    track (busy and idle µs, calls) and to the entry methods (no longest run: ``nan``)."""
+    own = meta.get("shoal")
+    summary = own.get("summary") if isinstance(own, Mapping) else None
+    if not isinstance(summary, Mapping):
+        return
+    for p in summary.get("pes", ()):
+        try:
+            track = tracks.setdefault((TRACE_PID, p["tid"]), _Track())
+            origin, width = float(p["origin"]), float(p["width"])
+            n = max((len(v) for v in [*p["busy"].values(), p["idle"]]), default=0)
+            track.first, track.last = min(track.first, origin), max(track.last, origin + n * width)
+            for name, series in p["busy"].items():
+                calls = sum(p["calls"].get(name, ()))
+                m = methods.setdefault(str(name), [0, 0.0, float("nan")])
+                m[0] += calls
+                m[1] += sum(series)
+                track.binned[0] += sum(series)
+                track.binned[2] += calls
+            track.binned[1] += sum(p["idle"])
+            track.sends += int(sum(p.get("msgs", ())))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue  # a hand-edited description: the events alone still say what they can
+
+
 class _Track:
-    __slots__ = ("first", "last", "busy", "idle", "sends", "migrations", "balances")
+    __slots__ = ("first", "last", "busy", "idle", "sends", "migrations", "balances", "binned")
 
     def __init__(self) -> None:
+        self.binned = [0.0, 0.0, 0.0]  # summary mode: busy µs, idle µs, calls
         self.first, self.last = float("inf"), float("-inf")
         self.busy: list[tuple[float, float]] = []
         self.idle: list[tuple[float, float]] = []
@@ -268,7 +303,7 @@ def _tables(summary: Summary, top: int) -> list[tuple[str, list[str], list[list[
     busy = summary.busy
     shown = summary.methods[:top]
     method_rows = [[m.name, str(m.count), _duration(m.total), _percent(m.total, busy), _duration(m.mean),
-                    _duration(m.max)] for m in shown]
+                    _duration(m.max) if m.max == m.max else "—"] for m in shown]
     more = len(summary.methods) - len(shown)
     title = f"entry methods by total time (top {len(shown)} of {len(summary.methods)})" if more else \
         "entry methods by total time"

@@ -85,7 +85,8 @@ class System(Chare):
         path = rt.settings.trace
         try:
             write_trace(path, [r for r in records if r is not None], meta={"pes": rt.npes, "exit_code": code})
-            events = sum(len(r["entries"]) for r in records if r is not None)
+            events = sum(len(r["entries"]) + sum(map(sum, r["bins"]["calls"] if "bins" in r else ()))
+                         for r in records if r is not None)  # summary mode: its bins' calls
             print(f"shoal: timeline of {rt.npes} PEs ({events} entry-method runs) written to {path}; "
                   f"`shoal trace summary {path}` or https://ui.perfetto.dev shows it", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001 - the job's own result stands: say why there is no trace
