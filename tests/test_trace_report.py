@@ -108,6 +108,23 @@ def test_a_balanced_run_with_busy_rounds_is_told_to_balance_less(tmp_path):
     assert f.imbalance < 0.01 and any("balance less often" in a for a in f.advice), f.advice
 
 
+def test_the_timeline_of_many_pes_draws_the_telling_ones(tmp_path):
+    from shoal.trace_figures import MAX_ROWS, timeline, timeline_rows
+
+    recs = []
+    for pe in range(40):  # PE 7 works twice as long as the others
+        t = Tracer(pe, Clock(0.0))
+        t.run(Work((pe,)), Work.step, 0.0, 0.2 if pe == 7 else 0.1)
+        t.idle(0.2 if pe == 7 else 0.1, 0.3)
+        recs.append(t.export())
+    an = analyze(read_trace(_trace(tmp_path, recs)).data)
+    rows = timeline_rows(an)
+    assert len(rows) == MAX_ROWS and 7 in rows
+    fig, note = timeline(an)
+    assert f"{MAX_ROWS} PEs of 40 are drawn" in note
+    assert {y for trace in fig.data for y in (trace.y or ()) if y} <= {an.rows[r] for r in rows}
+
+
 # -- summary mode ---------------------------------------------------------------------------------
 def test_summary_tracer_bins_keep_the_totals_and_stay_bounded():
     clock = Clock(0.0)

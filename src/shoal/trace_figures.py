@@ -14,11 +14,13 @@ import numpy as np
 
 from .trace_analysis import Analysis, outliers, usage
 
-__all__ = ["timeline", "usage_profile", "overview", "time_profile", "communication", "histograms",
+__all__ = ["timeline", "timeline_rows", "MAX_ROWS", "usage_profile", "overview", "time_profile", "communication", "histograms",
            "outlier_view", "MAX_SLICES", "PALETTE"]
 
 #: the longest slices the timeline draws (a browser draws ~10^4 bars at ease, not 10^6)
 MAX_SLICES = 20_000
+#: the most PEs the timeline draws (one row each)
+MAX_ROWS = 32
 #: colours of the entry methods, in order of total time
 PALETTE = ["#2e9d5a", "#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
            "#393b79", "#637939", "#8c6d31"]
@@ -42,15 +44,39 @@ def _colors(an: Analysis) -> dict[int, str]:
     return {int(m): PALETTE[i % len(PALETTE)] for i, m in enumerate(np.argsort(-totals))}
 
 
-def timeline(an: Analysis) -> tuple[Any, int] | None:
+def timeline_rows(an: Analysis) -> list[int]:
+    """The rows the timeline shows: all up to :data:`MAX_ROWS`; past it the busiest and
+    the least busy PE, the outliers, and PEs evenly spread over the rest."""
+    n = len(an.rows)
+    if n <= MAX_ROWS:
+        return list(range(n))
+    work = usage(an)["work"]
+    chosen = {int(np.argmax(work)), int(np.argmin(work))}
+    chosen |= {o["row"] for o in outliers(an, k=MAX_ROWS // 4)}
+    for r in np.linspace(0, n - 1, MAX_ROWS).astype(int):
+        if len(chosen) >= MAX_ROWS:
+            break
+        chosen.add(int(r))
+    return sorted(chosen)
+
+
+def timeline(an: Analysis) -> tuple[Any, str] | None:
     """Per PE, a bar per entry-method run and idle period; rounds, migrations, marks on top.
-    With the number of slices left out (beyond :data:`MAX_SLICES`, the shortest)."""
+    With a sentence on what was left out (slices beyond :data:`MAX_SLICES`, the shortest;
+    PEs beyond :data:`MAX_ROWS`)."""
     if an.summary_mode or not len(an.slice_dur):
         return None
     go = _go()
     fig = go.Figure()
-    keep = np.argsort(-an.slice_dur, kind="stable")[:MAX_SLICES]
-    dropped = len(an.slice_dur) - len(keep)
+    rows = timeline_rows(an)
+    shown = np.isin(an.slice_row, rows)
+    order = np.flatnonzero(shown)[np.argsort(-an.slice_dur[shown], kind="stable")]
+    keep = order[:MAX_SLICES]
+    dropped = len(order) - len(keep)
+    note = f" The {MAX_SLICES:,} longest runs are drawn; {dropped:,} shorter ones are left out." if dropped else ""
+    if len(rows) < len(an.rows):
+        note += (f" {len(rows)} PEs of {len(an.rows)} are drawn: the busiest and the least busy, the outliers "
+                 "and PEs spread evenly over the rest.")
     colors = _colors(an)
     for m in sorted(set(an.slice_method[keep].tolist()), key=lambda m: list(colors).index(m)):
         sel = keep[an.slice_method[keep] == m]
@@ -60,7 +86,8 @@ def timeline(an: Analysis) -> tuple[Any, int] | None:
             customdata=np.stack([[an.slice_element[i] or "—" for i in sel], an.slice_dur[sel]], axis=1),
             hovertemplate=f"<b>{an.methods[m]}</b><br>element %{{customdata[0]}}<br>start %{{base:.3f}} ms"
                           "<br>duration %{customdata[1]:.1f} µs<extra>%{y}</extra>"))
-    idle = np.argsort(-an.idle_dur, kind="stable")[:MAX_SLICES]
+    idle_shown = np.flatnonzero(np.isin(an.idle_row, rows))
+    idle = idle_shown[np.argsort(-an.idle_dur[idle_shown], kind="stable")][:MAX_SLICES]
     if len(idle):
         fig.add_trace(go.Bar(y=[an.rows[r] for r in an.idle_row[idle]], x=an.idle_dur[idle] / 1e3,
                              base=an.idle_start[idle] / 1e3, orientation="h", name="idle", customdata=an.idle_dur[idle],
@@ -68,15 +95,16 @@ def timeline(an: Analysis) -> tuple[Any, int] | None:
                              hovertemplate="idle %{customdata:.1f} µs<extra>%{y}</extra>"))
     fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name="white: the runtime's own work",
                          marker={"color": "white", "line": {"width": 1, "color": "#999"}}, hoverinfo="skip"))
-    _marks(fig, an)
-    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=an.rows)
+    _marks(fig, an, set(rows))
+    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
+                     categoryarray=[an.rows[r] for r in rows])
     fig.update_xaxes(title="time (ms)")
     _layout(fig, "Timeline: entry methods per PE (drag to zoom; double-click to reset)",
-            height=160 + 40 * len(an.rows), barmode="overlay", bargap=0.25, hovermode="closest")
-    return fig, dropped
+            height=160 + 40 * len(rows), barmode="overlay", bargap=0.25, hovermode="closest")
+    return fig, note
 
 
-def _marks(fig: Any, an: Analysis) -> None:
+def _marks(fig: Any, an: Analysis, rows: set[int]) -> None:
     """Balancing rounds (blue bands), migrations (red ×) and other marks (◆) on the timeline."""
     go = _go()
     for d in an.balances[:500]:
@@ -87,7 +115,8 @@ def _marks(fig: Any, an: Analysis) -> None:
               ("migration", an.migrations, "x", "#d62728",
                lambda d: f"{d.get('element')}: PE {d.get('from')} → PE {d.get('to')}, {d.get('bytes')} bytes"),
               ("mark", an.marks, "star", "#000000", lambda d: f"{d.get('name')}")]
-    for name, items, symbol, color, text in groups:
+    for name, everything, symbol, color, text in groups:
+        items = [d for d in everything if d["row"] in rows]
         if items:
             fig.add_trace(go.Scatter(x=[d["ts"] / 1e3 for d in items], y=[an.rows[d["row"]] for d in items],
                                      mode="markers", name=name, marker={"symbol": symbol, "size": 9, "color": color},

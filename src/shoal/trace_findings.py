@@ -42,7 +42,8 @@ def duration(us: float) -> str:
     """``1.23 s``, ``45.6 ms``, ``789 µs`` from microseconds: three significant digits."""
     for unit, scale in (("s", 1e6), ("ms", 1e3), ("µs", 1.0)):
         if abs(us) >= scale or unit == "µs":
-            return f"{us / scale:.3g} {unit}"
+            x = us / scale
+            return f"{x:.3g} {unit}" if abs(x) < 1000 else f"{x:,.0f} {unit}"
     return f"{us:g} µs"  # pragma: no cover
 
 

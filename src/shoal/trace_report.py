@@ -14,7 +14,7 @@ from typing import Any, Callable, Collection
 
 from .errors import ShoalError
 from .trace_analysis import Analysis, analyze
-from .trace_figures import (MAX_SLICES, communication, histograms, outlier_view, overview, time_profile,
+from .trace_figures import (communication, histograms, outlier_view, overview, time_profile,
                             timeline, usage_profile)
 from .trace_findings import duration, findings
 from .trace_read import MAX_BYTES, read_trace
@@ -87,9 +87,8 @@ def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str
                                  "histograms and the per-run details are not in the trace; the usage profile, "
                                  "overview, time profile and communication are.</p>")
                 continue
-            fig, dropped = tl
-            how += (f" The {MAX_SLICES:,} longest runs are drawn; {dropped:,} shorter ones are left out "
-                    "(Perfetto shows all)." if dropped else "")
+            fig, note = tl
+            how += note + (" Perfetto shows all of them." if note else "")
         elif key in makers:
             fig = makers[key](an)
             if fig is None:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .tracing import TRACE_PID, Tracer
 
-__all__ = ["SummaryTracer", "summary_description", "counter_events", "MAX_BINS"]
+__all__ = ["SummaryTracer", "summary_description", "counter_events", "MAX_BINS", "MAX_COUNTERS"]
 
 #: the most bins a PE keeps; past it the bins double in width
 MAX_BINS = 4096
@@ -171,14 +171,21 @@ def summary_description(rec: Mapping[str, Any], base: float) -> dict[str, Any]:
             "to": {str(k): v for k, v in b["to"].items()}}
 
 
+#: the most counter events a PE writes (neighbouring bins merge past it): a counter
+#: event takes some 80 bytes of file, more than the bins it draws
+MAX_COUNTERS = 512
+
+
 def counter_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
-    """A ``PE n busy %`` counter per bin (``"ph": "C"``), for Perfetto's counter tracks."""
+    """A ``PE n busy %`` counter (``"ph": "C"``) per bin, or per group of neighbouring
+    bins past :data:`MAX_COUNTERS`, for Perfetto's counter tracks."""
     b = rec["bins"]
-    width = b["width"]
     n = max((len(s) for s in (*b["busy"], b["idle"])), default=0)
-    busy = [sum(s[k] for s in b["busy"] if k < len(s)) for k in range(n)]
+    per = -(-n // MAX_COUNTERS) if n else 1  # bins per counter event
+    width = b["width"] * per
+    busy = [sum(s[k] for s in b["busy"] for k in range(g, min(g + per, len(s)))) for g in range(0, n, per)]
     origin = (b["origin"] + rec["offset"] - base) * 1e6
-    for k in range(n):
+    for k in range(len(busy)):
         pct = min(100.0, 100.0 * busy[k] / width)
         yield (f'{{"name":"PE {rec["pe"]} busy %","ph":"C","pid":{TRACE_PID},"ts":{origin + k * width * 1e6:.3f},'
                f'"args":{{"busy":{pct:.1f}}}}}')
