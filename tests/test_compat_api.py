@@ -16,7 +16,7 @@ import pytest
 TRANSPORTS = [pytest.param("mpi", marks=pytest.mark.mpi), "inproc"]
 
 PROGRAM = """
-from charm4py import charm, Chare, Array, Group, Future
+from charm4py import charm, Chare, Array, Group, Future, Channel
 from charm4py.threads import NotThreadedError, Future as ThreadsFuture
 
 
@@ -45,6 +45,8 @@ class C(Chare):
                 f.get()
             elif kind == "wait":
                 charm.wait([f])
+            elif kind == "recv":
+                Channel(self, remote=self.thisProxy[0]).recv()
             else:
                 charm.sleep(0.01)
         except NotThreadedError as exc:
@@ -61,7 +63,7 @@ def main(args):
     evens, odds = charm.split(a, 2, slicing=[slice(0, 8, 2), slice(1, 8, 2)])
     print("slicing", sorted(evens.where(ret=True).get()), sorted(odds.where(ret=True).get()))
     print("ready get", a[0].ready_get(ret=True).get())
-    for kind in ("get", "wait", "sleep"):
+    for kind in ("get", "wait", "sleep", "recv"):
         print("refused", kind, a[1].waits(kind, ret=True).get())
     print("local", a[3].local(ret=True).get(), Group(G).mine(ret=True).get())
     charm.thisProxy.LBTurnInstrumentOn()
@@ -84,6 +86,6 @@ def test_api_rows_beyond_charm4pys_tests(tmp_path, transport: str) -> None:
     assert "local (True, True) [True, True]" in lines, lines
     assert "senders [1, 2] True 1" in lines and "slicing [(0,), (2,), (4,), (6,)] [(1,), (3,), (5,), (7,)]" in lines and "ready get 7" in lines, lines
     refusals = [line for line in lines if line.startswith("refused")]
-    assert len(refusals) == 3, lines
-    for line, call in zip(refusals, ("Future.get()", "charm.iwait()/charm.wait()", "charm.sleep()")):
+    assert len(refusals) == 4, lines
+    for line, call in zip(refusals, ("Future.get()", "charm.iwait()/charm.wait()", "charm.sleep()", "Channel.recv()")):
         assert f"{call} waits" in line and "@coro" in line and "shoal" not in line, line

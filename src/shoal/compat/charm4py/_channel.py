@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import shoal
 from ..._runtime.futures import Future
+from ._futures import refuse_wait
 
 __all__ = ["Channel"]
 
@@ -29,6 +30,9 @@ class Channel:
             value = fut.result()
             post_buffers[0][...] = value
             return post_buffers[0]
+        if fut.done():  # the message is here: no wait
+            return fut.result()
+        refuse_wait("Channel.recv()")
         return fut.get()
 
     def ready(self) -> bool:

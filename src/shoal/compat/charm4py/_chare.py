@@ -11,6 +11,7 @@ from ..._runtime import conditions, threads
 from ..._runtime.chare import Chare as _ShoalChare
 from ..._runtime.context import current
 from ..._runtime.proxy import CollectionProxy, EntryRef
+from ._futures import as_handle
 from ._proxies import KINDS
 from ._reduction import as_reducer
 
@@ -132,8 +133,8 @@ class Chare(_ShoalChare):
 
     def allreduce(self, data: Any = None, reducer: Any = None, section: Any = None) -> Any:  # type: ignore[override]
         if reducer is None:
-            return _ShoalChare.allreduce(self, data, shoal.reducers.nop, section)
-        return _ShoalChare.allreduce(self, data, as_reducer(reducer), section)
+            return as_handle(_ShoalChare.allreduce(self, data, shoal.reducers.nop, section))
+        return as_handle(_ShoalChare.allreduce(self, data, as_reducer(reducer), section))
 
     def wait(self, cond: str) -> None:
         """Block this (threaded) method until ``cond`` — Python source over ``self`` and
