@@ -20,7 +20,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import types
 import zlib
 from pathlib import Path
@@ -57,11 +56,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html",
            "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]
-    started = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
-    took = time.monotonic() - started
     assert proc.returncode == 0, f"the docs build failed (every warning is an error):\n{proc.stderr}{proc.stdout}"
-    assert took < 120, f"the docs build took {took:.0f} s; it should take well under a minute"
     return out / "html"
 
 

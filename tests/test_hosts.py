@@ -127,8 +127,7 @@ def test_unreachable_host_fails_fast(hosts: Hosts, which: str) -> None:
     except subprocess.TimeoutExpired:
         pytest.fail(f"mpiexec with {which} {other!r} still running after {FAIL_WITHIN} s")
     took = time.monotonic() - start
-    assert job.returncode != 0, job
-    assert took < FAIL_WITHIN
+    assert job.returncode != 0, job  # and within FAIL_WITHIN: run_on's timeout fails the test otherwise
     assert any(reason in job.stderr for reason in says), job
     assert "Launch proxy failed" in job.stderr, job
     print(f"{which}: exit {job.returncode} after {took:.1f} s\n{job.stderr}")

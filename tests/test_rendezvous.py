@@ -9,19 +9,30 @@ import pytest
 from shoal._transport.rendezvous import COPY_RATE, MIN_WAIT, stall_budget
 
 PROGRAM = """
+import os
+import tempfile
 import time
 import numpy as np
 import shoal
+
+def gate_path(name):  # a file PE 0 creates to end PE 1's computation: events, not a clock
+    return os.path.join(tempfile.gettempdir(), f"shoal-test-{os.getpid()}-{name}")
+
+
+def wait_for(path):
+    end = time.monotonic() + 120  # a bound against a hang, not a measure
+    while not os.path.exists(path) and time.monotonic() < end:
+        pass
+    return os.path.exists(path)
 
 
 class Busy(shoal.Chare):
     def __init__(self):
         self.got = []
 
-    def compute(self, seconds):
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            pass
+    def compute(self, gate):
+        open(gate + ".started", "w").close()
+        return wait_for(gate)  # busy: no message is handled until PE 0 opens the gate
 
     def take(self, k, data):
         self.got.append((k, float(data[0]), float(data[-1]), data.nbytes))
@@ -42,19 +53,20 @@ def main(args):
     n = 8 << 20  # 64 MiB of float64
     busy[1].take(-1, np.zeros(n))  # warm: the elements exist, the first large message is behind us
     busy[1].got_all(ret=True).get()
-    done = busy[1].compute(0.6, ret=True)
-    time.sleep(0.05)
+    gate = gate_path("rendezvous")
+    done = busy[1].compute(gate, ret=True)
+    wait_for(gate + ".started")
     data = np.full(n, 7.0)
-    t0 = time.perf_counter()
     busy[1].take(0, data)
     data[:] = -1.0  # overwritten at once: the copy the sender made must be what arrives
     busy[1].take(1, data)
-    sent = time.perf_counter() - t0
-    pings = 0
-    while not done.done():
-        busy[0].ping(ret=True).get()
-        pings += 1
-    print("sent in", "short" if sent < 0.3 else f"{sent:.3f} s", "pings", "some" if pings > 10 else pings)
+    # the sends returned while PE 1 computes (it ends only when the gate opens, below), and PE 0 serves
+    pings = sum(busy[0].ping(ret=True).get() for _ in range(20))
+    computing = not done.done()
+    open(gate, "w").close()
+    print("sent while the receiver computes:", computing and done.get(), "pings", pings)
+    for path in (gate, gate + ".started"):
+        os.unlink(path)
     print("got", busy[1].got_all(ret=True).get()[1:])
     a, b = busy[0].swap(busy[1], n, ret=True), busy[1].swap(busy[0], n, ret=True)
     a.get(); b.get()
@@ -75,7 +87,7 @@ def test_the_budget_is_the_time_a_copy_takes():
 def test_a_busy_receiver_does_not_stall_the_sender(mpi_job):
     job = mpi_job(PROGRAM, n=2, timeout=120)
     assert job.returncode == 0, job
-    assert "sent in short pings some" in job.stdout, job
+    assert "sent while the receiver computes: True pings 20" in job.stdout, job
     assert "got [(0, 7.0, 7.0, 67108864), (1, -1.0, -1.0, 67108864)]" in job.stdout, job
     assert "swapped [(1, 1.0, 1.0, 67108864)] [(0, 0.0, 0.0, 67108864)]" in job.stdout, job
 
