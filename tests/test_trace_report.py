@@ -60,7 +60,9 @@ def _imbalanced(make=Tracer) -> list[dict]:
             for k in range(3):
                 t.send(0.1 * (k + 1), 0, 1000)
         clock.t = 1.0
-        recs.append(t.export())
+        rec = t.export()
+        rec["cpu"] = end  # the process had the CPU while it worked (the fake clock's time)
+        recs.append(rec)
     return recs
 
 
@@ -94,6 +96,16 @@ def test_usage_findings_and_methods_of_an_imbalanced_trace(tmp_path):
     assert an.comm_count[1, 0] == 3 and an.comm_bytes[1, 0] == 3000 and an.comm_count[0].sum() == 0
     assert an.slice_element[0] == "[0]" and an.slice_element[-1] == "[1]"
     assert [o["name"] for o in outliers(an, k=1)] in (["PE 0"], ["PE 1"])
+
+
+def test_pes_that_lacked_the_cpu_are_named(tmp_path):
+    recs = _imbalanced()
+    recs[1]["cpu"] = 0.25  # worked 0.5 s of wall time with 0.25 s of CPU
+    f = findings(analyze(read_trace(_trace(tmp_path, recs)).data))
+    assert any(s.startswith("PE 1 had the CPU for only 50%") for s in f.sentences), f.sentences
+    assert any("Other processes share the cores" in a for a in f.advice)
+    assert not any("had the CPU" in s for s in findings(analyze(read_trace(_trace(tmp_path, _imbalanced(), "ok.json"))
+                                                                  .data)).sentences)
 
 
 def test_a_balanced_run_with_busy_rounds_is_told_to_balance_less(tmp_path):

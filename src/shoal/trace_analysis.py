@@ -62,6 +62,8 @@ class Analysis:
     migrations: list[dict[str, Any]] = field(default_factory=list)
     balances: list[dict[str, Any]] = field(default_factory=list)
     marks: list[dict[str, Any]] = field(default_factory=list)
+    #: [row] µs of CPU time the PE's process had over its span (nan: not recorded)
+    cpu: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: True: recorded in summary mode (bins only: no timeline, histograms or per-send data)
     summary_mode: bool = False
     notes: list[str] = field(default_factory=list)
@@ -212,9 +214,12 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
     for s in sends:
         r = int(renum[s[0]])
         spans[r] = [min(spans[r, 0], s[1]), max(spans[r, 1], s[1])]
+    cpu = np.full(n, np.nan)
     for k, p in described.items():
         r = row_of_key[k]
         spans[r] = [min(spans[r, 0], _num(p.get("start"))), max(spans[r, 1], _num(p.get("end")))]
+        if isinstance(p.get("cpu"), (int, float)):
+            cpu[r] = float(p["cpu"])
     if summary is not None:
         for p in summary.get("pes", ()):
             srow = row_of_key.get((TRACE_PID, p.get("tid")))
@@ -266,7 +271,7 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
                   pack=pack, covered=covered, calls=calls, comm_count=comm_count, comm_bytes=comm_bytes,
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
                   slice_element=elements, idle_row=ir, idle_start=iv[:, 1] - lo, idle_dur=iv[:, 2] - iv[:, 1],
-                  migrations=migr, balances=bal, marks=marks,
+                  migrations=migr, cpu=cpu, balances=bal, marks=marks,
                   summary_mode=summary is not None, notes=list(notes or ()))
     for d in (*migr, *bal, *marks):
         d["ts"] -= lo

@@ -76,8 +76,26 @@ def findings(an: Analysis) -> Findings:
         parts = [f"{d['name']} ({100 * float(d['total']) / max(work, 1e-12):.0f}%, {d['calls']} calls, "  # type: ignore[arg-type]
                  f"mean {duration(float(d['mean']))})" for d in top[:3]]  # type: ignore[arg-type]
         f.sentences.append("Most time goes to " + "; ".join(parts) + ".")
+    _cpu_share(an, f, u)
     _advise(an, f, top)
     return f
+
+
+def _cpu_share(an: Analysis, f: Findings, u: dict[str, np.ndarray]) -> None:
+    """PEs whose process had the CPU for much less than the time they were not idle:
+    other processes took their core (or their entry methods waited: sleep, I/O)."""
+    active = u["span"] - u["idle"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(active > 0, an.cpu / active, np.nan) if len(an.cpu) == len(active) else np.array([])
+    low = [i for i in range(len(share)) if share[i] == share[i] and share[i] < 0.8]
+    if not low:
+        return
+    worst = min(low, key=lambda i: share[i])
+    names = ", ".join(an.rows[i] for i in low[:6]) + (f" and {len(low) - 6} more" if len(low) > 6 else "")
+    f.sentences.append(f"{names} had the CPU for only {100 * share[worst]:.0f}% (the least) of the time they were "
+                       "not idle: other processes took their cores, or entry methods waited (sleep, I/O).")
+    f.advice.append("Other processes share the cores: run on a quiet machine or with fewer PEs than free cores. "
+                    "Timings, and balancing by measured load, are unreliable while the cores are shared.")
 
 
 def _advise(an: Analysis, f: Findings, top: list[dict[str, object]]) -> None:

@@ -15,6 +15,7 @@ An exported record is a plain dict of lists of tuples (picklable, no per-event d
 
     {"format": "shoal.trace/1", "pe": 3,
      "start": 12.5, "end": 14.75,             # this PE's clock when tracing began, at export
+     "cpu": 2.1,                               # the process's CPU seconds in between (optional)
      "offset": 0.0,                            # seconds added to every time of this record
      "names": ["Tile.step", ...],              # entry-method names; entries index this list
      "entries": [(name_index, t0, t1, element_index), ...],   # the index may be absent
@@ -66,7 +67,7 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
-    __slots__ = ("pe", "clock", "start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked", "_idle",
+    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked", "_idle",
                  "_sends", "_migrations", "_balances", "_marks")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -75,6 +76,9 @@ class Tracer:
         self.pe = pe
         self.clock = clock
         self.start: float = clock()
+        #: this process's CPU time then: at export, CPU time against wall time tells
+        #: whether other processes took the PE's core (an oversubscribed machine)
+        self.cpu_start = time.process_time()
         #: the compiled path's clock (``native_core.TickClock``) for :meth:`ticked`'s times
         self.ticks: Any = None
         self._ids: dict[str, int] = {}
@@ -167,6 +171,7 @@ class Tracer:
         recording may go on. ``offset``: seconds to add to every time of the record."""
         return {
             "format": FORMAT, "pe": self.pe, "start": self.start, "end": self.clock(), "offset": offset,
+            "cpu": time.process_time() - self.cpu_start,
             "names": list(self._names), "entries": self._entries + self._seconds(), "idle": list(self._idle),
             "sends": list(self._sends), "migrations": list(self._migrations), "balances": list(self._balances),
             "marks": list(self._marks),
@@ -203,7 +208,8 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
     other["shoal"] = {
         "format": FORMAT,
         "pes": [{"pe": rec["pe"], "tid": rec["pe"] + 1, "start": _us(_earliest(rec) + rec["offset"] - base),
-                 "end": _us(_latest(rec) + rec["offset"] - base)} for rec in checked],
+                 "end": _us(_latest(rec) + rec["offset"] - base),
+                 **({"cpu": _us(rec["cpu"])} if _finite(rec.get("cpu")) else {})} for rec in checked],
     }
     binned = [rec for rec in checked if "bins" in rec]
     if binned:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
