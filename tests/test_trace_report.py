@@ -98,6 +98,14 @@ def test_usage_findings_and_methods_of_an_imbalanced_trace(tmp_path):
     assert [o["name"] for o in outliers(an, k=1)] in (["PE 0"], ["PE 1"])
 
 
+def test_a_full_trace_has_a_busy_counter_per_pe_for_perfetto(tmp_path):
+    events = json.loads(_trace(tmp_path, _imbalanced()).read_text())["traceEvents"]
+    busy = {pe: [ev["args"]["busy"] for ev in events if ev.get("ph") == "C" and ev["name"] == f"PE {pe} busy %"]
+            for pe in (0, 1)}
+    assert len(busy[0]) == len(busy[1]) == 512
+    assert min(busy[0]) > 99 and busy[1][10] > 99 and busy[1][-10] == 0  # PE 1 works the first half only
+
+
 def test_pes_that_lacked_the_cpu_are_named(tmp_path):
     recs = _imbalanced()
     recs[1]["cpu"] = 0.25  # worked 0.5 s of wall time with 0.25 s of CPU

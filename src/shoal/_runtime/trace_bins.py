@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .tracing import TRACE_PID, Tracer
 
-__all__ = ["SummaryTracer", "summary_description", "counter_events", "MAX_BINS", "MAX_COUNTERS"]
+__all__ = ["SummaryTracer", "summary_description", "counter_events", "binned", "MAX_BINS", "MAX_COUNTERS"]
 
 #: the most bins a PE keeps; past it the bins double in width
 MAX_BINS = 4096
@@ -176,6 +176,20 @@ def summary_description(rec: Mapping[str, Any], base: float) -> dict[str, Any]:
 MAX_COUNTERS = 512
 
 
+def binned(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A full record (every event) with :data:`MAX_COUNTERS` bins added, for its counter
+    track: the time in entry methods per bin (the other series stay empty)."""
+    first = min([rec["start"], *(ev[1] for ev in rec["entries"])])
+    last = max([rec["end"], *(ev[2] for ev in rec["entries"])])
+    t = SummaryTracer(rec["pe"], max(last - first, 1e-9) / MAX_COUNTERS * 1.000001, lambda: first)
+    t._method(0)
+    busy = t._busy[0]
+    for ev in rec["entries"]:
+        t._spread(busy, ev[1], ev[2])
+    t._bin(last)  # the bins reach the end of the PE's span, idle or not
+    return {**rec, "bins": {"width": t.width, "origin": t.origin, "busy": [busy], "idle": t._idle_bins}}
+
+
 def counter_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     """A ``PE n busy %`` counter (``"ph": "C"``) per bin, or per group of neighbouring
     bins past :data:`MAX_COUNTERS`, for Perfetto's counter tracks."""
@@ -187,5 +201,6 @@ def counter_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     origin = (b["origin"] + rec["offset"] - base) * 1e6
     for k in range(len(busy)):
         pct = min(100.0, 100.0 * busy[k] / width)
-        yield (f'{{"name":"PE {rec["pe"]} busy %","ph":"C","pid":{TRACE_PID},"ts":{origin + k * width * 1e6:.3f},'
+        yield (f'{{"name":"PE {rec["pe"]} busy %","ph":"C","pid":{TRACE_PID},"tid":{rec["pe"] + 1},'
+               f'"ts":{origin + k * width * 1e6:.3f},'
                f'"args":{{"busy":{pct:.1f}}}}}')

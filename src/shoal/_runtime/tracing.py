@@ -211,11 +211,11 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                  "end": _us(_latest(rec) + rec["offset"] - base),
                  **({"cpu": _us(rec["cpu"])} if _finite(rec.get("cpu")) else {})} for rec in checked],
     }
-    binned = [rec for rec in checked if "bins" in rec]
-    if binned:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
-        from .trace_bins import counter_events, summary_description
+    from .trace_bins import binned, counter_events, summary_description
 
-        other["shoal"]["summary"] = {"pes": [summary_description(rec, base) for rec in binned]}
+    summary = [rec for rec in checked if "bins" in rec]
+    if summary:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
+        other["shoal"]["summary"] = {"pes": [summary_description(rec, base) for rec in summary]}
     import json  # here, not at the top: a PE that does not trace never needs it
 
     tail = json.dumps(other, default=repr, allow_nan=False)
@@ -235,7 +235,7 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                 for line in _events(rec, base):
                     f.write(",\n")
                     f.write(line)
-                for line in counter_events(rec, base) if "bins" in rec else ():
+                for line in counter_events(rec if "bins" in rec else binned(rec), base):
                     f.write(",\n")
                     f.write(line)
             f.write(f'\n],\n"displayTimeUnit":"ms",\n"otherData":{tail}}}\n')
