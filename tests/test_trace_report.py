@@ -185,8 +185,11 @@ def test_the_compiled_paths_entries_in_ticks_become_seconds(make):
     assert rec["names"] == ["Work.step"]
 
 
-def test_new_tracer_picks_the_mode():
+def test_new_tracer_picks_the_mode_and_marks_a_restart():
     assert type(new_tracer(0)) is Tracer and type(new_tracer(0, 0.01)) is SummaryTracer
+    assert new_tracer(0).export()["marks"] == []
+    (mark,) = new_tracer(1, 0.01, "/ckpt/step-40").export()["marks"]
+    assert mark[0] == "restart" and mark[2] == {"checkpoint": "/ckpt/step-40"}
 
 
 def test_summary_trace_draws_the_same_usage_as_a_full_one(tmp_path):

@@ -160,7 +160,7 @@ class Runtime(Receiving, Sending):
         #: the timeline recorder (``SHOAL_TRACE``), or None: tracing off
         self.tracer: Tracer | None = None
         if settings.trace:
-            self.tracer = new_tracer(self.pe, settings.trace_summary)
+            self.tracer = new_tracer(self.pe, settings.trace_summary, settings.restart)
             if core is not None:
                 self.tracer.use_ticks(self.ticks)
                 core.trace = self.tracer.ticked

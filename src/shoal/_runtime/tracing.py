@@ -178,14 +178,19 @@ class Tracer:
         }
 
 
-def new_tracer(pe: int, bin_seconds: float = 0.0) -> Tracer:
+def new_tracer(pe: int, bin_seconds: float = 0.0, restart: str = "") -> Tracer:
     """This PE's recorder: every event (``bin_seconds`` 0), or time bins of that many
-    seconds whose size is bounded however long the job runs (``SHOAL_TRACE_SUMMARY``)."""
+    seconds whose size is bounded however long the job runs (``SHOAL_TRACE_SUMMARY``).
+    A job restarted from checkpoint ``restart`` begins its timeline with a ``restart`` mark."""
     if bin_seconds > 0:
         from .trace_bins import SummaryTracer
 
-        return SummaryTracer(pe, bin_seconds)
-    return Tracer(pe)
+        tracer: Tracer = SummaryTracer(pe, bin_seconds)
+    else:
+        tracer = Tracer(pe)
+    if restart:
+        tracer.mark("restart", tracer.start, checkpoint=restart)
+    return tracer
 
 
 # -- writing: validation, then one streamed JSON file -------------------------------------------
