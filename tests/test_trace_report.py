@@ -239,6 +239,9 @@ def _report(tmp_path: Path, name: str, *extra: str) -> subprocess.CompletedProce
     ("binary.json", b"\xff\xfe\x00\x01", "it is not text"),
     ("object.json", b'{"events": []}', 'a JSON object with a "traceEvents" list'),
     ("missing.json", None, "not found"),
+    ("bins.json", b'{"traceEvents": [], "otherData": {"shoal": {"format": "shoal.trace/1", "pes": [{"pe": 0, '
+                  b'"tid": 1, "start": 0, "end": 9}], "summary": {"pes": [{"tid": 1, "origin": 0, "width": 1, '
+                  b'"busy": {"A.b": [1, "x"]}}]}}}}', "summary-mode bins (otherData.shoal.summary) are malformed"),
 ])
 def test_bad_traces_are_one_line_and_exit_2(tmp_path, name, content, message):
     if content is not None:

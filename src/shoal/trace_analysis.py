@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .errors import ShoalError
 from ._runtime.tracing import BALANCE, ENTRY, IDLE, MARK, MIGRATION, SEND, TRACE_PID
 
 __all__ = ["Analysis", "analyze", "coverage", "usage", "method_totals", "outliers", "BINS"]
@@ -266,7 +267,11 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
     for r in np.unique(sr):
         sent[r] = np.histogram(st[sr == r], edges, weights=sb[sr == r])[0]
     if summary is not None:
-        _add_bins(summary, row_of_key, name_ids, pe_row, edges, work, calls, idle_b, sent, comm_count, comm_bytes)
+        try:
+            _add_bins(summary, row_of_key, name_ids, pe_row, edges, work, calls, idle_b, sent, comm_count,
+                      comm_bytes)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ShoalError(f"the trace's summary-mode bins (otherData.shoal.summary) are malformed: {exc}") from None
     an = Analysis(rows=labels, pes=pes, spans=spans - lo, edges=edges - lo, methods=names, work=work, idle=idle_b,
                   pack=pack, covered=covered, calls=calls, comm_count=comm_count, comm_bytes=comm_bytes,
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
