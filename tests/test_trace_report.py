@@ -116,6 +116,33 @@ def test_pes_that_lacked_the_cpu_are_named(tmp_path):
                                                                   .data)).sentences)
 
 
+def test_periods_between_rounds_show_what_the_round_changed(tmp_path):
+    from shoal.trace_figures import balance_view
+    from shoal.trace_rounds import periods, rounds, spread
+
+    recs = []
+    for pe in (0, 1):  # before the round at 0.5 s PE 0 runs both elements; after it, one each
+        t = Tracer(pe, Clock(0.0))
+        if pe == 0:
+            t.run(Work((0,)), Work.step, 0.0, 0.2)
+            t.run(Work((1,)), Work.step, 0.2, 0.4)
+        t.balance(0.5, 0.51 if pe == 0 else 0.505, "Work", 1, "greedy")
+        t.run(Work((pe,)), Work.step, 0.6, 0.8)
+        t.idle(0.8, 1.0)
+        recs.append(t.export())
+    an = analyze(read_trace(_trace(tmp_path, recs)).data)
+    assert [(a / 1e3, b / 1e3) for a, b in rounds(an)] == [pytest.approx((500, 510))]
+    before, after = periods(an)
+    assert before.work / 1e3 == pytest.approx([400, 0]) and spread(before.work) == pytest.approx(2.0)
+    assert after.work / 1e3 == pytest.approx([200, 200]) and spread(after.work) == pytest.approx(1.0)
+    assert before.elements == {"Work[0]": (pytest.approx(2e5), 0), "Work[1]": (pytest.approx(2e5), 0)}
+    assert after.elements["Work[1]"] == (pytest.approx(2e5), 1)  # it moved to PE 1
+    f = findings(an)
+    assert any("2.00x the mean work before the first and 1.00x after the last" in s for s in f.sentences)
+    assert any("balance sooner" in a for a in f.advice), f.advice
+    assert balance_view(an) is not None
+
+
 def test_a_balanced_run_with_busy_rounds_is_told_to_balance_less(tmp_path):
     recs = []
     for pe in (0, 1):
@@ -212,7 +239,7 @@ def test_summary_trace_draws_the_same_usage_as_a_full_one(tmp_path):
 
 
 # -- the page and the command ---------------------------------------------------------------------
-VIEWS = ("timeline", "usage", "overview", "profile", "comm", "hist", "outliers")
+VIEWS = ("timeline", "usage", "overview", "profile", "comm", "hist", "outliers")  # "balance": with rounds only
 
 
 def test_report_page_is_self_contained_with_every_view(tmp_path, capsys):

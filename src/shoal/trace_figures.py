@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from .trace_analysis import Analysis, outliers, usage
+from .trace_rounds import periods, spread
 
-__all__ = ["timeline", "timeline_rows", "MAX_ROWS", "usage_profile", "overview", "time_profile", "communication", "histograms",
+__all__ = ["timeline", "timeline_rows", "MAX_ROWS", "balance_view", "usage_profile", "overview", "time_profile", "communication", "histograms",
            "outlier_view", "MAX_SLICES", "PALETTE"]
 
 #: the longest slices the timeline draws (a browser draws ~10^4 bars at ease, not 10^6)
@@ -229,3 +230,38 @@ def outlier_view(an: Analysis) -> Any | None:
                              marker_color=color, hovertemplate=f"{label}: %{{y:.1f}}%<extra>%{{x}}</extra>"))
     fig.update_yaxes(title="% of span", range=[0, 100])
     return _layout(fig, "Outliers: the PEs least like the average PE", barmode="stack")
+
+
+def balance_view(an: Analysis) -> Any | None:
+    """Around each balancing round: each PE's busy share of every period between rounds,
+    and the load of each element in each period (coloured by the PE it ran on)."""
+    found = periods(an)
+    if not found:
+        return None
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    labels = ["before round 1"] + [f"after round {k}" for k in range(1, len(found))]
+    labels = [f"{lab}<br>(spread {spread(p.work):.2f})" for lab, p in zip(labels, found)]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.08,
+                        subplot_titles=("each PE's busy share of the period", "each element's load in the period"))
+    shown = list(range(min(len(an.rows), 16)))
+    for r in shown:
+        fig.add_trace(go.Bar(x=labels, y=[100 * p.work[r] / max(p.end - p.start, 1e-12) for p in found],
+                             name=an.rows[r], marker_color=PALETTE[r % len(PALETTE)], legendgroup=an.rows[r],
+                             hovertemplate=f"{an.rows[r]}: %{{y:.0f}}% busy<extra>%{{x}}</extra>"), row=1, col=1)
+    for k, (label, p) in enumerate(zip(labels, found)):
+        items = sorted(p.elements.items(), key=lambda kv: -kv[1][0])[:3000]
+        if not items:
+            continue
+        rows = np.array([v[1] for _, v in items])
+        jitter = k + (np.arange(len(items)) % 41 - 20) / 60
+        fig.add_trace(go.Scatter(x=jitter, y=[v[0] / 1e3 for _, v in items], mode="markers", showlegend=False,
+                                 marker={"size": 6, "color": [PALETTE[r % len(PALETTE)] for r in rows]},
+                                 text=[f"{name} on {an.rows[r]}" for (name, _), r in zip(items, rows)],
+                                 hovertemplate="%{text}: %{y:.2f} ms<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=labels, row=1, col=2)
+    fig.update_yaxes(title="% busy", range=[0, 100], row=1, col=1)
+    fig.update_yaxes(title="ms in entry methods", row=1, col=2)
+    return _layout(fig, "Balancing: the load between rounds (spread: the busiest PE's work over the mean)",
+                   height=420, barmode="group")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .trace_analysis import Analysis, method_totals, usage
+from .trace_rounds import periods, spread
 
 __all__ = ["Findings", "findings", "duration"]
 
@@ -76,9 +77,22 @@ def findings(an: Analysis) -> Findings:
         parts = [f"{d['name']} ({100 * float(d['total']) / max(work, 1e-12):.0f}%, {d['calls']} calls, "  # type: ignore[arg-type]
                  f"mean {duration(float(d['mean']))})" for d in top[:3]]  # type: ignore[arg-type]
         f.sentences.append("Most time goes to " + "; ".join(parts) + ".")
+    _rounds(an, f)
     _cpu_share(an, f, u)
     _advise(an, f, top)
     return f
+
+
+def _rounds(an: Analysis, f: Findings) -> None:
+    """What the balancing rounds changed: the spread of the PEs' work before and after."""
+    found = periods(an)
+    if len(found) < 2:
+        return
+    moved = [int(d.get("moved", 0) or 0) for d in an.balances]
+    before, after = spread(found[0].work), spread(found[-1].work)
+    f.sentences.append(f"{len(found) - 1} balancing round{'s' if len(found) > 2 else ''}: the busiest PE did "
+                       f"{before:.2f}x the mean work before the first and {after:.2f}x after the last "
+                       f"(1.00x is even); the rounds moved {sum(moved)} elements in all.")
 
 
 def _cpu_share(an: Analysis, f: Findings, u: dict[str, np.ndarray]) -> None:
@@ -108,6 +122,11 @@ def _advise(an: Analysis, f: Findings, top: list[dict[str, object]]) -> None:
             f.advice.append(f"Balance the load: {100 * f.imbalance:.0f}% of the time is lost to imbalance and no "
                             "balancing round ran. Call at_sync() in the step loop and run with --lb greedy "
                             "(or --lb refine, which moves fewer elements).")
+        elif len(found := periods(an)) >= 2 and spread(found[-1].work) <= 1.1:
+            f.advice.append(f"The rounds evened the load ({spread(found[0].work):.2f}x the mean before the first, "
+                            f"{spread(found[-1].work):.2f}x after the last), but {100 * f.imbalance:.0f}% of the time "
+                            f"is lost to imbalance, most of it before the first round at {duration(found[0].end)}: "
+                            "balance sooner (a smaller --lb-period, or a first at_sync earlier).")
         else:
             f.advice.append(f"{rounds} balancing round{'s' if rounds != 1 else ''} ({', '.join(strategies)}) "
                             f"ran, yet {100 * f.imbalance:.0f}% is still lost to imbalance: over-decompose more "

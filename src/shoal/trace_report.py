@@ -14,7 +14,7 @@ from typing import Any, Callable, Collection
 
 from .errors import ShoalError
 from .trace_analysis import Analysis, analyze
-from .trace_figures import (communication, histograms, outlier_view, overview, time_profile,
+from .trace_figures import (balance_view, communication, histograms, outlier_view, overview, time_profile,
                             timeline, usage_profile)
 from .trace_findings import duration, findings
 from .trace_read import MAX_BYTES, read_trace
@@ -44,6 +44,9 @@ _HOW = {
             "Only the Python path's sends are recorded, not those of the compiled per-message path (most "
             "entry-method calls between elements): the counts are a lower bound.",
     "hist": "How long each entry method's runs take. A wide or two-humped histogram means uneven work.",
+    "balance": "The run split at each balancing round: how busy each PE was in each period, and each element's "
+               "load (time in its entry methods) in it, coloured by the PE it ran on. A round that helped evens "
+               "the bars and moves the heavy elements' colours apart.",
     "outliers": "The PEs whose split of time is farthest from the average PE's (points: the distance between "
                 "the two splits, in percentage points; z: standard deviations above the PEs' mean distance), as "
                 "Projections' outlier analysis finds them.",
@@ -51,7 +54,8 @@ _HOW = {
 
 
 #: the page's parts, in order: ``shoal trace report --views`` picks some
-VIEWS = ("words", "methods", "timeline", "usage", "overview", "profile", "comm", "hist", "outliers", "rounds")
+VIEWS = ("words", "methods", "timeline", "usage", "overview", "profile", "comm", "hist", "outliers", "balance",
+         "rounds")
 
 
 def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str:
@@ -76,7 +80,7 @@ def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str
         parts.append(_methods_table(f.top))
     makers: dict[str, Callable[[Analysis], Any]] = {
         "usage": usage_profile, "overview": overview, "profile": time_profile, "comm": communication,
-        "hist": histograms, "outliers": outlier_view}
+        "hist": histograms, "outliers": outlier_view, "balance": balance_view}
     for key in (v for v in VIEWS if v in views):
         how = _HOW.get(key, "")
         if key == "timeline":
