@@ -204,11 +204,15 @@ def test_the_compiled_paths_entries_in_ticks_become_seconds(make):
     t = make()
     t.use_ticks(Ticks())
     t.ticked(Work((4,)), Work.step, 5500, 6000)  # 2.5 s to 3.0 s
+    t.ticked(Work((4,)), Work.step, 5100, 5200)  # 2.1 s to 2.2 s: inside one bin (summary mode's quick way)
     rec = t.export()
     if "bins" in rec:
-        assert sum(rec["bins"]["busy"][0]) == pytest.approx(0.5) and rec["bins"]["busy"][0][5] == pytest.approx(0.5)
+        busy = rec["bins"]["busy"][0]
+        assert sum(busy) == pytest.approx(0.6) and busy[5] == pytest.approx(0.5) and busy[4] == pytest.approx(0.1)
+        assert sum(rec["bins"]["calls"][0]) == 2
     else:
-        assert rec["entries"] == [(0, pytest.approx(2.5), pytest.approx(3.0), (4,))]
+        assert rec["entries"] == [(0, pytest.approx(2.5), pytest.approx(3.0), (4,)),
+                                  (0, pytest.approx(2.1), pytest.approx(2.2), (4,))]
     assert rec["names"] == ["Work.step"]
 
 
