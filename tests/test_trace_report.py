@@ -104,6 +104,9 @@ def test_a_full_trace_has_a_busy_counter_per_pe_for_perfetto(tmp_path):
             for pe in (0, 1)}
     assert len(busy[0]) == len(busy[1]) == 512
     assert min(busy[0]) > 99 and busy[1][10] > 99 and busy[1][-10] == 0  # PE 1 works the first half only
+    sent = [ev["args"]["MB/s"] for ev in events if ev.get("ph") == "C" and ev["name"] == "PE 1 sent MB/s"]
+    assert len(sent) == 512 and sum(sent) * (1.0 / 512) == pytest.approx(3000 / 1e6, rel=1e-6)
+    assert not [ev for ev in events if ev.get("ph") == "C" and ev["name"] == "PE 0 sent MB/s"]  # sent nothing
 
 
 def test_pes_that_lacked_the_cpu_are_named(tmp_path):

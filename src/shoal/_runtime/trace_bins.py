@@ -185,7 +185,7 @@ MAX_COUNTERS = 512
 
 def binned(rec: Mapping[str, Any]) -> dict[str, Any]:
     """A full record (every event) with :data:`MAX_COUNTERS` bins added, for its counter
-    track: the time in entry methods per bin (the other series stay empty)."""
+    tracks: the time in entry methods and the bytes sent per bin."""
     first = min([rec["start"], *(ev[1] for ev in rec["entries"])])
     last = max([rec["end"], *(ev[2] for ev in rec["entries"])])
     t = SummaryTracer(rec["pe"], max(last - first, 1e-9) / MAX_COUNTERS * 1.000001, lambda: first)
@@ -194,20 +194,30 @@ def binned(rec: Mapping[str, Any]) -> dict[str, Any]:
     for ev in rec["entries"]:
         t._spread(busy, ev[1], ev[2])
     t._bin(last)  # the bins reach the end of the PE's span, idle or not
-    return {**rec, "bins": {"width": t.width, "origin": t.origin, "busy": [busy], "idle": t._idle_bins}}
+    for when, dest, nbytes in rec["sends"]:
+        if isinstance(nbytes, (int, float)):
+            t.send(when, dest, int(nbytes))
+    return {**rec, "bins": {"width": t.width, "origin": t.origin, "busy": [busy], "idle": t._idle_bins,
+                            "sent": t._sent}}
 
 
 def counter_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
-    """A ``PE n busy %`` counter (``"ph": "C"``) per bin, or per group of neighbouring
-    bins past :data:`MAX_COUNTERS`, for Perfetto's counter tracks."""
+    """Counters (``"ph": "C"``) for Perfetto's counter tracks, per bin (or per group of
+    neighbouring bins past :data:`MAX_COUNTERS`): ``PE n busy %`` and, where the PE sent
+    anything, ``PE n sent MB/s``."""
     b = rec["bins"]
     n = max((len(s) for s in (*b["busy"], b["idle"])), default=0)
     per = -(-n // MAX_COUNTERS) if n else 1  # bins per counter event
     width = b["width"] * per
     busy = [sum(s[k] for s in b["busy"] for k in range(g, min(g + per, len(s)))) for g in range(0, n, per)]
+    sent = b.get("sent") or []
+    rate = [sum(sent[g:g + per]) / width / 1e6 for g in range(0, n, per)] if any(sent) else []
     origin = (b["origin"] + rec["offset"] - base) * 1e6
+    where = f'"ph":"C","pid":{TRACE_PID},"tid":{rec["pe"] + 1}'
     for k in range(len(busy)):
+        ts = f"{origin + k * width * 1e6:.3f}"
         pct = min(100.0, 100.0 * busy[k] / width)
-        yield (f'{{"name":"PE {rec["pe"]} busy %","ph":"C","pid":{TRACE_PID},"tid":{rec["pe"] + 1},'
-               f'"ts":{origin + k * width * 1e6:.3f},'
-               f'"args":{{"busy":{pct:.1f}}}}}')
+        yield f'{{"name":"PE {rec["pe"]} busy %",{where},"ts":{ts},"args":{{"busy":{pct:.1f}}}}}'
+        if rate:
+            yield f'{{"name":"PE {rec["pe"]} sent MB/s",{where},"ts":{ts},"args":{{"MB/s":{rate[k]:.3g}}}}}'
+
