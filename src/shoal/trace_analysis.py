@@ -55,6 +55,11 @@ class Analysis:
     slice_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slice_dur: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slice_element: list[str] = field(default_factory=list)
+    #: full traces: sends (row, time µs, destination PE or -1, bytes) of the Python path
+    send_row: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    send_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    send_to: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    send_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: full traces: idle periods (row, start µs, duration µs)
     idle_row: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     idle_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -276,7 +281,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
                   pack=pack, covered=covered, calls=calls, comm_count=comm_count, comm_bytes=comm_bytes,
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
                   slice_element=elements, idle_row=ir, idle_start=iv[:, 1] - lo, idle_dur=iv[:, 2] - iv[:, 1],
-                  migrations=migr, cpu=cpu, balances=bal, marks=marks,
+                  migrations=migr, cpu=cpu, send_row=sr, send_time=st - lo, send_bytes=sb,
+                  send_to=np.array([s[2] if isinstance(s[2], int) else -1 for s in sends], int), balances=bal, marks=marks,
                   summary_mode=summary is not None, notes=list(notes or ()))
     for d in (*migr, *bal, *marks):
         d["ts"] -= lo

@@ -22,6 +22,8 @@ __all__ = ["timeline", "timeline_rows", "MAX_ROWS", "balance_view", "usage_profi
 MAX_SLICES = 20_000
 #: the most PEs the timeline draws (one row each)
 MAX_ROWS = 32
+#: the largest sends the timeline marks (hidden until their legend entry is clicked)
+MAX_SENDS = 5_000
 #: colours of the entry methods, in order of total time
 PALETTE = ["#2e9d5a", "#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
            "#393b79", "#637939", "#8c6d31"]
@@ -96,6 +98,15 @@ def timeline(an: Analysis) -> tuple[Any, str] | None:
                              hovertemplate="idle %{customdata:.1f} µs<extra>%{y}</extra>"))
     fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name="white: the runtime's own work",
                          marker={"color": "white", "line": {"width": 1, "color": "#999"}}, hoverinfo="skip"))
+    sends = np.flatnonzero(np.isin(an.send_row, rows))
+    sends = sends[np.argsort(-an.send_bytes[sends], kind="stable")][:MAX_SENDS]
+    if len(sends):
+        fig.add_trace(go.Scatter(x=an.send_time[sends] / 1e3, y=[an.rows[r] for r in an.send_row[sends]],
+                                 mode="markers", name="send", marker={"symbol": "line-ns-open", "size": 10,
+                                                                       "color": "#444"},
+                                 customdata=np.stack([an.send_to[sends], an.send_bytes[sends]], axis=1),
+                                 hovertemplate="send to PE %{customdata[0]}: %{customdata[1]:,.0f} bytes"
+                                               "<extra>%{y}</extra>", visible="legendonly"))
     _marks(fig, an, set(rows))
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
                      categoryarray=[an.rows[r] for r in rows])
