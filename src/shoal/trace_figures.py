@@ -112,7 +112,9 @@ def timeline(an: Analysis) -> tuple[Any, str] | None:
                      categoryarray=[an.rows[r] for r in rows])
     fig.update_xaxes(title="time (ms)")
     _layout(fig, "Timeline: entry methods per PE (drag to zoom; double-click to reset)",
-            height=160 + 40 * len(rows), barmode="overlay", bargap=0.25, hovermode="closest")
+            height=230 + 40 * len(rows), barmode="overlay", bargap=0.25, hovermode="closest",
+            legend={"orientation": "h", "x": 0, "y": -60 / (40 * len(rows) + 40), "yanchor": "top"})
+    fig.update_layout(margin={"b": 110})
     return fig, note
 
 
