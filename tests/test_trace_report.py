@@ -259,6 +259,11 @@ def test_report_page_is_self_contained_with_every_view(tmp_path, capsys):
     assert "In words" in page and "bottleneck is PE 0" in page and "element %{customdata[0]}" in page
     assert "<script src=" not in page and "<link " not in page  # nothing fetched: Plotly's JS is inline
     assert page.count("Plotly.newPlot") >= len(VIEWS)
+    assert shoal_main(["trace", "report", str(path), "-o", str(tmp_path / "some.html"), "--views", "words,usage"]) == 0
+    some = (tmp_path / "some.html").read_text()
+    assert "In words" in some and "id='view-usage'" in some and "id='view-timeline'" not in some
+    assert shoal_main(["trace", "report", str(path), "--views", "words,gantt"]) == 2
+    assert "unknown view gantt; the views are words, methods, timeline" in capsys.readouterr().err
 
 
 # -- bad input ----------------------------------------------------------------------------------
