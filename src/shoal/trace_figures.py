@@ -130,7 +130,7 @@ def _marks(fig: Any, an: Analysis, rows: set[int]) -> None:
                lambda d: f"{d.get('element')}: PE {d.get('from')} → PE {d.get('to')}, {d.get('bytes')} bytes"),
               ("mark", an.marks, "star", "#000000", lambda d: f"{d.get('name')}")]
     for name, everything, symbol, color, text in groups:
-        items = [d for d in everything if d["row"] in rows]
+        items = [d for d in everything if d["row"] in rows][:MAX_SENDS]  # a browser's share of markers
         if items:
             fig.add_trace(go.Scatter(x=[d["ts"] / 1e3 for d in items], y=[an.rows[d["row"]] for d in items],
                                      mode="markers", name=name, marker={"symbol": symbol, "size": 9, "color": color},
