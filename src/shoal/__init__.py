@@ -23,7 +23,8 @@ if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal
     from ._runtime.attach import attach, detach
     from ._runtime.channels import Channel
     from ._runtime.chare import Chare
-    from ._runtime.collections import Array, Group, destroy
+    from ._runtime.collections import Array, Group
+    from ._runtime.lifecycle import destroy
     from ._runtime.context import my_pe, num_pes
     from ._runtime.devices import my_device
     from ._runtime.engine import exit as exit  # qualified only (see below)
@@ -52,7 +53,7 @@ _LAZY = {
     "Chare": "._runtime.chare",
     "Array": "._runtime.collections",
     "Group": "._runtime.collections",
-    "destroy": "._runtime.collections",
+    "destroy": "._runtime.lifecycle",
     "my_pe": "._runtime.context",
     "num_pes": "._runtime.context",
     "my_device": "._runtime.devices",

@@ -150,11 +150,8 @@ class Chare:
         """This element's own proxy (made on first use, then kept)."""
         p = self._shoal_proxy
         if p is None:
-            from .proxy import proxy_classes
-
-            info = self.collection._info
             index = self.index
-            p = self._shoal_proxy = proxy_classes(info.cls)[0](info, index if type(index) is tuple else (index,))
+            p = self._shoal_proxy = self.collection._element_at(index if type(index) is tuple else (index,))
         return p
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -46,6 +46,7 @@ from .context import current
 from .futures import Future
 from .message import encode_shared
 from .migration import pack, rebuild
+from .proxy import proxy_classes
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -77,7 +78,7 @@ def checkpoint(path: str | os.PathLike[str], state: Any = None) -> Coroutine[Any
         await rt.quiescence()
         folder = _new_folder(final)
         parts: Future = Future()
-        rt.system.ckpt_write(folder, parts)
+        rt.system.collect(write_pe, (folder,), parts)
         return commit(rt, folder, final, await parts, state)
 
     return run()
@@ -90,7 +91,7 @@ def checkpoint_sync(path: str | os.PathLike[str], state: Any = None) -> dict:
     rt.quiescence().get()
     folder = _new_folder(final)
     parts: Future = Future()
-    rt.system.ckpt_write(folder, parts)
+    rt.system.collect(write_pe, (folder,), parts)
     return commit(rt, folder, final, parts.get(), state)
 
 
@@ -407,7 +408,7 @@ def restore(rt: "Runtime", path: str) -> None:
         info = CollectionInfo(c["id"], cls, c["kind"], tuple(c["shape"]) if c["shape"] else None, c["ndims"],
                               placement, c["root"] % rt.npes)
         rt.infos[info.id] = info
-        cs = rt.colls[info.id] = CollectionState(info)
+        cs = rt.colls[info.id] = CollectionState(info, proxy_classes(info.cls)[1](info))
         indices = [tuple(r[1]) for r in by_coll.get(info.id, ())]
         homes = sorted({info.home(i, rt.npes) for i in indices})
         cs.hosts = homes if info.kind == "sparse" else info.hosts(rt.npes)

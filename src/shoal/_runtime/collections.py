@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .proxy import CollectionProxy
 
-__all__ = ["Group", "Array", "destroy", "CollectionInfo", "CollectionState", "block_placement", "order_blocks", "row_major"]
+__all__ = ["Group", "Array", "CollectionInfo", "CollectionState", "block_placement", "order_blocks", "row_major"]
 
 #: ``placement(index, npes) -> pe``: the PE an element of a collection starts on
 Placement: TypeAlias = "Callable[[tuple, int], int]"
@@ -189,10 +189,12 @@ def _intern_info(id: int, cls: type, kind: str, shape: tuple | None, ndims: int,
 class CollectionState:
     """One PE's part of a collection."""
 
-    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred", "size", "first", "_proxy")
+    __slots__ = ("info", "elements", "count", "span", "hosts", "done", "early", "deferred", "size", "first", "proxy")
 
-    def __init__(self, info: CollectionInfo):
+    def __init__(self, info: CollectionInfo, proxy: "CollectionProxy"):
         self.info = info
+        #: the collection's proxy, shared as ``collection`` by the elements on this PE
+        self.proxy = proxy
         self.elements: dict[tuple, "Chare"] = {}
         self.count = 0  # elements that contribute to reductions here (set before they are built)
         self.span: tree.Tree | None = None  # this PE's links in the reduction tree
@@ -204,16 +206,6 @@ class CollectionState:
         #: the row-major number of the first element of ``elements`` while they are this
         #: PE's block of a dense array in order (as created, none moved in or out), else -1
         self.first = -1
-        self._proxy: "CollectionProxy | None" = None
-
-    @property
-    def proxy(self) -> "CollectionProxy":
-        """The collection's proxy, shared as ``collection`` by the elements on this PE."""
-        if self._proxy is None:
-            from .proxy import proxy_classes
-
-            self._proxy = proxy_classes(self.info.cls)[1](self.info)
-        return self._proxy
 
 
 def Group(cls: type, args: Sequence[Any] = (), pes: Sequence[int] | None = None) -> "CollectionProxy":
@@ -279,17 +271,3 @@ def _size(n: Any) -> bool:
     """Whether ``n`` is one size of a dense array: a positive integer (not a bool, nor a float)."""
     return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and bool(n > 0)
 
-
-def destroy(collection: Any) -> None:
-    """Delete a Group or Array on every PE; returns at once.
-
-    Its elements are dropped on every PE (no entry method runs on them again) and so is
-    every record of it. Messages still on their way to it are dropped when they arrive,
-    except that a call waiting for a value (``ret=True``, a future) gets a
-    :class:`~shoal.ShoalError` instead. Destroying a collection twice does nothing more.
-    """
-    from .proxy import CollectionProxy
-
-    if not isinstance(collection, CollectionProxy):
-        raise TypeError(f"shoal.destroy() takes a Group or an Array (its collection proxy), not {collection!r}")
-    current("shoal.destroy()").lifecycle.destroy(collection._info)

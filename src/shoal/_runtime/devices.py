@@ -39,6 +39,7 @@ from ..gpu.ops import DeviceOps
 from ..gpu.paths import choose_device, choose_path
 from ..gpu.staging import Stager
 from .context import current
+from .kinds import NO_COLL, Kind
 
 if TYPE_CHECKING:
     from .scheduler import Runtime
@@ -279,9 +280,6 @@ def _rebuild_ipc(meta: tuple, owner: int, token: int, handle: bytes, capacity: i
         if owner == dt.pe:
             dt.release(token)
         else:
-            from .message import Kind
-            from .system import NO_COLL
-
             dt.rt.post(owner, Kind.DEVICE, 0, token, NO_COLL, (), None)
     return result
 

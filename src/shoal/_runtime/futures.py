@@ -204,6 +204,14 @@ def report_repeated_errors() -> None:
         reports.flush()
 
 
+def _thread_wait() -> Any:
+    """The ``wait_for`` of the threaded entry method (a greenlet of :mod:`.threads`, or a
+    pool task's) the caller runs in, else None: a greenlet that can block has that method,
+    and until a program uses threads greenlet is not even imported."""
+    g = sys.modules.get("greenlet")
+    return None if g is None else getattr(g.getcurrent(), "wait_for", None)
+
+
 def _at_exit() -> None:
     """Report the errors of the failed futures still alive at exit (nobody will retrieve
     them; the objects freed at shutdown would report them too late to be counted), then
@@ -345,10 +353,9 @@ class Future:
         meanwhile)."""
         rt = current("Future.get()")
         if rt.counts.depth:
-            from . import threads
-
-            if threads.in_thread() is not None:
-                return threads.wait(self)
+            wait = _thread_wait()
+            if wait is not None:
+                return wait(self)
             raise BlockingCallError(
                 f"Future.get() called inside an entry method or async main (future created at "
                 f"{self.origin}); blocking would stop this PE. Make the method `async def` and use "

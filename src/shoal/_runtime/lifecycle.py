@@ -18,13 +18,13 @@ from .chare import Chare, entry_table
 from .collections import CollectionInfo, CollectionState
 from .memory import CreationWatch, check_fits
 from .message import Kind, decode, encode, encode_shared, pack_header, unpicklable
-from .proxy import proxy_classes
+from .context import current
+from .proxy import CollectionProxy, proxy_classes
 
 if TYPE_CHECKING:
-    from .proxy import CollectionProxy
     from .scheduler import Runtime
 
-__all__ = ["Lifecycle"]
+__all__ = ["Lifecycle", "destroy"]
 
 
 class Lifecycle:
@@ -188,7 +188,7 @@ class Lifecycle:
             rt.send_raw(child, header, segments, coll)
         if coll in rt.destroyed:  # destroyed before it was made here
             return
-        cs = rt.colls[coll] = CollectionState(info)
+        cs = rt.colls[coll] = CollectionState(info, proxy_classes(info.cls)[1](info))
         if info.kind == "group":
             cs.size = rt.npes if info.pes is None else len(info.pes)
         if info.kind == "sparse":
@@ -230,3 +230,16 @@ def _pes_on_my_node(rt: "Runtime") -> int:
         return rt.npes
     mine = nodes[rt.pe]
     return sum(1 for n in nodes if n == mine)
+
+
+def destroy(collection: Any) -> None:
+    """Delete a Group or Array on every PE; returns at once.
+
+    Its elements are dropped on every PE (no entry method runs on them again) and so is
+    every record of it. Messages still on their way to it are dropped when they arrive,
+    except that a call waiting for a value (``ret=True``, a future) gets a
+    :class:`~shoal.ShoalError` instead. Destroying a collection twice does nothing more.
+    """
+    if not isinstance(collection, CollectionProxy):
+        raise TypeError(f"shoal.destroy() takes a Group or an Array (its collection proxy), not {collection!r}")
+    current("shoal.destroy()").lifecycle.destroy(collection._info)

@@ -81,6 +81,11 @@ class CollectionProxy(Proxy):
         info = self._info
         return proxy_classes(info.cls)[0](info, info.normalize(index))
 
+    def _element_at(self, index: tuple) -> ElementProxy:
+        """The proxy of element ``index``, given in its normal form (an element's own ``proxy``)."""
+        info = self._info
+        return proxy_classes(info.cls)[0](info, index)
+
     def _invoke(self, entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Any:
         return current("broadcasting an entry method").broadcast(self._info, entry, name, args, kwargs, ret)
 

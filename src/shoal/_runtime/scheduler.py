@@ -179,7 +179,7 @@ class Runtime(Receiving, Sending):
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)
-        cs = self.colls[SYSTEM_ID] = CollectionState(info)
+        cs = self.colls[SYSTEM_ID] = CollectionState(info, self.system)
         cs.hosts = range(self.npes)
         cs.span = tree.over(cs.hosts, self.pe, self.fanout, self.nodes)
         cs.count = 1

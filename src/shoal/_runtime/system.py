@@ -14,16 +14,17 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 
 from .chare import Chare
 from .context import current
+from .kinds import NO_COLL, SYSTEM_ID
 from .quiescence import combine_reports
 from .tracing import write_trace
 
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from .futures import Future
 
 __all__ = ["System", "SYSTEM_ID", "NO_COLL"]
 
-SYSTEM_ID = 0
-NO_COLL = 1  # the collection field of messages that belong to no collection (futures)
 _WAVE_PAUSE = 0.0005  # seconds between quiescence waves that found activity
 _COUNT_PAUSE = 0.001  # seconds between insertion counts that did not balance
 
@@ -138,12 +139,12 @@ class System(Chare):
     def destroy_collection(self, coll: int, root: int) -> None:
         current().lifecycle.destroy_here(coll, root)
 
-    # -- checkpoints ---------------------------------------------------------------
-    def ckpt_write(self, folder: str, fut: "Future") -> None:
-        """Write this PE's elements into ``folder`` (checkpoint.py); the facts go to ``fut``."""
-        from .checkpoint import write_pe
-
-        self.contribute([write_pe(current(), folder)], _concat, fut)
+    # -- work of every PE, gathered --------------------------------------------------
+    def collect(self, fn: Callable[..., Any], args: tuple, fut: "Future") -> None:
+        """Call ``fn(runtime, *args)`` on this PE and contribute its value; ``fut`` gets every
+        PE's, in PE order. ``fn`` is a runtime function (it travels by reference), such as
+        checkpoint.py's writing of a PE's elements."""
+        self.contribute([fn(current(), *args)], _concat, fut)
 
     # -- deadlock report ---------------------------------------------------------
     def report_waiting(self, fut: "Future") -> None:

@@ -80,6 +80,15 @@ class Thread(greenlet.greenlet):
         self.finished = Future.local(rt, ("the end of", self))
         self.report_to: "Runtime | None" = None
 
+    def wait_for(self, fut: Future) -> Any:
+        """Block this thread (the caller) until ``fut`` resolves; its value (or its error
+        raised). ``Future.get()`` finds this method on the current greenlet."""
+        if not fut.done():
+            if fut._rt is None:  # a handle of another PE's future: ask for its value
+                self.rt.await_remote(fut)
+            return self.block(fut)
+        return fut.result()
+
     def block(self, fut: Future) -> Any:
         """Suspend this thread until ``fut`` resolves (called in the thread); its value."""
         rt = self.rt
@@ -175,8 +184,4 @@ def wait(fut: Future) -> Any:
     """Block the calling thread until ``fut`` resolves; its value (or its error raised)."""
     th = in_thread()
     assert th is not None
-    if not fut.done():
-        if fut._rt is None:  # a handle of another PE's future: ask for its value
-            th.rt.await_remote(fut)
-        return th.block(fut)
-    return fut.result()
+    return th.wait_for(fut)
