@@ -219,6 +219,15 @@ def test_the_compiled_paths_entries_in_ticks_become_seconds(make):
     assert rec["names"] == ["Work.step"]
 
 
+def test_summary_events_before_tracing_began_go_to_the_first_bin():
+    t = SummaryTracer(0, 0.01, Clock(5.0))
+    t.run(Work((0,)), Work.step, 4.999, 4.9995)  # a clock read a little before the tracer's start
+    t.idle(4.998, 5.001)
+    t.send(4.9, 1, 10)
+    b = t.export()["bins"]
+    assert b["busy"][0][0] == pytest.approx(0.0005) and b["sent"][0] == 10 and b["idle"][0] == pytest.approx(0.003)  # all of it, in the first bin
+
+
 def test_new_tracer_picks_the_mode_and_marks_a_restart():
     assert type(new_tracer(0)) is Tracer and type(new_tracer(0, 0.01)) is SummaryTracer
     assert new_tracer(0).export()["marks"] == []

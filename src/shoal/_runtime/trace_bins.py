@@ -53,6 +53,8 @@ class SummaryTracer(Tracer):
     def _bin(self, t: float) -> int:
         """The bin of time ``t`` (bins added, or doubled in width, as needed)."""
         i = int((t - self.origin) / self.width)
+        if i < 0:
+            i = 0  # before tracing began (a clock read a little early): the first bin
         if i >= self.cap:
             while i >= self.cap:
                 self._coarsen()
@@ -63,7 +65,7 @@ class SummaryTracer(Tracer):
             for series in every:
                 series.extend([0] * grow)
             self._nbins = i + 1
-        return i if i > 0 else 0
+        return i
 
     def _coarsen(self) -> None:
         """Double the bins' width: each new bin is the sum of two old ones (in place: a
