@@ -109,6 +109,32 @@ def test_a_full_trace_has_a_busy_counter_per_pe_for_perfetto(tmp_path):
     assert not [ev for ev in events if ev.get("ph") == "C" and ev["name"] == "PE 0 sent MB/s"]  # sent nothing
 
 
+def test_each_migration_is_an_arrow_in_perfetto_and_on_the_timeline(tmp_path):
+    from shoal.trace_figures import timeline
+
+    recs = []
+    for pe in (0, 1):  # Work[5] goes 0 -> 1 twice (and back between), Work[6] 1 -> 0 once
+        t = Tracer(pe, Clock(0.0))
+        t.run(Work((5,)), Work.step, 0.0, 0.1)
+        for k, (what, src, dst) in enumerate([("Work[5]", 0, 1), ("Work[6]", 1, 0), ("Work[5]", 1, 0),
+                                               ("Work[5]", 0, 1)]):
+            if pe in (src, dst):
+                t.migration(0.2 + 0.1 * k + 0.01 * (pe == dst), 0.2 + 0.1 * k + 0.01 * (pe == dst) + 0.005,
+                            what, src, dst, 100)
+        recs.append(t.export())
+    events = json.loads(_trace(tmp_path, recs).read_text())["traceEvents"]
+    flows = {(ev["id"], ev["ph"]): ev for ev in events if ev.get("ph") in ("s", "f")}
+    assert sorted(flows) == [(k, ph) for k in (1, 2, 3, 4) for ph in ("f", "s")]
+    slices = [ev for ev in events if ev.get("cat") == "migration" and ev.get("ph") == "X"]
+    for (k, ph), ev in flows.items():  # each end inside its slice: a departure's on its PE, an arrival's on the other
+        (inside,) = [s for s in slices if s["tid"] == ev["tid"] and s["ts"] <= ev["ts"] <= s["ts"] + s["dur"]]
+        assert inside["name"] == ("migrate out" if ph == "s" else "migrate in")
+        assert inside["args"]["element"] == flows[k, "s"]["name"].removeprefix("migrate ")
+    fig, _ = timeline(analyze(read_trace(tmp_path / "t.json").data))
+    (path,) = [tr for tr in fig.data if tr.name == "migration path"]
+    assert list(path.x).count(None) == 4
+
+
 def test_pes_that_lacked_the_cpu_are_named(tmp_path):
     recs = _imbalanced()
     recs[1]["cpu"] = 0.25  # worked 0.5 s of wall time with 0.25 s of CPU

@@ -14,6 +14,7 @@ import numpy as np
 
 from .trace_analysis import Analysis, outliers, usage
 from .trace_rounds import periods, spread
+from ._runtime.trace_flows import pair
 
 __all__ = ["timeline", "timeline_rows", "MAX_ROWS", "balance_view", "usage_profile", "overview", "time_profile", "communication", "histograms",
            "outlier_view", "MAX_SLICES", "PALETTE"]
@@ -118,9 +119,29 @@ def timeline(an: Analysis) -> tuple[Any, str] | None:
     return fig, note
 
 
+def _paths(an: Analysis, rows: set[int]) -> tuple[list[float | None], list[str | None]]:
+    """Line segments from each migration's departure to its arrival (ms, row names)."""
+    out = [d for d in an.migrations if d.get("from") == an.pes[d["row"]] and d.get("to") != d.get("from")]
+    into = [d for d in an.migrations if d.get("to") == an.pes[d["row"]] and d.get("to") != d.get("from")]
+    key = [(float(d["ts"]), str(d.get("element")), d.get("from"), d.get("to")) for d in out]
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    for i, j in pair(key, [(float(d["ts"]), str(d.get("element")), d.get("from"), d.get("to")) for d in into]):
+        a, b = out[i], into[j]
+        if a["row"] in rows and b["row"] in rows:
+            xs += [(a["ts"] + a["dur"] / 2) / 1e3, (b["ts"] + b["dur"] / 2) / 1e3, None]
+            ys += [an.rows[a["row"]], an.rows[b["row"]], None]
+    return xs, ys
+
+
 def _marks(fig: Any, an: Analysis, rows: set[int]) -> None:
-    """Balancing rounds (blue bands), migrations (red ×) and other marks (◆) on the timeline."""
+    """Balancing rounds (blue bands), migrations (red ×, a line from departure to
+    arrival) and other marks (★) on the timeline."""
     go = _go()
+    xs, ys = _paths(an, rows)
+    if xs:
+        fig.add_trace(go.Scatter(x=xs[:3 * MAX_SENDS], y=ys[:3 * MAX_SENDS], mode="lines", name="migration path",
+                                 line={"color": "#d62728", "width": 1, "dash": "dot"}, hoverinfo="skip"))
     for d in an.balances[:500]:
         fig.add_vrect(x0=d["ts"] / 1e3, x1=(d["ts"] + d["dur"]) / 1e3, fillcolor="#1f5fbf", opacity=0.15,
                       line_width=0, layer="below")

@@ -219,6 +219,7 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                  **({"cpu": _us(rec["cpu"])} if _finite(rec.get("cpu")) else {})} for rec in checked],
     }
     from .trace_bins import binned, counter_events, summary_description
+    from .trace_flows import flow_events
 
     summary = [rec for rec in checked if "bins" in rec]
     if summary:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
@@ -245,6 +246,9 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                 for line in counter_events(rec if "bins" in rec else binned(rec), base):
                     f.write(",\n")
                     f.write(line)
+            for line in flow_events(checked, base):  # an arrow per migration
+                f.write(",\n")
+                f.write(line)
             f.write(f'\n],\n"displayTimeUnit":"ms",\n"otherData":{tail}}}\n')
         os.replace(tmp, target)
     except BaseException as exc:
