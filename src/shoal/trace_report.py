@@ -32,10 +32,10 @@ tr:nth-child(even){background:#f6f6f6}td{white-space:nowrap}td:last-child{white-
 
 _HOW = {
     "timeline": "One row per PE; a bar per entry-method run, coloured by method; grey is idle (waiting "
-                "for messages), white the runtime's own work. Blue bands and ◆: balancing rounds; red ×: migrations, a dotted line from the PE each left to "
-                "the PE it reached; ★: marks "
-                "(checkpoints, restarts); click 'send' in the legend for the messages sent (to whom, bytes). Hover "
-                "a bar for its element and duration; drag to zoom.",
+                "for messages), white the runtime's own work. Blue bands and ◆: balancing rounds; red ×: "
+                "migrations, a dotted line from the PE each left to the PE it reached; ★: marks (checkpoints, "
+                "restarts); click 'send' in the legend for the messages sent (to whom, bytes). Hover a bar for "
+                "its element and duration; drag to zoom.",
     "usage": "Each PE's span split into work (entry methods), pack/unpack (migrating elements), idle (waiting "
              "for messages) and runtime overhead (scheduling, sending, reductions: the rest).",
     "overview": "Utilisation per PE over time: dark is idle, yellow is busy. A dark stripe is a PE waiting; a "
