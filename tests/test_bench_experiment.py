@@ -419,11 +419,11 @@ def _tiny_experiment(tmp_path: Path, text: str) -> tuple[list[dict[str, str]], P
 def test_a_metg_sweep_runs_as_an_experiment(tmp_path: Path) -> None:
     """bench = "taskbench": a row per system and trial, METG in µs, and the report says µs.
     (The sweep's plumbing, not a measurement: the given peak makes every point efficient.)"""
-    from shoal.bench.taskbench import native
+    from shoal.bench.taskbench import kernels
 
     try:
-        native.library()
-    except native.NativeError:  # pragma: no cover - machines without a C compiler
+        kernels.library()
+    except kernels.NativeError:  # pragma: no cover - machines without a C compiler
         pytest.skip("Task Bench kernels cannot be built here")
     rows, out = _tiny_experiment(tmp_path, METG)
     assert len(rows) == 4 and {r["target"] for r in rows} == {"mpi4py", "shoal-channel"}

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-from shoal.bench.micro import buffers, catalog, cli, data, native, options, osu, targets
+from shoal.bench.micro import buffers, c_baseline, catalog, cli, data, options, osu, targets
 from shoal.bench.micro.catalog import TESTS
 from shoal.bench.micro.report import Reporter
 
@@ -324,8 +324,8 @@ def test_c_baseline_compiler_failure_is_reported(tmp_path, monkeypatch, capsys):
     fake.chmod(0o755)
     monkeypatch.setenv("MPICC", str(fake))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    with pytest.raises(native.BuildError, match="error: no MPI here"):
-        native.build()
+    with pytest.raises(c_baseline.BuildError, match="error: no MPI here"):
+        c_baseline.build()
     code, out, err = run_main(capsys, "latency", "--target", "c", "--quick")
     assert code == 1 and out == ""
     assert "compiling the C baseline failed" in err and "exit code 3" in err and "no MPI here" in err
@@ -334,7 +334,7 @@ def test_c_baseline_compiler_failure_is_reported(tmp_path, monkeypatch, capsys):
 
 def test_c_baseline_arguments_carry_the_schedule():
     cfg = options.parse(["latency,barrier", "--target", "c", "--quick", "--json"])
-    args = native.command_args(cfg)
+    args = c_baseline.command_args(cfg)
     assert args[:4] == ["json", "4", "0", "0"]
     assert args[4:7] == ["latency", "1,16,256,4096,65536", "10:2,10:2,10:2,10:2,3:1"]
     assert args[9:12] == ["barrier", "0", "10:2"]

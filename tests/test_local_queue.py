@@ -1,7 +1,7 @@
 """A PE's local queue (messages to its own elements) while elements leave it.
 
 ``Runtime.step`` runs the messages its local queue held when the step began: a count
-taken first (``receive.c: run_local``, or the Python loop in ``scheduler.py``). A
+taken first (``receive.c: run_local``, or the Python loop in ``runtime.py``). A
 balancing round's PLAN runs from the root PE's own queue, and an element that departs
 takes its queued messages along (``Migration._send_queued``), so those messages leave
 ``migration.SENT_ON`` in their place and the count stays true. Before, they were taken

@@ -17,14 +17,14 @@ import sys
 import numpy as np
 import pytest
 
-from shoal.bench.taskbench import native, siphash
+from shoal.bench.taskbench import kernels, siphash
 from shoal.bench.taskbench.app import UsageError, count_bytes, count_flops, parse, task_flops
 from shoal.bench.taskbench.execute import PointRunner, ValidationError, imbalance_iterations
 from shoal.bench.taskbench.graph import DependenceType, GraphError, Kernel, KernelType, TaskGraph, expand
 
 try:
-    native.library()
-except native.NativeError as exc:  # pragma: no cover - machines without a C compiler
+    kernels.library()
+except kernels.NativeError as exc:  # pragma: no cover - machines without a C compiler
     pytest.skip(f"Task Bench kernels cannot be built: {exc}", allow_module_level=True)
 
 # ---------------------------------------------------------------- SipHash
@@ -51,7 +51,7 @@ SIP64_VECTORS = [
 ]
 
 
-@pytest.mark.parametrize("impl", [siphash.siphash24, native.siphash24], ids=["python", "c"])
+@pytest.mark.parametrize("impl", [siphash.siphash24, kernels.siphash24], ids=["python", "c"])
 def test_siphash_reference_vectors(impl):
     key = bytes(range(16))
     assert len(SIP64_VECTORS) == 64
@@ -65,7 +65,7 @@ def test_random_uniform_is_siphash_of_longs_under_task_bench_key():
         values = tuple(rng.randrange(-(2**40), 2**40) for _ in range(rng.randrange(1, 6)))
         expected = siphash.siphash24(b"".join(v.to_bytes(8, "little", signed=True) for v in values),
                                      bytes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0])) / 2**64
-        assert siphash.random_uniform(values) == expected == native.random_uniform(values)
+        assert siphash.random_uniform(values) == expected == kernels.random_uniform(values)
         assert 0.0 <= expected < 1.0
 
 

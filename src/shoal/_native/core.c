@@ -1,4 +1,4 @@
-/* The runtime's per-message paths, compiled: shoal/_runtime/scheduler.py and sending.py
+/* The runtime's per-message paths, compiled: shoal/_runtime/runtime.py and sending.py
  * are the reference.
  *
  * This file: the Core object (one per runtime) and its counters; the paths are in

@@ -16,7 +16,7 @@
  *   exchange.c  the butterfly all-reduce, from Chare.allreduce to the waiter's resumption;
  *   broadcasts.c broadcasts passed on and run, and the values of ret=True ones gathered.
  *
- * The Python code they shadow (_transport/mpi.py, _runtime/scheduler.py,
+ * The Python code they shadow (_transport/mpi.py, _runtime/runtime.py,
  * _runtime/sending.py, _runtime/proxy.py, _runtime/receive_sets.py) is the readable
  * reference and the fallback: every case these files do not handle goes back to it.
  */

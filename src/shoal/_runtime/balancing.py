@@ -50,7 +50,7 @@ from .message import Kind, decode
 if TYPE_CHECKING:
     from .chare import Chare
     from .collections import CollectionState
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["Balancer", "READY", "PLAN", "MOVED", "RESUME", "REQUEST", "COMM_SAMPLE", "record_comm", "sync_state"]
 

@@ -50,7 +50,7 @@ from .proxy import proxy_classes
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["checkpoint", "checkpoint_sync", "checkpoint_point", "checkpoint_point_sync", "restarted", "write_pe",
            "commit", "restore", "read_main_state", "verify", "latest", "resume_command", "after_death", "FORMAT", "AUTO",

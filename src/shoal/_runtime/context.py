@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 from ..errors import NotRunningError
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["current", "set_current", "my_pe", "num_pes"]
 

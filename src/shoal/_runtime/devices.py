@@ -42,7 +42,7 @@ from .context import current
 from .kinds import NO_COLL, Kind
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["DeviceTransfers", "MARKED", "reduce_device", "allocate_device", "transfers", "posting", "my_device"]
 

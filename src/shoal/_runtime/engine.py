@@ -24,7 +24,7 @@ from .context import current, set_current
 from .._transport import open_transports
 from .futures import _PENDING, Future, Task
 from .memory import RELEASE_AFTER, RELEASE_IDLE, give_back
-from .scheduler import Runtime
+from .runtime import Runtime
 
 __all__ = ["Engine", "run", "start", "exit", "call_later", "quiescence", "mpi_comm", "under_mpi_launcher", "launcher_size",
            "fatal_report"]

@@ -20,7 +20,7 @@ from . import context
 from .context import current
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["Future", "gather", "Task", "Failure", "Outcomes", "each_outcome", "future_handle", "annotate",
            "report_repeated_errors"]

@@ -22,7 +22,7 @@ from .context import current
 from .proxy import CollectionProxy, proxy_classes
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["Lifecycle", "destroy"]
 

@@ -43,7 +43,7 @@ from .message import FWD, INDEX_STRUCTS, Kind, decode, encode, pack_header, segm
 
 if TYPE_CHECKING:
     from .collections import CollectionState
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["Migration", "RUNTIME_ATTRS", "SENT_ON"]
 
@@ -147,7 +147,7 @@ class Migration:
         Each leaves a :data:`SENT_ON` in its place: the queue keeps its length, because a
         departure can happen inside ``Runtime.step``'s local loop (the PLAN of a balancing
         round runs from the root PE's own queue), and that loop runs the count of messages
-        it found when it began (scheduler.py, receive.c: run_local)."""
+        it found when it began (runtime.py, receive.c: run_local)."""
         local = self.rt.local
         kept: list = []
         move: list = []

@@ -1,7 +1,7 @@
 """Wiring of the compiled per-message paths (``shoal/_native``) into one runtime.
 
 The compiled core sends entry-method calls from element proxies and delivers the
-ones it receives without entering Python; :mod:`shoal._runtime.scheduler` and
+ones it receives without entering Python; :mod:`shoal._runtime.runtime` and
 :mod:`shoal._runtime.proxy` hold the Python code it shadows, which still handles
 every other case. Only the MPI transport has a core (``SHOAL_NATIVE=0`` turns it off).
 """
@@ -28,7 +28,7 @@ from .reductions import PENDING, Block, _ResultFuture
 from .tree import Tree
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["attach_core", "make_core", "slow_call", "TickClock", "EXCHANGE_REDUCERS"]
 

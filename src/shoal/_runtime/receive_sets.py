@@ -25,7 +25,7 @@ from .futures import Failure
 from .system import SYSTEM_ID
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["ReceiveSet"]
 

@@ -1,7 +1,7 @@
 """What a runtime does with a message that arrives: find the element (or forward,
 hold or fail), run the entry method, answer futures, and the handler of each kind.
 
-:class:`Receiving` is a part of :class:`shoal._runtime.scheduler.Runtime` (a mixin: the
+:class:`Receiving` is a part of :class:`shoal._runtime.runtime.Runtime` (a mixin: the
 runtime holds the state). With the MPI transport the common cases are handled by the
 compiled core first (``_native/receive.c``); this is its reference and its fallback.
 Handlers are indexed by message kind; an entry method is

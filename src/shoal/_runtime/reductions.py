@@ -33,7 +33,7 @@ from .reducers import BUILTIN_IDS, BUILTIN_NAMES, BUILTINS, Reducer, as_reducer,
 
 if TYPE_CHECKING:
     from .chare import Chare
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["Reducer", "reducers", "as_reducer", "ReductionManager", "ALLREDUCE"]
 

@@ -20,7 +20,7 @@ from .message import FWD, Kind, bad_ret, decode, encode, pack_header, unpicklabl
 
 if TYPE_CHECKING:
     from .proxy import SectionProxy
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["Sections", "SectionState"]
 

@@ -1,7 +1,7 @@
 """How a runtime sends: entry-method calls, broadcasts, futures' values, channel
 messages and its own messages, to another PE or to this PE's queue.
 
-:class:`Sending` is a part of :class:`shoal._runtime.scheduler.Runtime` (a mixin: the
+:class:`Sending` is a part of :class:`shoal._runtime.runtime.Runtime` (a mixin: the
 runtime holds the state below). With the MPI transport most calls leave through the
 compiled core (``_native/send.c``); this is its reference and its fallback.
 """

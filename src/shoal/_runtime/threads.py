@@ -24,7 +24,7 @@ from .context import current
 from .futures import Failure, Future
 
 if TYPE_CHECKING:
-    from .scheduler import Runtime
+    from .runtime import Runtime
 
 __all__ = ["threaded", "Thread", "in_thread", "wait"]
 

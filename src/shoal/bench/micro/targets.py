@@ -74,7 +74,7 @@ TARGETS: dict[str, Target] = {
             "charmrun",
             ("numpy", "bytearray"),
         ),
-        Target("c", "shoal.bench.micro.native", {None: _ALL}, None, "", "native", ("malloc",)),
+        Target("c", "shoal.bench.micro.c_baseline", {None: _ALL}, None, "", "native", ("malloc",)),
     ]
 }
 

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .graph import TaskGraph
-from .native import KernelStruct, PointStruct, library
+from .kernels import KernelStruct, PointStruct, library
 
 __all__ = ["ValidationError", "PointRunner", "Timer", "imbalance_iterations", "kernel_struct"]
 

@@ -1,6 +1,6 @@
 /* Task Bench kernels, validation and SipHash-2-4 for shoal.bench.taskbench.
  *
- * Built on first use by shoal/bench/taskbench/native.py with the system C compiler
+ * Built on first use by shoal/bench/taskbench/kernels.py with the system C compiler
  * and called through ctypes on NumPy buffers. Semantics follow the reference Task
  * Bench core (Slaughter et al., SC 2020): the same kernels with the same FLOP and byte
  * counts, the same (timestep, point) validation of inputs and outputs, the same
