@@ -251,7 +251,8 @@ def test_summary_events_before_tracing_began_go_to_the_first_bin():
     t.idle(4.998, 5.001)
     t.send(4.9, 1, 10)
     b = t.export()["bins"]
-    assert b["busy"][0][0] == pytest.approx(0.0005) and b["sent"][0] == 10 and b["idle"][0] == pytest.approx(0.003)  # all of it, in the first bin
+    assert b["busy"][0][0] == pytest.approx(0.0005) and b["sent"][0] == 10
+    assert b["idle"][0] == pytest.approx(0.003)  # all of it, in the first bin
 
 
 def test_new_tracer_picks_the_mode_and_marks_a_restart():

@@ -282,7 +282,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
                   slice_element=elements, idle_row=ir, idle_start=iv[:, 1] - lo, idle_dur=iv[:, 2] - iv[:, 1],
                   migrations=migr, cpu=cpu, send_row=sr, send_time=st - lo, send_bytes=sb,
-                  send_to=np.array([s[2] if isinstance(s[2], int) else -1 for s in sends], int), balances=bal, marks=marks,
+                  send_to=np.array([s[2] if isinstance(s[2], int) else -1 for s in sends], int), balances=bal,
+                  marks=marks,
                   summary_mode=summary is not None, notes=list(notes or ()))
     for d in (*migr, *bal, *marks):
         d["ts"] -= lo

@@ -16,8 +16,8 @@ from .trace_analysis import Analysis, outliers, usage
 from .trace_rounds import periods, spread
 from ._runtime.trace_flows import pair
 
-__all__ = ["timeline", "timeline_rows", "MAX_ROWS", "balance_view", "usage_profile", "overview", "time_profile", "communication", "histograms",
-           "outlier_view", "MAX_SLICES", "PALETTE"]
+__all__ = ["timeline", "timeline_rows", "balance_view", "usage_profile", "overview", "time_profile",
+           "communication", "histograms", "outlier_view", "MAX_SLICES", "MAX_ROWS", "MAX_SENDS", "PALETTE"]
 
 #: the longest slices the timeline draws (a browser draws ~10^4 bars at ease, not 10^6)
 MAX_SLICES = 20_000

@@ -74,8 +74,9 @@ def findings(an: Analysis) -> Findings:
         f"{100 * float(np.median(u['work'] / np.maximum(u['span'], 1e-12))):.0f}% for the median PE"
         + (f"; spread evenly, the same work would take {100 * balanced:.0f}% of the time." if n > 1 else "."))
     if top:
-        parts = [f"{d['name']} ({100 * float(d['total']) / max(work, 1e-12):.0f}%, {d['calls']} calls, "  # type: ignore[arg-type]
-                 f"mean {duration(float(d['mean']))})" for d in top[:3]]  # type: ignore[arg-type]
+        share = [100 * float(d["total"]) / max(work, 1e-12) for d in top[:3]]  # type: ignore[arg-type]
+        parts = [f"{d['name']} ({s:.0f}%, {d['calls']} calls, mean {duration(float(d['mean']))})"  # type: ignore[arg-type]
+                 for d, s in zip(top, share)]
         f.sentences.append("Most time goes to " + "; ".join(parts) + ".")
     _rounds(an, f)
     _cpu_share(an, f, u)

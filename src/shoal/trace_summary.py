@@ -190,7 +190,8 @@ def summarize(trace: Mapping[str, Any] | str | os.PathLike[str]) -> Summary:
         busy = min(span, (_union(track.busy) + track.binned[0]) / 1e6)
         idle = min(span - busy, (_union(track.idle) + track.binned[1]) / 1e6)
         pes.append(PESummary(pe=pe, name=name, span=span, busy=busy, idle=idle, other=max(0.0, span - busy - idle),
-                             entries=len(track.busy) + int(track.binned[2]), sends=track.sends, migrations=track.migrations,
+                             entries=len(track.busy) + int(track.binned[2]), sends=track.sends,
+                             migrations=track.migrations,
                              balances=track.balances))
     pes.sort(key=lambda p: (p.pe is None, p.pe if p.pe is not None else 0, p.name))
     ranked = sorted((MethodSummary(name=n, count=int(c), total=t / 1e6, max=mx / 1e6)

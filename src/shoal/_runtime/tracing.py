@@ -67,8 +67,8 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
-    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked", "_idle",
-                 "_sends", "_migrations", "_balances", "_marks")
+    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked",
+                 "_idle", "_sends", "_migrations", "_balances", "_marks")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
         if not isinstance(pe, int) or isinstance(pe, bool) or pe < 0:
