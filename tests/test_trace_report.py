@@ -149,16 +149,7 @@ def test_periods_between_rounds_show_what_the_round_changed(tmp_path):
     from shoal.trace_figures import balance_view
     from shoal.trace_rounds import periods, rounds, spread
 
-    recs = []
-    for pe in (0, 1):  # before the round at 0.5 s PE 0 runs both elements; after it, one each
-        t = Tracer(pe, Clock(0.0))
-        if pe == 0:
-            t.run(Work((0,)), Work.step, 0.0, 0.2)
-            t.run(Work((1,)), Work.step, 0.2, 0.4)
-        t.balance(0.5, 0.51 if pe == 0 else 0.505, "Work", 1, "greedy")
-        t.run(Work((pe,)), Work.step, 0.6, 0.8)
-        t.idle(0.8, 1.0)
-        recs.append(t.export())
+    recs = _rounds_trace(Tracer)
     an = analyze(read_trace(_trace(tmp_path, recs)).data)
     assert [(a / 1e3, b / 1e3) for a, b in rounds(an)] == [pytest.approx((500, 510))]
     before, after = periods(an)
@@ -170,6 +161,24 @@ def test_periods_between_rounds_show_what_the_round_changed(tmp_path):
     assert any("2.00x the mean work before the first and 1.00x after the last" in s for s in f.sentences)
     assert any("balance sooner" in a for a in f.advice), f.advice
     assert balance_view(an) is not None
+    binned = analyze(read_trace(_trace(tmp_path, _rounds_trace(lambda pe, c: SummaryTracer(pe, 0.01, c)),
+                                       "bins.json")).data)
+    assert [spread(p.work) for p in periods(binned)] == [pytest.approx(2.0, rel=0.05), pytest.approx(1.0, rel=0.05)]
+    assert periods(binned)[0].elements == {}  # bins keep no run's element
+
+
+def _rounds_trace(make) -> list[dict]:
+    recs = []
+    for pe in (0, 1):  # before the round at 0.5 s PE 0 runs both elements; after it, one each
+        t = make(pe, Clock(0.0))
+        if pe == 0:
+            t.run(Work((0,)), Work.step, 0.0, 0.2)
+            t.run(Work((1,)), Work.step, 0.2, 0.4)
+        t.balance(0.5, 0.51 if pe == 0 else 0.505, "Work", 1, "greedy")
+        t.run(Work((pe,)), Work.step, 0.6, 0.8)
+        t.idle(0.8, 1.0)
+        recs.append(t.export())
+    return recs
 
 
 def test_a_balanced_run_with_busy_rounds_is_told_to_balance_less(tmp_path):

@@ -43,15 +43,21 @@ def rounds(an: Analysis) -> list[tuple[float, float]]:
 
 
 def periods(an: Analysis) -> list[Period]:
-    """The periods between rounds (none without a round) with their loads."""
+    """The periods between rounds (none without a round) with their loads (a summary-mode
+    trace: the PEs' only, from the bins, which keep no run's element)."""
     found = rounds(an)
-    if not found or an.summary_mode:  # summary mode keeps no run's element
+    if not found:
         return []
     lo, hi = float(an.spans[:, 0].min()), float(an.spans[:, 1].max())
     cuts = [(lo, found[0][0])] + [(found[i][1], found[i + 1][0]) for i in range(len(found) - 1)] + [(found[-1][1], hi)]
     out = []
     ends = an.slice_start + an.slice_dur
     for a, b in cuts:
+        if an.summary_mode:  # no runs, only bins: each bin's share of the period
+            left, right = an.edges[:-1], an.edges[1:]
+            share = np.clip((np.minimum(right, b) - np.maximum(left, a)) / np.maximum(right - left, 1e-12), 0, 1)
+            out.append(Period(start=a, end=b, work=an.busy @ share))
+            continue
         sel = np.flatnonzero((an.slice_start >= a) & (ends <= b))
         work = np.zeros(len(an.rows))
         np.add.at(work, an.slice_row[sel], an.slice_dur[sel])
