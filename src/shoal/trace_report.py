@@ -91,7 +91,8 @@ def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str
                 if an.summary_mode:
                     parts.append("<p class='note'>Recorded in summary mode (time bins): the timeline, the "
                                  "histograms and the per-run details are not in the trace; the usage profile, "
-                                 "overview, time profile and communication are.</p>")
+                                 "overview, time profile, communication and each PE's load between balancing "
+                                 "rounds are.</p>")
                 continue
             fig, note = tl
             how += note + (" Perfetto shows all of them." if note else "")
