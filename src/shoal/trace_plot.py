@@ -50,8 +50,10 @@ def plot_trace(trace: Mapping[str, Any], path: str | os.PathLike[str], *, start:
     ax.invert_yaxis()
     ax.set_xlim(0, (hi - lo) / 1e3)
     ax.set_xlabel(f"time (ms{f' from {start:g} s' if start else ''})")
-    ax.legend(handles=[Patch(color=c, label=k if k != "lb" else "balancing round") for k, c in COLORS.items()],
-              loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=4, frameon=False, fontsize="small")
+    handles = [Patch(color=c, label=k if k != "lb" else "balancing round") for k, c in COLORS.items()]
+    handles.append(Patch(facecolor="white", edgecolor="#999999", label="white: the runtime's own work"))
+    ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=5, frameon=False,
+              fontsize="small")
     if title:
         ax.set_title(title, loc="left", fontsize="medium")
     fig.tight_layout()
