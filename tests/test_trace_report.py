@@ -160,6 +160,7 @@ def test_periods_between_rounds_show_what_the_round_changed(tmp_path):
     f = findings(an)
     assert any("2.00x the mean work before the first and 1.00x after the last" in s for s in f.sentences)
     assert any("balance sooner" in a for a in f.advice), f.advice
+    assert any(s.startswith("Round 1 began 100 ms after the last entry method") for s in f.sentences)
     assert balance_view(an) is not None
     binned = analyze(read_trace(_trace(tmp_path, _rounds_trace(lambda pe, c: SummaryTracer(pe, 0.01, c)),
                                        "bins.json")).data)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .trace_analysis import Analysis, method_totals, usage
-from .trace_rounds import periods, spread
+from .trace_rounds import gaps, periods, spread
 
 __all__ = ["Findings", "findings", "duration"]
 
@@ -94,6 +94,12 @@ def _rounds(an: Analysis, f: Findings) -> None:
     f.sentences.append(f"{len(found) - 1} balancing round{'s' if len(found) > 2 else ''}: the busiest PE did "
                        f"{before:.2f}x the mean work before the first and {after:.2f}x after the last "
                        f"(1.00x is even); the rounds moved {sum(moved)} elements in all.")
+    late = [(k, g) for k, g in enumerate(gaps(an), start=1) if g == g and g > 10e3]
+    if late:
+        k, g = max(late, key=lambda kg: kg[1])
+        f.sentences.append(f"Round {k} began {duration(g)} after the last entry method before it ended: the "
+                           "runtime's own work between the step and the round (a first round also loads the "
+                           "strategies and NumPy, some 40 ms).")
 
 
 def _cpu_share(an: Analysis, f: Findings, u: dict[str, np.ndarray]) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .trace_analysis import Analysis
 
-__all__ = ["rounds", "periods", "Period", "spread"]
+__all__ = ["rounds", "periods", "Period", "spread", "gaps"]
 
 
 @dataclass
@@ -77,3 +77,14 @@ def spread(work: np.ndarray) -> float:
     """The busiest PE's work over the mean (1: even; 2: one PE does twice its share)."""
     mean = float(work.mean()) if len(work) else 0.0
     return float(work.max()) / mean if mean > 0 else 1.0
+
+
+def gaps(an: Analysis) -> list[float]:
+    """Per round, µs from the end of the last entry-method run before it to its start:
+    the runtime's work between the step and the round (full traces; nan where unknown)."""
+    ends = an.slice_start + an.slice_dur
+    out = []
+    for a, _ in rounds(an):
+        before = ends[ends <= a]
+        out.append(float(a - before.max()) if len(before) else float("nan"))
+    return out
