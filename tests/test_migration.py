@@ -56,14 +56,15 @@ def test_messages_to_a_moving_element_arrive_once_in_order(setup):
     assert got["channels"] == "True", job.stdout
 
 
-def test_balancing_rounds_keep_broadcasts_reductions_and_sections(setup):
-    job = run_case(setup, "atsync", SHOAL_LB="greedy")
+@pytest.mark.parametrize("lb", ["greedy", "auto"])
+def test_balancing_rounds_keep_broadcasts_reductions_and_sections(setup, lb):
+    job = run_case(setup, "atsync", SHOAL_LB=lb)
     assert job.returncode == 0, job.stderr
     got = results(job)
     assert got["state"] == "True True", job.stdout  # NumPy state moved intact; reductions after moves
     assert got["pings"] == "True True", job.stdout  # a broadcast during a round reached each element once
     assert got["resumed"] == "True", job.stdout  # resume_from_sync once per element per round
-    assert got["spread"].startswith("True"), job.stdout  # greedy split the heavy elements
+    assert got["spread"].startswith("True"), job.stdout  # the strategy split the heavy elements
     assert got["section"] == "True", job.stdout  # section reductions with members away from home
 
 

@@ -99,6 +99,23 @@ def _plan16(number: int) -> int:
     return (number - 1) % 0xFFFF + 1 if number > 0 else 0
 
 
+def state_bytes(el: "Chare") -> float:
+    """About how many bytes moving ``el`` sends: its NumPy arrays and bytes (attributes of
+    its own, and in short lists and dicts of them) and a fixed part for the rest."""
+    total = 512.0
+    for v in getattr(el, "__dict__", {}).values():
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else (v,)
+        if len(items) > 64:  # a long container of small objects: not what makes a move costly
+            continue
+        for item in items:
+            nbytes = getattr(item, "nbytes", None)
+            if isinstance(nbytes, int):
+                total += nbytes
+            elif isinstance(item, (bytes, bytearray)):
+                total += len(item)
+    return total
+
+
 class _Round:
     """One PE's state in the balancing of one Array (the coordinator's part too)."""
 
@@ -144,6 +161,15 @@ class Balancer:
         rt.migration.on_landing = self._landed
         rt.migration.on_departure = self._departed
         rt.migration.before_plan = self._before_plan
+
+    def _strategy_takes_sizes(self) -> bool:
+        """Whether the job's strategy weighs moves by the bytes of each element's state (auto does)."""
+        from .strategies import get_strategy, takes_sizes
+
+        try:
+            return takes_sizes(get_strategy(self.rt.settings.lb))
+        except ShoalError:  # an unknown name: the coordinator says so when it decides
+            return False
 
     def state(self, coll: int) -> _Round:
         st = self.rounds.get(coll)
@@ -200,8 +226,9 @@ class Balancer:
         now, idle = perf_counter(), rt.idle_time
         busy = rt.busy_time + (rt._core.busy * scale if rt._core is not None else 0.0)
         pinned = [i for i, (_, el) in enumerate(elements) if not el.migratable]
+        sizes = np.array([state_bytes(el) for _, el in elements]) if self._strategy_takes_sizes() else None
         report = (rt.pe, [index for index, _ in elements], loads, now - st.since, busy - st.busy_since,
-                  idle - st.idle_since, edges, pinned)
+                  idle - st.idle_since, edges, pinned, sizes)
         st.since, st.idle_since, st.busy_since = now, idle, busy
         for _, el in elements:
             _, rnd, quick = sync_state(el)
@@ -322,7 +349,7 @@ class Balancer:
         self._decide(cs, st)
 
     def _decide(self, cs: "CollectionState", st: _Round) -> None:
-        from .strategies import CommGraph, background_speeds, check_placement, get_strategy  # a job that balances
+        from .strategies import CommGraph, background_speeds, check_placement, get_strategy, takes_sizes  # a job that balances
 
         rt = self.rt
         reports, st.reports, st.reported = st.reports, [], 0
@@ -352,8 +379,13 @@ class Balancer:
         position = {index: i for i, index in enumerate(indices)}
         edges = [(position[s], position[d], m, b) for r in reports for s, d, m, b in r[6] if d in position]
         comm = CommGraph(*(np.array([e[k] for e in edges], np.int64) for k in range(4))) if edges else CommGraph.empty()
+        options = {}
+        if takes_sizes(strategy):
+            known = [r[8] for r in reports]
+            if all(k is not None for k in known):
+                options["sizes"] = np.concatenate(known)
         try:
-            new = check_placement(strategy(loads, comm, placement, rt.npes, speeds), len(indices), rt.npes, name)
+            new = check_placement(strategy(loads, comm, placement, rt.npes, speeds, **options), len(indices), rt.npes, name)
         except Exception as exc:  # noqa: BLE001 - a user's strategy: its error ends the job, named
             rt.fail(exc, f"load-balancing strategy {name!r} on the Array of {cs.info.cls.__qualname__}")
             return

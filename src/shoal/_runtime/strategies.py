@@ -502,6 +502,94 @@ def _match_labels(part: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -
     return np.asarray(label, dtype=np.int64)[part]
 
 
+# --- auto: the default ---------------------------------------------------------------
+
+#: auto moves more than this share of the elements only where the move pays for itself in one period
+MOVE_SHARE = 0.10
+#: what auto assumes a migration costs: bytes per second of an element's state moved (pack,
+#: send, unpack), and seconds per element besides (its messages, the location protocol)
+MOVE_RATE = 1.0e9
+MOVE_OVERHEAD = 2.0e-4
+#: an element's state when its size is not known (bytes)
+DEFAULT_SIZE = 4096.0
+
+
+def auto(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *,
+         seed: int = 0, sizes: np.ndarray | None = None) -> np.ndarray:
+    """The default: move only what pays. Nothing moves while no PE's time is above
+    (1 + TOLERANCE) x the average. Otherwise refine's few moves where they bring every PE
+    under that bound, else the better of refine and greedy (renumbered to keep what it can
+    in place) by time saved per period less the cost of moving (``sizes``: each element's
+    bytes); a plan that moves more than MOVE_SHARE of the elements is taken only if it
+    saves more in one period than its moves cost."""
+    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
+    before = float(_times(loads, placement, speeds).max(initial=0.0))
+    if loads.size == 0 or before <= _threshold(loads, speeds, TOLERANCE):
+        return placement.copy()
+    size = np.full(loads.size, DEFAULT_SIZE) if sizes is None else np.asarray(sizes, dtype=np.float64)
+    if size.shape != loads.shape:
+        raise ShoalError(f"sizes must give each element's bytes (shape {loads.shape}), not shape {size.shape}")
+    best, best_net = placement.copy(), 0.0
+    few = refine(loads, comm, placement, speeds.size, speeds)
+    _swap_down(loads, few, speeds, _threshold(loads, speeds, TOLERANCE))
+    for new in (few,
+                _match_labels(_greedy(loads, speeds), placement, speeds)):
+        moved = new != placement
+        after = float(_times(loads, new, speeds).max())
+        saved = before - after
+        cost = MOVE_OVERHEAD * int(moved.sum()) + float(size[moved].sum()) / MOVE_RATE
+        if moved.sum() > MOVE_SHARE * loads.size and saved <= cost:
+            continue  # a large move that would not pay for itself within one period
+        if saved - cost > best_net:
+            best, best_net = new, saved - cost
+            if after <= _threshold(loads, speeds, TOLERANCE):
+                break  # refine's few moves balance it: greedy's many are not needed
+    return best
+
+
+def _swap_down(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: float) -> int:
+    """Swap pairs in place where moving one element cannot help (each is larger than any
+    PE's room): an element of the slowest PE for a lighter one of the PE with most room,
+    the pair chosen to even their two times, while that lowers the maximum; the swaps made.
+    Each swap moves two elements, so a balanced placement stays near the one given."""
+    num_pes = speeds.size
+    if num_pes < 2 or loads.size < 2:
+        return 0
+    times = _times(loads, part, speeds)
+    swaps = 0
+    for _ in range(loads.size):
+        p = int(np.argmax(times))
+        tp = float(times[p])
+        if tp <= thr:
+            break
+        q = int(np.argmax((thr - times) * speeds))
+        tq, sp, sq = float(times[q]), float(speeds[p]), float(speeds[q])
+        mine, theirs = np.flatnonzero(part == p), np.flatnonzero(part == q)
+        if not mine.size or not theirs.size:
+            break
+        order = theirs[np.argsort(loads[theirs], kind="stable")]
+        sorted_q = loads[order]
+        even = (tp - tq) / (1.0 / sp + 1.0 / sq)  # the load difference that evens the pair
+        want = np.clip(np.searchsorted(sorted_q, loads[mine] - even), 0, order.size - 1)
+        best, pick = tp, None
+        for i, e in enumerate(mine.tolist()):
+            for k in (int(want[i]) - 1, int(want[i])):
+                if 0 <= k < order.size and sorted_q[k] < loads[e]:
+                    f = int(order[k])
+                    d = float(loads[e] - loads[f])
+                    worst = max(tp - d / sp, tq + d / sq)
+                    if worst < best - 1e-12:
+                        best, pick = worst, (e, f, d)
+        if pick is None:
+            break
+        e, f, d = pick
+        part[e], part[f] = q, p
+        times[p] -= d / sp
+        times[q] += d / sq
+        swaps += 1
+    return swaps
+
+
 # --- test strategies -------------------------------------------------------------------
 
 
@@ -519,7 +607,7 @@ def random(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: i
 
 # --- registry --------------------------------------------------------------------------
 
-BUILTIN_STRATEGIES: dict[str, Strategy] = {"greedy": greedy, "refine": refine, "comm": comm, "rotate": rotate, "random": random}
+BUILTIN_STRATEGIES: dict[str, Strategy] = {"auto": auto, "greedy": greedy, "refine": refine, "comm": comm, "rotate": rotate, "random": random}
 STRATEGIES: dict[str, Strategy] = dict(BUILTIN_STRATEGIES)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -546,6 +634,16 @@ def register_strategy(name: str, fn: Strategy, *, replace: bool = False) -> None
     if STRATEGIES.get(name, fn) is not fn and not replace:
         raise ShoalError(f"a different strategy is already registered as {name!r}; pick another name or pass replace=True")
     STRATEGIES[name] = fn
+
+
+def takes_sizes(fn: Strategy) -> bool:
+    """Whether strategy ``fn`` takes each element's state in bytes (a ``sizes`` keyword, as :func:`auto` does)."""
+    try:
+        import inspect
+
+        return "sizes" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def get_strategy(name: str) -> Strategy:
