@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .trace_analysis import Analysis, method_totals, usage
-from .trace_rounds import gaps, periods, spread
+from .trace_rounds import gaps, moves, periods, spread
 
 __all__ = ["Findings", "findings", "duration"]
 
@@ -102,6 +102,21 @@ def _rounds(an: Analysis, f: Findings) -> None:
                            "strategies and NumPy, some 40 ms).")
 
 
+def _churn(an: Analysis) -> str:
+    """Advice where rounds found the load even already and still moved elements."""
+    found, counts = periods(an), moves(an)
+    idle_rounds = [(k, n) for k, n in enumerate(counts, start=1)
+                   if k < len(found) and spread(found[k - 1].work) <= 1.1 and n > 0]
+    if not idle_rounds:
+        return ""
+    which = ", ".join(str(k) for k, _ in idle_rounds)
+    many = ", ".join(str(n) for _, n in idle_rounds)
+    strategies = sorted({str(d.get("strategy")) for d in an.balances})
+    return (f"Round{'s' if len(idle_rounds) > 1 else ''} {which} found the load even already (spread 1.10x or less "
+            f"before it) yet moved {many} elements: {' and '.join(strategies)} recomputes the placement each round. "
+            "Balance less often (a larger --lb-period) or use refine, which moves only what it must.")
+
+
 def _cpu_share(an: Analysis, f: Findings, u: dict[str, np.ndarray]) -> None:
     """PEs whose process had the CPU for much less than the time they were not idle:
     other processes took their core (or their entry methods waited: sleep, I/O)."""
@@ -139,6 +154,9 @@ def _advise(an: Analysis, f: Findings, top: list[dict[str, object]]) -> None:
                             f"ran, yet {100 * f.imbalance:.0f}% is still lost to imbalance: over-decompose more "
                             "(8 to 16 elements per PE give the strategy pieces to move) or balance more often "
                             "(a smaller --lb-period).")
+    churn = _churn(an)
+    if churn:
+        f.advice.append(churn)
     elif rounds and moved and np.mean(moved) > 0 and f.imbalance < 0.05:
         f.advice.append(f"The load is balanced ({100 * f.imbalance:.0f}% lost), yet the rounds moved "
                         f"{np.mean(moved):.0f} elements each on average: balance less often (a larger --lb-period) "

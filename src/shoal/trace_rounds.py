@@ -15,7 +15,7 @@ import numpy as np
 
 from .trace_analysis import Analysis
 
-__all__ = ["rounds", "periods", "Period", "spread", "gaps"]
+__all__ = ["rounds", "periods", "Period", "spread", "gaps", "moves"]
 
 
 @dataclass
@@ -87,4 +87,13 @@ def gaps(an: Analysis) -> list[float]:
     for a, _ in rounds(an):
         before = ends[ends <= a]
         out.append(float(a - before.max()) if len(before) else float("nan"))
+    return out
+
+
+def moves(an: Analysis) -> list[int]:
+    """Per round, the elements it moved (the largest count any PE recorded for it)."""
+    out = []
+    for a, b in rounds(an):
+        counts = [int(d.get("moved", 0) or 0) for d in an.balances if a <= d["ts"] <= b]
+        out.append(max(counts, default=0))
     return out
