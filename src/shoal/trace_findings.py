@@ -89,7 +89,7 @@ def _rounds(an: Analysis, f: Findings) -> None:
     found = periods(an)
     if len(found) < 2:
         return
-    moved = [int(d.get("moved", 0) or 0) for d in an.balances]
+    moved = moves(an)
     before, after = spread(found[0].work), spread(found[-1].work)
     f.sentences.append(f"{len(found) - 1} balancing round{'s' if len(found) > 2 else ''}: the busiest PE did "
                        f"{before:.2f}x the mean work before the first and {after:.2f}x after the last "
@@ -106,7 +106,7 @@ def _churn(an: Analysis) -> str:
     """Advice where rounds found the load even already and still moved elements."""
     found, counts = periods(an), moves(an)
     idle_rounds = [(k, n) for k, n in enumerate(counts, start=1)
-                   if k < len(found) and spread(found[k - 1].work) <= 1.1 and n > 0]
+                   if k < len(found) and found[k - 1].work.sum() > 0 and spread(found[k - 1].work) <= 1.1 and n > 0]
     if not idle_rounds:
         return ""
     which = ", ".join(str(k) for k, _ in idle_rounds)
