@@ -8,7 +8,9 @@ in-process and under real mpiexec on 2 and 3 PEs.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,29 @@ def _nested_failure(x):
     return shoal.pool.map(_boom, [x])
 
 
+def _slow(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    return seconds
+
+
+def executor_in_task(n: int) -> list:
+    """A task that waits on an Executor's futures: result(), as_completed, a timeout."""
+    with shoal.Executor() as ex:
+        futs = [ex.submit(fib_serial, k) for k in range(n)]
+        assert sorted(f.result() for f in cf.as_completed(futs)) == sorted(fib_serial(k) for k in range(n))
+        slow = ex.submit(_slow, 0.01)
+        try:  # no reply can come before this thread lets its PE poll: a timeout of 0 expires
+            slow.result(timeout=0)
+        except cf.TimeoutError:
+            timed_out = True
+        else:
+            timed_out = False
+        assert slow.result() == 0.01
+        return [f.result() for f in futs] + [timed_out]
+
+
 class Tally(shoal.Chare):
     def __init__(self):
         self.total = 0
@@ -130,6 +155,8 @@ def case_threaded(args):
         d[0].plain(ret=True).get()
     with pytest.raises(ValueError, match="bad leaf 3"):  # an error deep down reaches the top
         shoal.pool.map(_nested_failure, [3])
+    out = shoal.pool.map(executor_in_task, [8, 6])
+    assert out == [[fib_serial(k) for k in range(8)] + [True], [fib_serial(k) for k in range(6)] + [True]], out
     print("ok threaded")
 
 

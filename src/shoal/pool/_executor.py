@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 from .._runtime.context import current
 from .._runtime.futures import Future
+from .._runtime.threads import in_thread, wait
 from ._tasks import BrokenPool, Slots, drop, refuse_blocking, send_error, task_name, workers
 
 __all__ = ["Executor"]
@@ -85,6 +86,8 @@ def _block(what: str, done: Callable[[], bool], timeout: float | None, futures: 
     break and the main program ends with the job's exit code.
     """
     rt = current(what)
+    if rt.counts.depth and in_thread() is not None:
+        return _block_thread(rt, done, timeout, futures)
     refuse_blocking(rt, what, _INSTEAD)
     deadline = None if timeout is None else rt.engine.clock() + max(timeout, 0.0)
 
@@ -101,6 +104,32 @@ def _block(what: str, done: Callable[[], bool], timeout: float | None, futures: 
         for ex in {id(f._executor): f._executor for f in futures}.values():
             ex._break(f"the job ended with exit code {exc.code} (shoal.exit() was called)")
         raise
+
+
+def _block_thread(rt: Any, done: Callable[[], bool], timeout: float | None, futures: Iterable[_PoolFuture]) -> bool:
+    """:func:`_block` in a thread (a pool task, a threaded method): the thread waits, its
+    PE runs other messages; False on timeout."""
+    futures = list(futures)
+    deadline = None if timeout is None else rt.engine.clock() + max(timeout, 0.0)
+    while not done():
+        left = None if deadline is None else deadline - rt.engine.clock()
+        if left is not None and left <= 0:
+            return False
+        wake = Future.local(rt, "a wait on shoal.Executor futures")
+
+        def ring(_: Any, wake: Future = wake) -> None:
+            if not wake.done():
+                wake._resolve(None)
+
+        pending = [f for f in futures if not f.done()]
+        if not pending:
+            return done()
+        for f in pending:
+            f.add_done_callback(ring)
+        if left is not None:
+            rt.call_later(left, partial(ring, None))
+        wait(wake)
+    return True
 
 
 class Executor(cf.Executor):
@@ -126,7 +155,8 @@ class Executor(cf.Executor):
     pickled (a part that does not pickle fails the future with a ``TypeError`` naming
     it). ``result()``, ``exception()``, ``concurrent.futures.wait`` and ``as_completed``
     serve this PE while they wait and honour timeouts between tasks: a task that runs
-    in this process (on this PE; in-process, on any PE) is not interrupted. In async
+    in this process (on this PE; in-process, on any PE) is not interrupted. In a pool
+    task or a ``@shoal.threaded`` method they wait in its thread. In async
     code they raise :class:`~shoal.BlockingCallError` (use
     :func:`shoal.pool.map_async` there). A task may be an ``async def`` function. A
     task calling ``sys.exit()`` breaks the executor (:class:`BrokenPool`).
