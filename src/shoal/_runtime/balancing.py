@@ -161,6 +161,8 @@ class Balancer:
         rt.migration.on_landing = self._landed
         rt.migration.on_departure = self._departed
         rt.migration.before_plan = self._before_plan
+        if rt.settings.lb:  # a job that balances loads its strategies now, not in its first round
+            from . import strategies  # noqa: F401
 
     def _strategy_takes_sizes(self) -> bool:
         """Whether the job's strategy weighs moves by the bytes of each element's state (auto does)."""
@@ -349,7 +351,7 @@ class Balancer:
         self._decide(cs, st)
 
     def _decide(self, cs: "CollectionState", st: _Round) -> None:
-        from .strategies import CommGraph, background_speeds, check_placement, get_strategy, takes_sizes  # a job that balances
+        from .strategies import CommGraph, background_speeds, check_placement, get_strategy, takes_sizes
 
         rt = self.rt
         reports, st.reports, st.reported = st.reports, [], 0

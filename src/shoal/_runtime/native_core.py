@@ -45,15 +45,16 @@ class TickClock:
 
     def __init__(self, core: Any):
         self.core = core
-        self.origin: tuple[int, float] | None = None
+        #: the first reading, taken now: by the first question (a balancing round's report,
+        #: a trace's export) it is normally more than 10 ms old, so nobody waits for it
+        self.origin: tuple[int, float] = (core.ticks(), perf_counter())
         self.scale = 0.0
         self.measured = 0.0  # perf_counter when `scale` was measured
 
     def seconds_per_tick(self) -> float:
         now = perf_counter()
-        if self.origin is None:
-            self.origin = (self.core.ticks(), now)
-            while perf_counter() - now < 0.01:  # the first ratio spans 10 ms
+        if not self.scale:
+            while perf_counter() - self.origin[1] < 0.01:  # the first ratio spans 10 ms at least
                 pass
         elif now - self.measured < 1.0:
             return self.scale
@@ -65,7 +66,6 @@ class TickClock:
     def seconds(self, ticks: int) -> float:
         """``ticks`` as a time of ``perf_counter``."""
         scale = self.seconds_per_tick()
-        assert self.origin is not None
         return self.origin[1] + (ticks - self.origin[0]) * scale
 
 
