@@ -358,6 +358,19 @@ def test_a_trace_over_the_bound_is_refused_before_it_is_read(tmp_path):
         read_trace(path, max_bytes=100)
 
 
+def test_a_gzipped_trace_is_read_and_bounded_as_it_unpacks(tmp_path, capsys):
+    import gzip
+
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(_trace(tmp_path, _imbalanced()).read_bytes()))
+    assert shoal_main(["trace", "report", str(packed)]) == 0
+    assert (tmp_path / "t.html").exists() and "2 PEs, 20 entry-method runs" in capsys.readouterr().out
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * (4 << 20)))  # 4 KiB of file, 4 MiB unpacked
+    proc = _report(tmp_path, bomb.name, "--max-mb", "1")
+    assert proc.returncode == 2 and "unpacks to more than the report's bound of 1 MiB" in proc.stderr, proc
+
+
 def test_a_truncated_trace_reports_what_was_recorded(tmp_path):
     path = _trace(tmp_path, _imbalanced())
     text = path.read_text()

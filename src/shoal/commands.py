@@ -542,7 +542,7 @@ def _trace_report(ns: argparse.Namespace) -> int:
     from .errors import ShoalError
     from .trace_read import MAX_BYTES
 
-    out = ns.out or os.path.splitext(ns.file)[0] + ".html"
+    out = ns.out or os.path.splitext(ns.file.removesuffix(".gz"))[0] + ".html"
     if ns.max_mb is not None and not ns.max_mb > 0:
         print(f"shoal trace report: --max-mb {ns.max_mb:g} is not valid: give a size above 0", file=sys.stderr)
         return 2

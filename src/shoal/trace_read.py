@@ -1,7 +1,8 @@
 """Reading a trace for the report: bounded, and forgiving of a file cut short.
 
 ``shoal trace report`` must never end in a traceback or in unbounded memory use, so
-:func:`read_trace` refuses a file over a size bound before reading it, names an empty
+:func:`read_trace` refuses a file over a size bound before reading it (a gzip too, as it
+is unpacked: a trace copied off a cluster is often compressed), names an empty
 file, a file that is not JSON and one written by another shoal version, and recovers the
 events of a file that ends early (a job killed while its trace was written or copied):
 :func:`shoal._runtime.tracing.write_trace` puts one event per line, so every complete
@@ -58,6 +59,8 @@ def read_trace(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> Load
     try:
         with open(name, "rb") as f:
             raw = f.read(max_bytes + 1)
+        if raw[:2] == b"\x1f\x8b":  # gzip (a trace copied off a cluster): bounded as it is unpacked
+            raw = _gunzip(raw, name, max_bytes)
         text = raw.decode("utf-8")
     except OSError as exc:
         raise ShoalError(f"cannot read trace file {name!r}: {exc.strerror or exc}") from None
@@ -78,6 +81,22 @@ def read_trace(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> Load
     _check_version(data, name, loaded)
     loaded.data = data
     return loaded
+
+
+def _gunzip(raw: bytes, name: str, max_bytes: int) -> bytes:
+    """``raw`` gunzipped, refused past ``max_bytes`` unpacked (a small file may unpack huge)."""
+    import zlib
+
+    unpack = zlib.decompressobj(wbits=31)
+    try:
+        out = unpack.decompress(raw, max_bytes + 1)
+    except zlib.error as exc:
+        raise ShoalError(f"{name!r} is a damaged gzip file: {exc}") from None
+    if len(out) > max_bytes:
+        raise ShoalError(f"trace file {name!r} unpacks to more than the report's bound of {_mib(max_bytes)} "
+                         "(reading it would take about ten times that in memory); record long runs with "
+                         "shoal run --trace-summary 10ms, or raise the bound with --max-mb")
+    return out
 
 
 def _recover(text: str, name: str, exc: json.JSONDecodeError, loaded: LoadedTrace) -> dict[str, Any]:
