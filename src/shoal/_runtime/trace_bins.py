@@ -29,7 +29,8 @@ MAX_BINS = 4096
 class SummaryTracer(Tracer):
     """A :class:`Tracer` that adds time into bins instead of keeping every event."""
 
-    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins")
+    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins",
+                 "_countdown")
 
     def __init__(self, pe: int, width: float, clock: Callable[[], float] = time.perf_counter,
                  cap: int = MAX_BINS) -> None:
@@ -48,6 +49,7 @@ class SummaryTracer(Tracer):
         self._msgs: list[int] = []
         self._to: dict[int, list[int]] = {}  # destination PE -> [messages, bytes]
         self._nbins = 0
+        self._countdown = 0  # ticked() calls until the tick rate is read again
 
     # -- bins ------------------------------------------------------------------
     def _bin(self, t: float) -> int:
@@ -117,11 +119,13 @@ class SummaryTracer(Tracer):
 
     def ticked(self, el: Any, fn: Any, t0: int, t1: int) -> None:
         """:meth:`run` for the compiled path (times in ticks of :attr:`ticks`; made seconds
-        here with the tick rate as last measured: the bins need the time now)."""
+        here with the tick rate as last measured: the bins need the time now; the rate is
+        measured again every 65,536 calls, at most once a second)."""
+        self._countdown -= 1
+        if self._countdown < 0:
+            self._countdown = 65536
+            self.ticks.seconds_per_tick()  # the first call: the first rate (a 10 ms span at least)
         origin = self.ticks.origin
-        if origin is None:
-            self.ticks.seconds_per_tick()  # the first reading: calibrates the clock once
-            origin = self.ticks.origin
         scale = self.ticks.scale
         s0, s1 = origin[1] + (t0 - origin[0]) * scale, origin[1] + (t1 - origin[0]) * scale
         i = self._runs.get((type(el), fn))

@@ -110,10 +110,10 @@ class Tracer:
         self._entries.append((i, t0, t1, getattr(el, "index", None)))
 
     def use_ticks(self, ticks: Any) -> None:
-        """Take the compiled path's entries (:meth:`ticked`) in ``ticks``' units; its first
-        reading is taken now, so that at export the tick rate is measured over the job."""
+        """Take the compiled path's entries (:meth:`ticked`) in units of ``ticks``
+        (``native_core.TickClock``, whose first reading is taken when the core is made):
+        at export the tick rate is measured over the whole job."""
         self.ticks = ticks
-        ticks.seconds_per_tick()
 
     def ticked(self, el: Any, fn: Any, t0: int, t1: int) -> None:
         """:meth:`run` for the compiled path, which calls it with times in ticks of
