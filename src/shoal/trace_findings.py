@@ -98,8 +98,8 @@ def _rounds(an: Analysis, f: Findings) -> None:
     if late:
         k, g = max(late, key=lambda kg: kg[1])
         f.sentences.append(f"Round {k} began {duration(g)} after the last entry method before it ended: the "
-                           "runtime's own work between the step and the round (a first round also loads the "
-                           "strategies and NumPy, some 40 ms).")
+                           "runtime's own work between the step and the round (gathering the loads, deciding, and "
+                           "on a first round whatever is loaded on first use).")
 
 
 def _churn(an: Analysis) -> str:
@@ -114,7 +114,7 @@ def _churn(an: Analysis) -> str:
     strategies = sorted({str(d.get("strategy")) for d in an.balances})
     return (f"Round{'s' if len(idle_rounds) > 1 else ''} {which} found the load even already (spread 1.10x or less "
             f"before it) yet moved {many} elements: {' and '.join(strategies)} recomputes the placement each round. "
-            "Balance less often (a larger --lb-period) or use refine, which moves only what it must.")
+            "Balance less often (a larger --lb-period) or use --lb auto or refine, which move only what pays.")
 
 
 def _cpu_share(an: Analysis, f: Findings, u: dict[str, np.ndarray]) -> None:
@@ -143,7 +143,7 @@ def _advise(an: Analysis, f: Findings, top: list[dict[str, object]]) -> None:
         if not rounds:
             f.advice.append(f"Balance the load: {100 * f.imbalance:.0f}% of the time is lost to imbalance and no "
                             "balancing round ran. Call at_sync() in the step loop and run with --lb greedy "
-                            "(or --lb refine, which moves fewer elements).")
+                            "(or --lb auto, which moves only what pays).")
         elif len(found := periods(an)) >= 2 and spread(found[-1].work) <= 1.1:
             f.advice.append(f"The rounds evened the load ({spread(found[0].work):.2f}x the mean before the first, "
                             f"{spread(found[-1].work):.2f}x after the last), but {100 * f.imbalance:.0f}% of the time "
@@ -160,7 +160,7 @@ def _advise(an: Analysis, f: Findings, top: list[dict[str, object]]) -> None:
     elif rounds and moved and np.mean(moved) > 0 and f.imbalance < 0.05:
         f.advice.append(f"The load is balanced ({100 * f.imbalance:.0f}% lost), yet the rounds moved "
                         f"{np.mean(moved):.0f} elements each on average: balance less often (a larger --lb-period) "
-                        "or use refine, which leaves a placement that is good enough.")
+                        "or use --lb auto or refine, which leave a placement that is good enough.")
     if f.communication >= 0.15:
         f.advice.append(f"{100 * f.communication:.0f}% of the time is spent waiting for messages: give each PE more "
                         "elements so that one's work overlaps another's messages, and send fewer, larger messages.")
