@@ -2,7 +2,8 @@
 ``charm.createFuture(senders=)``, ``charm.split(slicing=)``, ``charm4py.threads.NotThreadedError``,
 a ready future's ``get()`` in a plain entry method, waits refused there in Charm4py's
 words (``@coro``), ``ckLocal``/``ckLocalBranch``/``elemIdx``, the ``charm.thisProxy``
-services ``LBTurnInstrumentOn/Off`` and ``exit``, ``charm.start(classes=, modules=)``;
+services ``LBTurnInstrumentOn/Off`` and ``exit``, ``charm.start(classes=, modules=)``,
+readonlies set in ``main`` seen by constructors on every PE;
 2 PEs under mpiexec and in one process."""
 
 from __future__ import annotations
@@ -18,6 +19,15 @@ TRANSPORTS = [pytest.param("mpi", marks=pytest.mark.mpi), "inproc"]
 PROGRAM = """
 from charm4py import charm, Chare, Array, Group, Future, Channel
 from charm4py.threads import NotThreadedError, Future as ThreadsFuture
+from charm4py import readonlies as ro
+
+
+class R(Chare):
+    def __init__(self):
+        self.x = getattr(ro, "X", None)  # PE 0's readonlies are here before the constructor runs
+
+    def got(self):
+        return self.x, charm.myPe()
 
 
 class G(Chare):
@@ -66,6 +76,9 @@ def main(args):
     for kind in ("get", "wait", "sleep", "recv"):
         print("refused", kind, a[1].waits(kind, ret=True).get())
     print("local", a[3].local(ret=True).get(), Group(G).mine(ret=True).get())
+    ro.X = 47
+    got = Array(R, 4).got(ret=True).get()
+    print("readonly", sorted(set(x for x, _ in got)), sorted(set(pe for _, pe in got)))
     charm.thisProxy.LBTurnInstrumentOn()
     charm.thisProxy.LBTurnInstrumentOff()
     charm.thisProxy.exit()  # every PE's service: the job ends
@@ -84,6 +97,7 @@ def test_api_rows_beyond_charm4pys_tests(tmp_path, transport: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert "local (True, True) [True, True]" in lines, lines
+    assert "readonly [47] [0, 1]" in lines, lines
     assert "senders [1, 2] True 1" in lines and "slicing [(0,), (2,), (4,), (6,)] [(1,), (3,), (5,), (7,)]" in lines and "ready get 7" in lines, lines
     refusals = [line for line in lines if line.startswith("refused")]
     assert len(refusals) == 4, lines

@@ -11,6 +11,7 @@ from ..._runtime import conditions, threads
 from ..._runtime.chare import Chare as _ShoalChare
 from ..._runtime.context import current
 from ..._runtime.proxy import CollectionProxy, EntryRef
+from . import _readonlies
 from ._futures import as_handle
 from ._proxies import KINDS
 from ._reduction import as_reducer
@@ -201,8 +202,16 @@ def _main_threaded(init: Callable) -> Callable:
     return run
 
 
+def _sync_readonlies() -> None:
+    """PE 0's readonlies to every PE before a collection is made (``_readonlies.py``)."""
+    from ._charm import charm
+
+    _readonlies.sync(charm.thisProxy)
+
+
 def _single(cls: type, args: Any = (), onPE: int = -1) -> Any:
     """``Chare(C, args, onPE)``: one chare of ``C`` on PE ``onPE`` (this PE when -1); its proxy."""
+    _sync_readonlies()
     pe = current("Chare(C, onPE=...)").pe if onPE < 0 else onPE
     placement = MainPlacement() if onPE == -2 else OnPE(pe)
     return shoal.Array(cls, 1, args=tuple(args), placement=placement)[0]
@@ -210,6 +219,7 @@ def _single(cls: type, args: Any = (), onPE: int = -1) -> Any:
 
 def Group(cls: type, args: Any = (), onPEs: Any = None) -> Any:
     """A Group: one element of ``cls`` per PE (per PE of ``onPEs``: shoal's ``Group(pes=...)``)."""
+    _sync_readonlies()
     return shoal.Group(cls, args=tuple(args), pes=onPEs)
 
 
@@ -218,6 +228,7 @@ def Array(cls: type, dims: Any = None, ndims: int = -1, args: Any = (), map: Any
     """An Array: dense over ``dims`` (an int or a tuple), or sparse with ``ndims`` dimensions.
     Without a ``map``, its elements start where Charm++'s default map puts them
     (:class:`CharmBlockMap`, :class:`RoundRobinMap`)."""
+    _sync_readonlies()
     placement: Any
     if dims is None:
         placement = _MapPlacement(map) if map is not None else RoundRobinMap() if max(ndims, 1) == 1 else None

@@ -17,6 +17,7 @@ from ...pool._tasks import start_map
 from ._chare import Chare, _single
 from ._futures import CompatFuture, as_handle, refuse_wait
 from ._options import take_launcher_options
+from . import _readonlies
 from ._proxies import as_index, completion
 from ._topology import Topology
 
@@ -69,6 +70,13 @@ class CharmRemote(Chare):
 
     def exec(self, code: str, module_name: str = "__main__") -> None:
         self.rexec(code, module_name)
+
+    def c4p_readonlies(self, values: dict) -> None:
+        """PE 0's readonlies (``_readonlies.py``)."""
+        if self.thisIndex != 0:
+            _readonlies.receive(values)
+
+    c4p_readonlies._shoal_entry = True  # type: ignore[attr-defined]
 
     def addReducer(self, func: Callable) -> None:
         from ._reduction import Reducer
