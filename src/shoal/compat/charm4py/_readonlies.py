@@ -11,6 +11,7 @@ value's identity), and waits for every PE to have them where the caller may wait
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any
 
 from ..._runtime import context, threads
@@ -18,7 +19,8 @@ from . import readonlies
 
 __all__ = ["sync", "receive"]
 
-_sent: dict[str, int] = {}  # name -> id of the value last sent (PE 0 only)
+#: per job (PE 0's runtime): name -> id of the value last sent
+_sent: "weakref.WeakKeyDictionary[Any, dict[str, int]]" = weakref.WeakKeyDictionary()
 
 
 def _values() -> dict[str, Any]:
@@ -33,10 +35,10 @@ def sync(remote: Any) -> None:
     if rt is None or rt.pe != 0 or remote is None or rt.npes == 1:
         return
     values = _values()
-    if {k: id(v) for k, v in values.items()} == _sent:
+    ids = {k: id(v) for k, v in values.items()}
+    if ids == _sent.get(rt, {}):
         return
-    _sent.clear()
-    _sent.update({k: id(v) for k, v in values.items()})
+    _sent[rt] = ids
     if rt.counts.depth and threads.in_thread() is None:
         remote.c4p_readonlies(values)  # a plain entry method cannot wait: sent ahead
     else:
