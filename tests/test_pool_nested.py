@@ -41,6 +41,15 @@ def fib_submit(n: int) -> int:
     return a.get() + b.get()
 
 
+def chain(n: int) -> int:
+    """A chain of nested tasks n deep, each waiting on the next (map, then submit)."""
+    if n == 0:
+        return 0
+    if n % 2:
+        return 1 + shoal.pool.map(chain, [n - 1])[0]
+    return 1 + shoal.pool.submit(chain, n - 1).get()
+
+
 def _safe(cols: tuple, c: int) -> bool:
     r = len(cols)
     return all(c != q and abs(c - q) != r - i for i, q in enumerate(cols))
@@ -133,6 +142,7 @@ def case_fib(args):
     assert fib_map(11) == fib_serial(11) == 89  # called by the main program: its maps nest below
     assert shoal.pool.map(fib_map, range(12)) == [fib_serial(i) for i in range(12)]
     assert shoal.pool.submit(fib_submit, 12).get() == fib_serial(12)
+    assert chain(300) == 300  # 300 tasks waiting at once, one inside the other
     print("ok fib")
 
 
