@@ -49,12 +49,15 @@ class C(Chare):
         return f.get()  # a value already there: no wait, so no @coro needed
 
     def waits(self, kind):
+        self.never = False
         f = Future()
         try:
             if kind == "get":
                 f.get()
             elif kind == "wait":
                 charm.wait([f])
+            elif kind == "cond":
+                self.wait("self.never")
             elif kind == "recv":
                 Channel(self, remote=self.thisProxy[0]).recv()
             else:
@@ -73,7 +76,7 @@ def main(args):
     evens, odds = charm.split(a, 2, slicing=[slice(0, 8, 2), slice(1, 8, 2)])
     print("slicing", sorted(evens.where(ret=True).get()), sorted(odds.where(ret=True).get()))
     print("ready get", a[0].ready_get(ret=True).get())
-    for kind in ("get", "wait", "sleep", "recv"):
+    for kind in ("get", "wait", "sleep", "recv", "cond"):
         print("refused", kind, a[1].waits(kind, ret=True).get())
     print("local", a[3].local(ret=True).get(), Group(G).mine(ret=True).get())
     ro.X = 47
@@ -100,6 +103,7 @@ def test_api_rows_beyond_charm4pys_tests(tmp_path, transport: str) -> None:
     assert "readonly [47] [0, 1]" in lines, lines
     assert "senders [1, 2] True 1" in lines and "slicing [(0,), (2,), (4,), (6,)] [(1,), (3,), (5,), (7,)]" in lines and "ready get 7" in lines, lines
     refusals = [line for line in lines if line.startswith("refused")]
-    assert len(refusals) == 4, lines
-    for line, call in zip(refusals, ("Future.get()", "charm.iwait()/charm.wait()", "charm.sleep()", "Channel.recv()")):
+    assert len(refusals) == 5, lines
+    calls = ("Future.get()", "charm.iwait()/charm.wait()", "charm.sleep()", "Channel.recv()", "self.wait('self.never')")
+    for line, call in zip(refusals, calls):
         assert f"{call} waits" in line and "@coro" in line and "shoal" not in line, line

@@ -12,7 +12,7 @@ from ..._runtime.chare import Chare as _ShoalChare
 from ..._runtime.context import current
 from ..._runtime.proxy import CollectionProxy, EntryRef
 from . import _readonlies
-from ._futures import as_handle
+from ._futures import as_handle, refuse_wait
 from ._proxies import KINDS
 from ._reduction import as_reducer
 
@@ -148,7 +148,9 @@ class Chare(_ShoalChare):
         if test is None:
             env = sys.modules[type(self).__module__].__dict__
             test = tests[cond] = eval(f"lambda self: ({cond})", env)  # noqa: S307
-        conditions.wait_until(self, test)
+        if not test(self):
+            refuse_wait(f"self.wait({cond!r})")
+            conditions.wait_until(self, test)
 
     def c4p_ping(self) -> None:
         """Answers awaitCreation: the element exists."""
