@@ -277,8 +277,10 @@ def balance_view(an: Analysis) -> Any | None:
     go = _go()
     labels = ["before round 1"] + [f"after round {k}" for k in range(1, len(found))]
     labels = [f"{lab}<br>(spread {spread(p.work):.2f})" for lab, p in zip(labels, found)]
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.08,
-                        subplot_titles=("each PE's busy share of the period", "each element's load in the period"))
+    elements = any(p.elements for p in found)  # a summary-mode trace has none: the PEs' bars alone
+    titles = ("each PE's busy share of the period", "each element's load in the period")[:2 if elements else 1]
+    fig = make_subplots(rows=1, cols=len(titles), column_widths=[0.45, 0.55] if elements else None,
+                        horizontal_spacing=0.08, subplot_titles=titles)
     shown = list(range(min(len(an.rows), 16)))
     for r in shown:
         fig.add_trace(go.Bar(x=labels, y=[100 * p.work[r] / max(p.end - p.start, 1e-12) for p in found],
@@ -294,8 +296,9 @@ def balance_view(an: Analysis) -> Any | None:
                                  marker={"size": 6, "color": [PALETTE[r % len(PALETTE)] for r in rows]},
                                  text=[f"{name} on {an.rows[r]}" for (name, _), r in zip(items, rows)],
                                  hovertemplate="%{text}: %{y:.2f} ms<extra></extra>"), row=1, col=2)
-    fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=labels, row=1, col=2)
     fig.update_yaxes(title="% busy", range=[0, 100], row=1, col=1)
-    fig.update_yaxes(title="ms in entry methods", row=1, col=2)
+    if elements:
+        fig.update_xaxes(tickvals=list(range(len(labels))), ticktext=labels, row=1, col=2)
+        fig.update_yaxes(title="ms in entry methods", row=1, col=2)
     return _layout(fig, "Balancing: the load between rounds (spread: the busiest PE's work over the mean)",
                    height=420, barmode="group")
