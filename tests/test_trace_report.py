@@ -428,6 +428,22 @@ def test_a_traced_two_pe_job_makes_a_report(mpi_job, tmp_path, summary):
                           if an.methods[an.slice_method[i]] == "W.work")) == [f"[{k}]" for k in range(4, 8)]
 
 
+@pytest.mark.mpi
+def test_checkpoints_and_a_restart_are_marked(mpi_job, tmp_path):
+    source = (Path(__file__).resolve().parent.parent / "examples" / "checkpoint.py").read_text()
+    job = mpi_job(source, n=2, args=("--stop", "12"), env={"SHOAL_TRACE": str(tmp_path / "first.json")})
+    assert job.returncode == 0, job
+    marks = [ev for ev in json.loads((tmp_path / "first.json").read_text())["traceEvents"] if ev.get("cat") == "mark"]
+    assert {ev["name"] for ev in marks} == {"checkpoint"} and {ev["tid"] for ev in marks} == {1, 2}
+    assert all(ev["args"]["elements"] > 0 and ev["args"]["bytes"] > 0 for ev in marks)
+    job = mpi_job(source, n=2, env={"SHOAL_TRACE": str(tmp_path / "again.json"),
+                                    "SHOAL_RESTART": str(tmp_path / "heat.ckpt")})
+    assert job.returncode == 0, job
+    an = analyze(read_trace(tmp_path / "again.json").data)
+    restarts = [m for m in an.marks if m["name"] == "restart"]
+    assert len(restarts) == 2 and all(m["checkpoint"] == str(tmp_path / "heat.ckpt") for m in restarts)
+
+
 # -- in a browser ---------------------------------------------------------------------------------
 def test_report_renders_in_headless_chromium(tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
