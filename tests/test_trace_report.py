@@ -462,8 +462,9 @@ def test_report_renders_in_headless_chromium(tmp_path):
         start = dom.stdout.index(f'id="plot-{view}"')
         assert 'class="main-svg"' in dom.stdout[start:start + 3000], view
     shot = tmp_path / "shot.png"
-    subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
-                   capture_output=True, text=True, timeout=120)
+    taken = subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
+                           capture_output=True, text=True, timeout=120)
+    assert shot.exists(), taken.stderr
     from matplotlib.image import imread
 
     pixels = imread(shot)
