@@ -32,7 +32,7 @@ __all__ = ["STRATEGIES", "main", "job_settings"]
 PROGRAM = Path(__file__).with_name("program.py")
 
 #: the strategies registered in shoal._runtime.strategies (tests/test_soak.py pins the list)
-STRATEGIES = ("greedy", "refine", "comm", "rotate", "random")
+STRATEGIES = ("greedy", "refine", "comm", "rotate", "random", "auto")
 
 
 def job_settings(seed: int, lb: str | None = None, period: int | None = None) -> tuple[str, int, int]:
