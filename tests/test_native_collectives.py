@@ -93,7 +93,7 @@ def test_allreduces_give_the_python_results(mpi_job):
 
 
 def test_the_core_runs_every_exchangeable_reducer():
-    from shoal._runtime.native_core import EXCHANGE_REDUCERS
+    from shoal._runtime.core_contract import EXCHANGE_REDUCERS
     from shoal._runtime.reductions import _EXCHANGEABLE
 
     assert set(EXCHANGE_REDUCERS) == _EXCHANGEABLE

@@ -40,15 +40,10 @@ struct Broadcasts {
     PyObject *holding;      /* rt.balancer.holding: Arrays whose broadcasts their root holds */
     PyObject *block_cls;    /* reductions.Block */
     PyObject *pending;      /* reductions.PENDING */
-    Py_ssize_t off_info, off_done, off_count, off_first, off_span;   /* CollectionState */
-    Py_ssize_t off_root, off_shape;                                  /* CollectionInfo */
-    Py_ssize_t off_parent, off_children;                             /* tree.Tree */
     long tree_root;         /* the root whose children `tree_children` are */
     PyObject *tree_children;
     Gather *list;
 };
-
-static PyObject *str_ret_adopt, *str_ret_gathered, *str_ret_unsendable, *str_index;
 
 static void gather_free(Gather *g) {
     Py_XDECREF(g->blocks);
@@ -186,11 +181,11 @@ static int resolve_here(Core *c, uint32_t fid, PyObject *result) {
     int err = PyDict_DelItem(c->futures, key); /* Runtime.forget_future */
     Py_DECREF(key);
     if (!err) {
-        Py_XSETREF(SLOT(fut, c->off_value), Py_NewRef(result));
+        Py_XSETREF(SLOT(fut, shoal_slots.future_value), Py_NewRef(result));
         future_set_done(c, fut);
-        PyObject *callbacks = SLOT(fut, c->off_callbacks);
+        PyObject *callbacks = SLOT(fut, shoal_slots.future_callbacks);
         if (callbacks && callbacks != Py_None) {
-            SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None); /* the list's reference is now ours */
+            SLOT(fut, shoal_slots.future_callbacks) = Py_NewRef(Py_None); /* the list's reference is now ours */
             for (Py_ssize_t i = 0; !err && PyList_Check(callbacks) && i < PyList_GET_SIZE(callbacks); i++) {
                 PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(callbacks, i), fut);
                 if (r) Py_DECREF(r); else err = -1;
@@ -248,7 +243,7 @@ static int gather_send(Core *c, Broadcasts *b, Gather *g) {
     } else { /* pairs among them (an element's call was pending somewhere): the Python way */
         PyObject *items = gather_items(b, g);
         if (!items) return -1;
-        r = gather_key(b, g) < 0 ? NULL : PyObject_CallMethodObjArgs(b->manager, str_ret_gathered, g->domain, g->target, items, NULL);
+        r = gather_key(b, g) < 0 ? NULL : PyObject_CallMethodObjArgs(b->manager, shoal_names.ret_gathered, g->domain, g->target, items, NULL);
         Py_DECREF(items);
     }
     if (!r) return -1;
@@ -269,7 +264,7 @@ static int gather_done(Core *c, Broadcasts *b, Gather *g) {
     if (tb) PyException_SetTraceback(exc, tb);
     PyObject *src = PyLong_FromUnsignedLong(g->src), *fid = src ? PyLong_FromUnsignedLong(g->fid) : NULL;
     PyObject *entry = fid ? PyLong_FromLong(g->entry) : NULL;
-    PyObject *told = entry ? PyObject_CallMethodObjArgs(b->manager, str_ret_unsendable, src, fid, entry, g->elements,
+    PyObject *told = entry ? PyObject_CallMethodObjArgs(b->manager, shoal_names.ret_unsendable, src, fid, entry, g->elements,
                                                         g->mine, exc, NULL)
                            : NULL;
     Py_XDECREF(src);
@@ -316,7 +311,7 @@ static PyObject *segment_copies(const char *const *segs, const Py_ssize_t *lens,
 
 /* The elements of this PE, a list in block order (new reference), or NULL without error. */
 static PyObject *local_elements(Core *c, PyObject *cs) {
-    PyObject *elements = SLOT(cs, c->off_elements);
+    PyObject *elements = SLOT(cs, shoal_slots.state_elements);
     if (!elements || !PyDict_Check(elements) || PyDict_GET_SIZE(elements) == 0) return NULL;
     return PyDict_Values(elements);
 }
@@ -343,8 +338,8 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     PyObject *cs = PyDict_GetItemWithError(c->colls, key);
     Py_DECREF(key);
     if (!cs) return PyErr_Occurred() ? -1 : 0;
-    PyObject *info = SLOT(cs, b->off_info), *root_obj = info ? SLOT(info, b->off_root) : NULL;
-    if (SLOT(cs, b->off_done) != Py_True || !root_obj) return 0;
+    PyObject *info = SLOT(cs, shoal_slots.state_info), *root_obj = info ? SLOT(info, shoal_slots.info_root) : NULL;
+    if (SLOT(cs, shoal_slots.state_done) != Py_True || !root_obj) return 0;
     long root = PyLong_AsLong(root_obj);
     if (root == -1 && PyErr_Occurred()) return -1;
     if (root == (long)c->pe && PySet_Check(b->holding) && PySet_GET_SIZE(b->holding) > 0) return 0;
@@ -353,20 +348,20 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     long first = -1;
     Py_ssize_t count = 0;
     if (aux) {
-        PyObject *first_obj = SLOT(cs, b->off_first), *count_obj = SLOT(cs, b->off_count);
-        span = SLOT(cs, b->off_span);
+        PyObject *first_obj = SLOT(cs, shoal_slots.state_first), *count_obj = SLOT(cs, shoal_slots.state_count);
+        span = SLOT(cs, shoal_slots.state_span);
         first = first_obj ? PyLong_AsLong(first_obj) : -1;
         count = count_obj ? PyLong_AsSsize_t(count_obj) : -1;
         if (PyErr_Occurred()) return -1;
-        if (count < 0 || !span || span == Py_None || !SLOT(span, b->off_children) ||
-            !PyTuple_Check(SLOT(span, b->off_children)) || !SLOT(span, b->off_parent) || !SLOT(info, b->off_shape))
+        if (count < 0 || !span || span == Py_None || !SLOT(span, shoal_slots.tree_children) ||
+            !PyTuple_Check(SLOT(span, shoal_slots.tree_children)) || !SLOT(span, shoal_slots.tree_parent) || !SLOT(info, shoal_slots.info_shape))
             return 0;
     }
     PyObject *elements = local_elements(c, cs);
     if (!elements) return PyErr_Occurred() ? -1 : 0;
-    if (aux && first < 0 && SLOT(info, b->off_shape) == Py_None && count == 1 && PyList_GET_SIZE(elements) == 1) {
+    if (aux && first < 0 && SLOT(info, shoal_slots.info_shape) == Py_None && count == 1 && PyList_GET_SIZE(elements) == 1) {
         /* a Group's element: its value goes by its index, the PE (as a pair on the Python path) */
-        PyObject *index = PyObject_GetAttr(PyList_GET_ITEM(elements, 0), str_index);
+        PyObject *index = PyObject_GetAttr(PyList_GET_ITEM(elements, 0), shoal_names.index);
         first = index && PyLong_CheckExact(index) ? PyLong_AsLong(index) : -1;
         Py_XDECREF(index);
         if (PyErr_Occurred()) { Py_DECREF(elements); return -1; }
@@ -377,7 +372,7 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     /* the PEs it goes on to: children in the tree of all PEs from the collection's root */
     if (b->tree_root != root || !b->tree_children) {
         PyObject *tree = PyObject_CallFunction(b->tree_from, "l", root);
-        PyObject *children = tree ? SLOT(tree, b->off_children) : NULL;
+        PyObject *children = tree ? SLOT(tree, shoal_slots.tree_children) : NULL;
         if (!children || !PyTuple_Check(children)) {
             if (tree && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Runtime.tree_from gave no children");
             Py_XDECREF(tree);
@@ -401,12 +396,12 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
     g->fid = aux;
     g->entry = entry;
     g->elements = Py_NewRef(elements);
-    g->expected = count + PyTuple_GET_SIZE(SLOT(span, b->off_children));
-    g->parent = PyLong_AsLong(SLOT(span, b->off_parent));
+    g->expected = count + PyTuple_GET_SIZE(SLOT(span, shoal_slots.tree_children));
+    g->parent = PyLong_AsLong(SLOT(span, shoal_slots.tree_parent));
     g->blocks = PyList_New(0);
     g->others = PyList_New(0);
     g->parts = PyList_New(0);
-    g->shape = Py_XNewRef(info ? SLOT(info, b->off_shape) : NULL);
+    g->shape = Py_XNewRef(info ? SLOT(info, shoal_slots.info_shape) : NULL);
     values = PyList_New(0);
     if (!g->blocks || !g->others || !g->parts || !g->shape || !values || PyErr_Occurred()) {
         gather_free(g);
@@ -482,7 +477,7 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
         gather_unlink(b, g);
         PyObject *items = gather_key(b, g) < 0 ? NULL : PyList_New(0);
         PyObject *values_in = items && add_items(b, items, pair, g->shape) == 0 ? PyLong_FromSsize_t(count - into.npending) : NULL;
-        PyObject *r = values_in ? PyObject_CallMethodObjArgs(b->manager, str_ret_adopt, g->domain, g->target, items,
+        PyObject *r = values_in ? PyObject_CallMethodObjArgs(b->manager, shoal_names.ret_adopt, g->domain, g->target, items,
                                                               values_in, g->parts, NULL)
                                 : NULL;
         Py_XDECREF(values_in);
@@ -608,12 +603,11 @@ int local_broadcast(Core *c, PyObject *header, PyObject *body) {
     return r;
 }
 
-/* use_broadcasts(manager, tree_from, balancer_holding, Block, PENDING, CollectionState,
- * CollectionInfo, Tree): broadcasts compiled from now on. */
+/* use_broadcasts(manager, tree_from, balancer_holding, Block, PENDING): broadcasts compiled
+ * from now on (the slots they read are the contract's). */
 PyObject *Core_use_broadcasts(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "use_broadcasts(manager, tree_from, holding, Block, PENDING, CollectionState, "
-                                         "CollectionInfo, Tree)");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "use_broadcasts(manager, tree_from, holding, Block, PENDING)");
         return NULL;
     }
     Broadcasts *b = PyMem_Calloc(1, sizeof(Broadcasts));
@@ -624,12 +618,8 @@ PyObject *Core_use_broadcasts(Core *c, PyObject *const *args, Py_ssize_t nargs) 
     b->block_cls = Py_NewRef(args[3]);
     b->pending = Py_NewRef(args[4]);
     b->tree_root = -1;
-    if (!PySet_Check(b->holding) || (b->off_info = slot_offset(args[5], "info")) < 0 ||
-        (b->off_done = slot_offset(args[5], "done")) < 0 || (b->off_count = slot_offset(args[5], "count")) < 0 ||
-        (b->off_first = slot_offset(args[5], "first")) < 0 || (b->off_span = slot_offset(args[5], "span")) < 0 ||
-        (b->off_root = slot_offset(args[6], "root")) < 0 || (b->off_shape = slot_offset(args[6], "shape")) < 0 ||
-        (b->off_parent = slot_offset(args[7], "parent")) < 0 || (b->off_children = slot_offset(args[7], "children")) < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "use_broadcasts: the balancer's holding must be a set");
+    if (!PySet_Check(b->holding)) {
+        PyErr_SetString(PyExc_TypeError, "use_broadcasts: the balancer's holding must be a set");
         broadcasts_free(b);
         return NULL;
     }
@@ -662,9 +652,3 @@ PyObject *Core_gathers_under_way(Core *c, PyObject *unused) {
     return out;
 }
 
-int broadcasts_init(void) {
-    return (str_ret_adopt = PyUnicode_InternFromString("ret_adopt")) && (str_index = PyUnicode_InternFromString("index")) &&
-           (str_ret_gathered = PyUnicode_InternFromString("ret_gathered")) &&
-           (str_ret_unsendable = PyUnicode_InternFromString("ret_unsendable"))
-               ? 0 : -1;
-}

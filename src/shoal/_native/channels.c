@@ -13,7 +13,7 @@
 int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint16_t seq, uint32_t tag, uint64_t coll,
                     const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
     /* `frames` NULL: a message from this PE's local queue (no receive buffer to restart) */
-    PyObject *table = PyObject_GetAttr(el, str_channels);
+    PyObject *table = PyObject_GetAttr(el, shoal_names.channels);
     if (!table) return -1;
     PyObject *ch = NULL;
     if (PyDict_Check(table)) {
@@ -28,7 +28,7 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint16_t seq, uint32_t 
     int r = channel_in_order(c, ch, seq);
     if (r <= 0) goto done; /* it overtook an earlier message: Channel.arrive keeps it until that one comes */
     r = 0;
-    PyObject *fut = SLOT(ch, c->off_waiting), *into = SLOT(ch, c->off_into), *arrived = SLOT(ch, c->off_arrived);
+    PyObject *fut = SLOT(ch, shoal_slots.channel_waiting), *into = SLOT(ch, shoal_slots.channel_into), *arrived = SLOT(ch, shoal_slots.channel_arrived);
     if (fut && Py_TYPE(fut) == (PyTypeObject *)c->set_cls) { /* a receive set's: land it in the posted buffer */
         if ((kind & KIND_ARRAYS) && nseg == 2) {
             Py_INCREF(fut);
@@ -50,7 +50,7 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint16_t seq, uint32_t 
     }
     /* a pending receive of a local future (fid 0) that nothing resolved yet; anything
      * else, or a slot that does not read as it should, is for the Python path */
-    if (!(fut && fut != Py_None && into && arrived && SLOT(fut, c->off_fid) && PyLong_AsLong(SLOT(fut, c->off_fid)) == 0 &&
+    if (!(fut && fut != Py_None && into && arrived && SLOT(fut, shoal_slots.future_fid) && PyLong_AsLong(SLOT(fut, shoal_slots.future_fid)) == 0 &&
           future_pending(c, fut) > 0)) {
         PyErr_Clear(); /* also when one of those reads failed */
         goto done;
@@ -86,17 +86,17 @@ int channel_deliver(Core *c, PyObject *el, uint8_t kind, uint16_t seq, uint32_t 
     /* Channel.arrive + Future._resolve: the next sequence number, the value, the callbacks */
     PyObject *next = PyLong_FromLong((seq + 1) & SEQ_MASK);
     if (!next) { Py_DECREF(value); r = -1; goto release; }
-    Py_XSETREF(SLOT(ch, c->off_arrived), next);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_arrived), next);
     Py_INCREF(Py_None);
-    Py_XSETREF(SLOT(ch, c->off_waiting), Py_None);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_waiting), Py_None);
     Py_INCREF(Py_None);
-    Py_XSETREF(SLOT(ch, c->off_into), Py_None);
-    Py_XSETREF(SLOT(fut, c->off_value), value);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_into), Py_None);
+    Py_XSETREF(SLOT(fut, shoal_slots.future_value), value);
     future_set_done(c, fut);
-    PyObject *callbacks = SLOT(fut, c->off_callbacks);
+    PyObject *callbacks = SLOT(fut, shoal_slots.future_callbacks);
     r = 1;
     if (callbacks && callbacks != Py_None) {
-        SLOT(fut, c->off_callbacks) = Py_None;
+        SLOT(fut, shoal_slots.future_callbacks) = Py_None;
         Py_INCREF(Py_None);
         if (PyList_Check(callbacks)) {
             for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks) && r > 0; i++) {
@@ -156,8 +156,8 @@ static PyObject *channel_recv_fast(Core *c, PyObject *ch, PyObject *cls, PyObjec
         if (!keyword_is(PyTuple_GET_ITEM(kwnames, 0), "into")) return NULL;
         into = args[0];
     }
-    PyObject *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);
-    if (waiting != Py_None || !inbox || (into != Py_None && into != SLOT(ch, c->off_checked))) return NULL;
+    PyObject *waiting = SLOT(ch, shoal_slots.channel_waiting), *inbox = SLOT(ch, shoal_slots.channel_inbox);
+    if (waiting != Py_None || !inbox || (into != Py_None && into != SLOT(ch, shoal_slots.channel_checked))) return NULL;
     Py_ssize_t queued = PyObject_Length(inbox);
     if (queued != 0) {
         if (queued < 0) PyErr_Clear();
@@ -167,16 +167,16 @@ static PyObject *channel_recv_fast(Core *c, PyObject *ch, PyObject *cls, PyObjec
     PyObject *fut = type->tp_alloc(type, 0);
     PyObject *owner = fut ? PyLong_FromUnsignedLong(c->pe) : NULL, *fid = owner ? PyLong_FromLong(0) : NULL;
     if (!fid) { Py_XDECREF(owner); Py_XDECREF(fut); return NULL; }
-    SLOT(fut, c->off_future_rt) = Py_NewRef(c->rt);
-    SLOT(fut, c->off_owner) = owner;
-    SLOT(fut, c->off_fid) = fid;
+    SLOT(fut, shoal_slots.future_rt) = Py_NewRef(c->rt);
+    SLOT(fut, shoal_slots.future_owner) = owner;
+    SLOT(fut, shoal_slots.future_fid) = fid;
     future_set_pending(c, fut);
-    SLOT(fut, c->off_value) = Py_NewRef(Py_None);
-    SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None);
-    SLOT(fut, c->off_origin) = Py_NewRef(ch);
-    Py_XSETREF(SLOT(ch, c->off_waiting), Py_NewRef(fut));
-    Py_XSETREF(SLOT(ch, c->off_into), Py_NewRef(into));
-    Py_XSETREF(SLOT(ch, c->off_landed), Py_NewRef(Py_False));
+    SLOT(fut, shoal_slots.future_value) = Py_NewRef(Py_None);
+    SLOT(fut, shoal_slots.future_callbacks) = Py_NewRef(Py_None);
+    SLOT(fut, shoal_slots.future_origin) = Py_NewRef(ch);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_waiting), Py_NewRef(fut));
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_into), Py_NewRef(into));
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_landed), Py_NewRef(Py_False));
     return fut;
 }
 

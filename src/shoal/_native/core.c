@@ -20,21 +20,9 @@
 #include "core.h"
 
 Core *active = NULL;
-PyObject *str_funcs, *str_channels, *str_append, *str_popleft;
 
 Core *core_for(PyObject *rt) {
     return active != NULL && active->rt == rt ? active : NULL;
-}
-
-/* The offset of slot `name` of class `cls` (a __slots__ member descriptor). */
-Py_ssize_t slot_offset(PyObject *cls, const char *name) {
-    PyObject *d = PyObject_GetAttrString(cls, name);
-    if (!d) return -1;
-    Py_ssize_t off = -1;
-    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) off = ((PyMemberDescrObject *)d)->d_member->offset;
-    else PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ member", cls, name);
-    Py_DECREF(d);
-    return off;
 }
 
 /* The frames' hook: a received eager frame for this core (see native.h). */
@@ -43,15 +31,14 @@ static int deliver_hook(void *core, const char *frame, Py_ssize_t n, void *frame
 }
 
 static int Core_init(Core *self, PyObject *args, PyObject *kw) {
-    PyObject *frames, *rt, *proxy_cls, *locations_cls, *info_cls, *state_cls, *channel_cls, *future_cls, *set_cls, *chare_cls;
+    PyObject *frames, *rt, *future_cls, *set_cls;
     if (self->locations) { /* a second __init__ would leak (or drop) what the first one took */
         PyErr_SetString(PyExc_RuntimeError, "shoal._native.Core is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOOOOOOOO", &FramesType, &frames, &rt, &self->locations, &self->colls,
                           &self->start_task, &self->failed, &self->encode, &self->loads, &self->layouts,
-                          &self->layout, &self->slow_send, &proxy_cls, &locations_cls, &info_cls, &state_cls,
-                          &channel_cls, &future_cls, &set_cls, &chare_cls, &self->fut_pending, &self->fut_done))
+                          &self->layout, &self->slow_send, &future_cls, &set_cls, &self->fut_pending, &self->fut_done))
         return -1;
     /* the parsed references are borrowed: own them at once, so that Core_dealloc may
      * release them whichever check below fails */
@@ -71,21 +58,24 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     }
     Py_INCREF(future_cls);
     Py_XSETREF(self->future_cls, future_cls);
-    if (!(self->futures = PyObject_GetAttrString(rt, "futures"))) return -1;
+    if (!shoal_contract_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_contract() must run before a Core is made (core_contract.py)");
+        return -1;
+    }
+    if (!(self->futures = PyObject_GetAttr(rt, shoal_names.futures))) return -1;
     if (!PyDict_Check(self->futures)) {
         PyErr_SetString(PyExc_TypeError, "rt.futures must be a dict");
         return -1;
     }
-    if (!(self->str_next_fid = PyUnicode_InternFromString("_next_fid"))) return -1;
-    PyObject *local = PyObject_GetAttrString(rt, "local");
+    PyObject *local = PyObject_GetAttr(rt, shoal_names.local);
     if (!local) return -1;
     self->local = local;
-    if (!(self->on_value = PyObject_GetAttrString(rt, "_on_value"))) return -1;
-    if (!(self->route = PyObject_GetAttrString(self->locations, "route"))) return -1;
-    if (!(self->send_future = PyObject_GetAttrString(rt, "send_future"))) return -1;
-    if (!(self->replier = PyObject_GetAttrString(rt, "_replier"))) return -1;
-    self->local_append = PyObject_GetAttrString(local, "append");
-    self->local_popleft = PyObject_GetAttrString(local, "popleft");
+    if (!(self->on_value = PyObject_GetAttr(rt, shoal_names.on_value))) return -1;
+    if (!(self->route = PyObject_GetAttr(self->locations, shoal_names.route))) return -1;
+    if (!(self->send_future = PyObject_GetAttr(rt, shoal_names.send_future))) return -1;
+    if (!(self->replier = PyObject_GetAttr(rt, shoal_names.replier))) return -1;
+    self->local_append = PyObject_GetAttr(local, shoal_names.append);
+    self->local_popleft = PyObject_GetAttr(local, shoal_names.popleft);
     if (!self->local_append || !self->local_popleft) return -1;
     if (!PyDict_Check(self->colls) || !PyDict_Check(self->layouts)) {
         PyErr_SetString(PyExc_TypeError, "colls and layouts must be dicts");
@@ -95,28 +85,11 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     Py_INCREF(rt);
     self->frames = (Frames *)frames;
     self->rt = rt;
-    PyObject *pe = PyObject_GetAttrString(rt, "pe");
+    PyObject *pe = PyObject_GetAttr(rt, shoal_names.pe);
     if (!pe) return -1;
     self->pe = (uint32_t)PyLong_AsUnsignedLong(pe);
     Py_DECREF(pe);
     if (PyErr_Occurred()) return -1;
-    if ((self->off_info = slot_offset(proxy_cls, "_info")) < 0 || (self->off_index = slot_offset(proxy_cls, "_index")) < 0 ||
-        (self->off_dest = slot_offset(proxy_cls, "_dest")) < 0 || (self->off_epoch = slot_offset(proxy_cls, "_epoch")) < 0 ||
-        (self->off_loc_epoch = slot_offset(locations_cls, "epoch")) < 0 ||
-        (self->off_info_id = slot_offset(info_cls, "id")) < 0 || (self->off_info_root = slot_offset(info_cls, "root")) < 0 || (self->off_elements = slot_offset(state_cls, "elements")) < 0 ||
-        (self->off_waiting = slot_offset(channel_cls, "waiting")) < 0 || (self->off_into = slot_offset(channel_cls, "into")) < 0 ||
-        (self->off_arrived = slot_offset(channel_cls, "arrived")) < 0 || (self->off_sent = slot_offset(channel_cls, "sent")) < 0 ||
-        (self->off_tag = slot_offset(channel_cls, "tag")) < 0 || (self->off_remote = slot_offset(channel_cls, "remote")) < 0 || (self->off_state = slot_offset(future_cls, "_state")) < 0 ||
-        (self->off_value = slot_offset(future_cls, "_value")) < 0 || (self->off_callbacks = slot_offset(future_cls, "_callbacks")) < 0 ||
-        (self->off_fid = slot_offset(future_cls, "fid")) < 0 || (self->off_future_rt = slot_offset(future_cls, "_rt")) < 0 ||
-        (self->off_owner = slot_offset(future_cls, "owner")) < 0 || (self->off_origin = slot_offset(future_cls, "_origin")) < 0 ||
-        (self->off_inbox = slot_offset(channel_cls, "inbox")) < 0 || (self->off_ahead = slot_offset(channel_cls, "ahead")) < 0 || (self->off_landed = slot_offset(channel_cls, "landed")) < 0 ||
-        (self->off_checked = slot_offset(channel_cls, "checked")) < 0 ||
-        (self->off_peer = slot_offset(channel_cls, "peer")) < 0 || (self->off_peer_epoch = slot_offset(channel_cls, "peer_epoch")) < 0 ||
-        (self->off_channels = slot_offset(set_cls, "channels")) < 0 || (self->off_buffers = slot_offset(set_cls, "buffers")) < 0 ||
-        (self->off_remaining = slot_offset(set_cls, "remaining")) < 0 || (self->off_item = slot_offset(set_cls, "item")) < 0 ||
-        (self->off_load = slot_offset(chare_cls, "_shoal_load")) < 0 || (self->off_held = slot_offset(chare_cls, "_shoal_held")) < 0)
-        return -1;
     self->rng = 0x9E3779B97F4A7C15ull ^ ((uint64_t)self->pe + 1);
     self->comm_countdown = comm_interval(self);
     self->frames->hook = deliver_hook;
@@ -160,7 +133,6 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->set_cls);
     Py_XDECREF(self->future_cls);
     Py_XDECREF(self->futures);
-    Py_XDECREF(self->str_next_fid);
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
     exchanges_free(self->exchanges);
@@ -192,12 +164,12 @@ static PyObject *Core_new_future(Core *self, PyObject *arg) {
 }
 
 PyObject *core_new_future(Core *self, long back) {
-    PyObject *next = PyObject_GetAttr(self->rt, self->str_next_fid);
+    PyObject *next = PyObject_GetAttr(self->rt, shoal_names.next_fid);
     if (!next) return NULL;
     unsigned long fid = PyLong_AsUnsignedLong(next);
     if (fid == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(next); return NULL; }
     PyObject *following = PyLong_FromUnsignedLong(fid < 0xFFFFFFFFul ? fid + 1 : 1);
-    int err = !following || PyObject_SetAttr(self->rt, self->str_next_fid, following) < 0;
+    int err = !following || PyObject_SetAttr(self->rt, shoal_names.next_fid, following) < 0;
     Py_XDECREF(following);
     if (err) { Py_DECREF(next); return NULL; }
     /* where it was made: (code, line) of the frame `back` above the caller's */
@@ -216,13 +188,13 @@ PyObject *core_new_future(Core *self, long back) {
     PyObject *fut = origin ? cls->tp_alloc(cls, 0) : NULL;
     PyObject *owner = fut ? PyLong_FromUnsignedLong(self->pe) : NULL;
     if (!owner) { Py_XDECREF(fut); Py_XDECREF(origin); Py_DECREF(next); return NULL; }
-    SLOT(fut, self->off_future_rt) = Py_NewRef(self->rt);
-    SLOT(fut, self->off_owner) = owner;
-    SLOT(fut, self->off_fid) = next; /* the reference taken above */
+    SLOT(fut, shoal_slots.future_rt) = Py_NewRef(self->rt);
+    SLOT(fut, shoal_slots.future_owner) = owner;
+    SLOT(fut, shoal_slots.future_fid) = next; /* the reference taken above */
     future_set_pending(self, fut);
-    SLOT(fut, self->off_value) = Py_NewRef(Py_None);
-    SLOT(fut, self->off_callbacks) = Py_NewRef(Py_None);
-    SLOT(fut, self->off_origin) = origin;
+    SLOT(fut, shoal_slots.future_value) = Py_NewRef(Py_None);
+    SLOT(fut, shoal_slots.future_callbacks) = Py_NewRef(Py_None);
+    SLOT(fut, shoal_slots.future_origin) = origin;
     if (PyDict_SetItem(self->futures, next, fut) < 0) { Py_DECREF(fut); return NULL; }
     return fut;
 }
@@ -467,9 +439,6 @@ static PyMethodDef core_functions[] = {
 };
 
 int core_init(PyObject *m) {
-    if (!(str_funcs = PyUnicode_InternFromString("_shoal_funcs")) || !(str_channels = PyUnicode_InternFromString("_shoal_channels")) ||
-        !(str_append = PyUnicode_InternFromString("append")) || !(str_popleft = PyUnicode_InternFromString("popleft")))
-        return -1;
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CompiledType) < 0 || PyType_Ready(&LoadType) < 0) return -1;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) { Py_DECREF(&CoreType); return -1; }

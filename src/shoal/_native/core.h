@@ -3,6 +3,7 @@
 #define SHOAL_CORE_H
 
 #include "native.h"
+#include "contract.h"
 #include <structmember.h>
 #include <string.h>
 
@@ -102,17 +103,8 @@ struct Core {
     PyObject *current;       /* the element whose entry method runs now (borrowed), or NULL */
     long comm_countdown;     /* sends until the next one sampled */
     uint64_t rng;            /* xorshift state: sampling intervals vary, so no send pattern aliases with them */
-    Py_ssize_t off_info, off_index, off_dest, off_epoch;              /* ElementProxy slots */
-    Py_ssize_t off_loc_epoch, off_info_id, off_info_root, off_elements; /* Locations, CollectionInfo, CollectionState */
-    Py_ssize_t off_waiting, off_into, off_arrived, off_sent, off_tag, off_remote; /* Channel slots */
-    Py_ssize_t off_state, off_value, off_callbacks, off_fid;         /* Future slots */
-    Py_ssize_t off_inbox, off_ahead, off_landed, off_peer, off_peer_epoch, off_checked; /* more Channel slots */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
-    PyObject *future_cls, *futures, *str_next_fid;                   /* futures.Future, rt.futures, "_next_fid" */
-    Py_ssize_t off_future_rt, off_owner, off_origin;                 /* more Future slots (new_future) */
-    Py_ssize_t off_channels, off_buffers, off_remaining, off_item;   /* its slots */
-    Py_ssize_t off_load;   /* Chare._shoal_load: the element's load counters (float64[2]) */
-    Py_ssize_t off_held;   /* Chare._shoal_held: messages held back for order after a move, or None */
+    PyObject *future_cls, *futures;                                  /* futures.Future, rt.futures */
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
     Broadcasts *broadcasts;  /* the compiled broadcasts (broadcasts.c), once use_broadcasts() was called */
@@ -122,7 +114,6 @@ struct Core {
 };
 
 extern Core *active; /* the core of the runtime in this process (one MPI PE per process) */
-extern PyObject *str_funcs, *str_channels, *str_append, *str_popleft;
 extern PyTypeObject CompiledType;
 
 /* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
@@ -146,7 +137,7 @@ static inline uint64_t now_ticks(void) {
 /* Whether element `el` holds messages back until a sender's fence comes (migration.py):
  * then every message for it takes the Python path, which keeps the order. */
 static inline int holding(Core *c, PyObject *el) {
-    PyObject *held = SLOT(el, c->off_held);
+    PyObject *held = SLOT(el, shoal_slots.chare_held);
     return held != NULL && held != Py_None;
 }
 
@@ -193,25 +184,25 @@ typedef struct {
 extern PyTypeObject LoadType;
 
 static inline void add_load(Core *c, PyObject *el, uint64_t ticks) {
-    PyObject *load = SLOT(el, c->off_load);
+    PyObject *load = SLOT(el, shoal_slots.chare_load);
     if (load && Py_IS_TYPE(load, &LoadType)) ((Load *)load)->v[1] += (double)ticks;
 }
 
 /* Whether future `fut` is still pending: 1 yes, 0 no (or its state is unset), -1 error. */
 static inline int future_pending(Core *c, PyObject *fut) {
-    PyObject *state = SLOT(fut, c->off_state);
+    PyObject *state = SLOT(fut, shoal_slots.future_state);
     if (state == c->fut_pending) return 1;
     return state ? PyObject_RichCompareBool(state, c->fut_pending, Py_EQ) : 0;
 }
 
 /* Mark a future just allocated (its state unset) pending: Future.__init__'s state. */
 static inline void future_set_pending(Core *c, PyObject *fut) {
-    Py_XSETREF(SLOT(fut, c->off_state), Py_NewRef(c->fut_pending));
+    Py_XSETREF(SLOT(fut, shoal_slots.future_state), Py_NewRef(c->fut_pending));
 }
 
 /* Mark future `fut` done (its value is set apart): Future._resolve's state change. */
 static inline void future_set_done(Core *c, PyObject *fut) {
-    Py_XSETREF(SLOT(fut, c->off_state), Py_NewRef(c->fut_done));
+    Py_XSETREF(SLOT(fut, shoal_slots.future_state), Py_NewRef(c->fut_done));
 }
 
 /* Whether `key`, a keyword of a call (an item of its kwnames), is `name`. */
@@ -240,7 +231,6 @@ typedef PyObject *(*valuefunc)(Core *c, PyObject *obj, PyObject *extra, PyObject
                                PyObject *kwnames);
 PyObject *compiled_value_method(Core *c, PyObject *obj, PyObject *fallback, valuefunc fast, PyObject *extra);
 /* The offset of slot `name` of class `cls` (a __slots__ member descriptor), or -1 (error set). */
-Py_ssize_t slot_offset(PyObject *cls, const char *name);
 /* tasks.c: a coroutine task's compiled resume() and wake_now(fut) */
 PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_task_wake_now(Core *self, PyObject *const *args, Py_ssize_t nargs);

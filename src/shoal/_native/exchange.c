@@ -43,16 +43,13 @@ struct Exchanges {
     PyObject *builtin[R_BUILTINS];       /* reducers.sum, product, max, min, logical_and, logical_or, nop, exact_sum */
     PyObject *ufunc[4];                  /* np.add, multiply, maximum, minimum: fetched at the first array */
     PyObject *pe, *what;                 /* this PE as an int; "an allreduce of" */
-    PyObject *chare_cls;
-    Py_ssize_t off_collection, off_done, off_count, off_hosts;          /* Chare, CollectionState */
-    Py_ssize_t off_rt, off_owner, off_origin;                           /* Future */
+    PyObject *chare_cls;                 /* Chare: an all-reduce's element must be one (its slots are read) */
     uint32_t npes;
     Step *steps;
     int nsteps;
     Exchange *list;
 };
 
-static PyObject *str_shoal_away, *str_shoal_seq, *str_combine, *str_finish, *str_wake, *str_current_x, *str_resolve;
 
 /* This PE's steps (reductions._butterfly). */
 static int make_steps(Exchanges *x, uint32_t pe) {
@@ -152,7 +149,7 @@ static PyObject *combine(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject
             }
         }
     }
-    PyObject *fn = PyObject_GetAttr(reducer, str_combine);
+    PyObject *fn = PyObject_GetAttr(reducer, shoal_names.combine);
     PyObject *pair = fn ? PyList_New(2) : NULL;
     if (!pair) { Py_XDECREF(fn); return NULL; }
     PyList_SET_ITEM(pair, 0, Py_NewRef(lo));
@@ -167,15 +164,15 @@ static PyObject *combine(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject
 static int resolve(Core *c, PyObject *fut, PyObject *value) {
     int pending = future_pending(c, fut);
     if (pending <= 0) { /* the Python method says what is wrong */
-        PyObject *r = pending < 0 ? NULL : PyObject_CallMethodOneArg(fut, str_resolve, value);
+        PyObject *r = pending < 0 ? NULL : PyObject_CallMethodOneArg(fut, shoal_names.resolve, value);
         Py_XDECREF(r);
         return r ? 0 : -1;
     }
-    Py_XSETREF(SLOT(fut, c->off_value), Py_NewRef(value));
+    Py_XSETREF(SLOT(fut, shoal_slots.future_value), Py_NewRef(value));
     future_set_done(c, fut);
-    PyObject *callbacks = SLOT(fut, c->off_callbacks);
+    PyObject *callbacks = SLOT(fut, shoal_slots.future_callbacks);
     if (!callbacks || callbacks == Py_None) return 0;
-    SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None); /* the list's reference is now ours */
+    SLOT(fut, shoal_slots.future_callbacks) = Py_NewRef(Py_None); /* the list's reference is now ours */
     int err = 0;
     for (Py_ssize_t i = 0; !err && PyList_Check(callbacks) && i < PyList_GET_SIZE(callbacks); i++) {
         PyObject *r = PyObject_CallOneArg(PyList_GET_ITEM(callbacks, i), fut);
@@ -190,7 +187,7 @@ static int resolve(Core *c, PyObject *fut, PyObject *value) {
 static int complete(Core *c, Exchanges *x, uint64_t coll, uint32_t seq, PyObject *reducer, PyObject *value, PyObject *fut) {
     int k = builtin_id(x, reducer);
     if (k < 0 || k == R_EXACT) {
-        PyObject *finish = PyObject_GetAttr(reducer, str_finish);
+        PyObject *finish = PyObject_GetAttr(reducer, shoal_names.finish);
         if (!finish) { Py_DECREF(value); return -1; }
         if (finish != Py_None) Py_SETREF(value, PyObject_CallOneArg(finish, value));
         Py_DECREF(finish);
@@ -199,7 +196,7 @@ static int complete(Core *c, Exchanges *x, uint64_t coll, uint32_t seq, PyObject
     int err = 0;
     if (PyDict_GET_SIZE(x->waiters) || PyDict_GET_SIZE(x->remote_waiters)) {
         PyObject *key = Py_BuildValue("((K)I)", (unsigned long long)coll, (unsigned)seq);
-        PyObject *r = key ? PyObject_CallMethodObjArgs(x->manager, str_wake, key, value, NULL) : NULL;
+        PyObject *r = key ? PyObject_CallMethodObjArgs(x->manager, shoal_names.wake, key, value, NULL) : NULL;
         Py_XDECREF(key);
         if (r) Py_DECREF(r); else err = -1;
     }
@@ -340,12 +337,11 @@ void exchanges_free(Exchanges *x) {
 
 /* -- the methods the Python runtime calls -------------------------------------------- */
 
-/* use_exchanges(manager, npes, post_value, ResultFuture, Chare, CollectionState, context_ns,
+/* use_exchanges(manager, npes, post_value, ResultFuture, Chare, context_ns,
  * (sum, product, max, min, logical_and, logical_or, nop, exact_sum)) */
 PyObject *Core_use_exchanges(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8 || !PyTuple_Check(args[7]) || PyTuple_GET_SIZE(args[7]) != R_BUILTINS) {
-        PyErr_SetString(PyExc_TypeError, "use_exchanges(manager, npes, post_value, ResultFuture, Chare, CollectionState, "
-                                         "context, reducers[8])");
+    if (nargs != 7 || !PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) != R_BUILTINS) {
+        PyErr_SetString(PyExc_TypeError, "use_exchanges(manager, npes, post_value, ResultFuture, Chare, context, reducers[8])");
         return NULL;
     }
     long npes = PyLong_AsLong(args[1]);
@@ -360,18 +356,15 @@ PyObject *Core_use_exchanges(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     x->post_value = Py_NewRef(args[2]);
     x->result_cls = Py_NewRef(args[3]);
     x->chare_cls = Py_NewRef(args[4]);
-    x->context = Py_NewRef(args[6]);
-    for (int i = 0; i < R_BUILTINS; i++) x->builtin[i] = Py_NewRef(PyTuple_GET_ITEM(args[7], i));
-    x->waiters = PyObject_GetAttrString(x->manager, "waiters");
-    x->remote_waiters = PyObject_GetAttrString(x->manager, "remote_waiters");
+    x->context = Py_NewRef(args[5]);
+    for (int i = 0; i < R_BUILTINS; i++) x->builtin[i] = Py_NewRef(PyTuple_GET_ITEM(args[6], i));
+    x->waiters = PyObject_GetAttr(x->manager, shoal_names.waiters);
+    x->remote_waiters = PyObject_GetAttr(x->manager, shoal_names.remote_waiters);
     x->pe = PyLong_FromUnsignedLong(c->pe);
     x->what = PyUnicode_FromString("an allreduce of");
     if (!x->waiters || !x->remote_waiters || !x->pe || !x->what || !PyDict_Check(x->waiters) ||
         !PyDict_Check(x->remote_waiters) || !PyDict_Check(x->context) || !PyType_Check(args[3]) ||
-        (x->off_collection = slot_offset(args[4], "collection")) < 0 || (x->off_done = slot_offset(args[5], "done")) < 0 ||
-        (x->off_count = slot_offset(args[5], "count")) < 0 || (x->off_hosts = slot_offset(args[5], "hosts")) < 0 ||
-        (x->off_rt = slot_offset(args[3], "_rt")) < 0 || (x->off_owner = slot_offset(args[3], "owner")) < 0 ||
-        (x->off_origin = slot_offset(args[3], "_origin")) < 0) {
+        !PyType_Check(args[4])) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "use_exchanges: unexpected manager, classes or context");
         exchanges_free(x);
         return NULL;
@@ -439,13 +432,13 @@ static PyObject *new_future(Core *c, Exchanges *x, PyObject *el) {
     PyTypeObject *cls = (PyTypeObject *)x->result_cls;
     PyObject *fut = cls->tp_alloc(cls, 0), *origin = fut ? PyTuple_Pack(2, x->what, el) : NULL;
     if (!origin) { Py_XDECREF(fut); return NULL; }
-    SLOT(fut, x->off_rt) = Py_NewRef(c->rt);
-    SLOT(fut, x->off_owner) = Py_NewRef(x->pe);
-    SLOT(fut, c->off_fid) = PyLong_FromLong(0);
+    SLOT(fut, shoal_slots.future_rt) = Py_NewRef(c->rt);
+    SLOT(fut, shoal_slots.future_owner) = Py_NewRef(x->pe);
+    SLOT(fut, shoal_slots.future_fid) = PyLong_FromLong(0);
     future_set_pending(c, fut);
-    SLOT(fut, c->off_value) = Py_NewRef(Py_None);
-    SLOT(fut, c->off_callbacks) = Py_NewRef(Py_None);
-    SLOT(fut, x->off_origin) = origin;
+    SLOT(fut, shoal_slots.future_value) = Py_NewRef(Py_None);
+    SLOT(fut, shoal_slots.future_callbacks) = Py_NewRef(Py_None);
+    SLOT(fut, shoal_slots.future_origin) = origin;
     return fut;
 }
 
@@ -462,23 +455,23 @@ PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *el = args[0], *value = args[1], *reducer = args[2] == Py_None && x ? x->builtin[R_SUM] : args[2];
     if (!x || active != c || builtin_id(x, reducer) < 0 || !PyObject_TypeCheck(el, (PyTypeObject *)x->chare_cls))
         Py_RETURN_NONE;
-    PyObject *now = PyDict_GetItemWithError(x->context, str_current_x);
+    PyObject *now = PyDict_GetItemWithError(x->context, shoal_names.current);
     if (now != c->rt) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *away = PyObject_GetAttr(el, str_shoal_away);
+    PyObject *away = PyObject_GetAttr(el, shoal_names.shoal_away);
     if (!away) return NULL;
     Py_DECREF(away);
-    PyObject *proxy = SLOT(el, x->off_collection), *info = proxy ? SLOT(proxy, c->off_info) : NULL;
-    PyObject *id = info ? SLOT(info, c->off_info_id) : NULL;
+    PyObject *proxy = SLOT(el, shoal_slots.chare_collection), *info = proxy ? SLOT(proxy, shoal_slots.proxy_info) : NULL;
+    PyObject *id = info ? SLOT(info, shoal_slots.info_id) : NULL;
     if (away != Py_False || !id) Py_RETURN_NONE;
     PyObject *cs = PyDict_GetItemWithError(c->colls, id);
     if (!cs) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *done = SLOT(cs, x->off_done), *count = SLOT(cs, x->off_count), *hosts = SLOT(cs, x->off_hosts);
+    PyObject *done = SLOT(cs, shoal_slots.state_done), *count = SLOT(cs, shoal_slots.state_count), *hosts = SLOT(cs, shoal_slots.state_hosts);
     if (done != Py_True || !count || !PyLong_CheckExact(count) || PyLong_AsLong(count) != 1 || !hosts) Py_RETURN_NONE;
     Py_ssize_t nhosts = PyObject_Length(hosts);
     if (nhosts < 0) return NULL;
@@ -486,13 +479,13 @@ PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     unsigned long long coll = PyLong_AsUnsignedLongLong(id);
     if (PyErr_Occurred()) return NULL;
     /* the element's next contribution number: el._shoal_seq += 1 */
-    PyObject *seq_obj = PyObject_GetAttr(el, str_shoal_seq);
+    PyObject *seq_obj = PyObject_GetAttr(el, shoal_names.shoal_seq);
     if (!seq_obj) return NULL;
     unsigned long seq = PyLong_AsUnsignedLong(seq_obj);
     Py_DECREF(seq_obj);
     if (PyErr_Occurred()) return NULL;
     PyObject *next = PyLong_FromUnsignedLong(seq + 1);
-    int set = next ? PyObject_SetAttr(el, str_shoal_seq, next) : -1;
+    int set = next ? PyObject_SetAttr(el, shoal_names.shoal_seq, next) : -1;
     Py_XDECREF(next);
     if (set < 0) return NULL;
     PyObject *fut = new_future(c, x, el);
@@ -501,10 +494,3 @@ PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     return fut;
 }
 
-int exchange_init(void) {
-    return (str_shoal_away = PyUnicode_InternFromString("_shoal_away")) && (str_shoal_seq = PyUnicode_InternFromString("_shoal_seq")) &&
-           (str_combine = PyUnicode_InternFromString("combine")) && (str_finish = PyUnicode_InternFromString("finish")) &&
-           (str_wake = PyUnicode_InternFromString("_wake")) && (str_current_x = PyUnicode_InternFromString("_current")) &&
-           (str_resolve = PyUnicode_InternFromString("_resolve"))
-               ? 0 : -1;
-}

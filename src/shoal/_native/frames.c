@@ -371,6 +371,6 @@ PyMODINIT_FUNC PyInit__shoal_native(void) {
     if (!m) return NULL;
     Py_INCREF(&FramesType);
     if (PyModule_AddObject(m, "Frames", (PyObject *)&FramesType) < 0) { Py_DECREF(&FramesType); Py_DECREF(m); return NULL; }
-    if (core_init(m) < 0 || proxies_init(m) < 0 || tasks_init(m) < 0 || exchange_init() < 0 || broadcasts_init() < 0) { Py_DECREF(m); return NULL; }
+    if (core_init(m) < 0 || proxies_init(m) < 0 || tasks_init(m) < 0 || contract_init(m) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

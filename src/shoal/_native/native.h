@@ -85,7 +85,6 @@ int frames_restart(Frames *self);
 int core_init(PyObject *module);
 int proxies_init(PyObject *module);
 int tasks_init(PyObject *module);
-int exchange_init(void);
-int broadcasts_init(void);
+int contract_init(PyObject *module);
 
 #endif

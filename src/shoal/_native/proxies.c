@@ -12,7 +12,6 @@
 #include <structmember.h>
 
 static PyObject *context_globals; /* shoal._runtime.context's namespace: `_current` is the running runtime */
-static PyObject *str_current;
 static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs): an element's call */
 static PyObject *slow_broadcast;  /* slow_broadcast(proxy, entry, name, args, kwargs): a collection's */
 static PyObject *outcomes_call;   /* outcomes_call(proxy, entry, name, args, kwargs): method.outcomes() */
@@ -84,7 +83,7 @@ static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
 /* The compiled core of the running runtime (borrowed), or NULL: none, or an error set. */
 static Core *current_core(void) {
     if (context_globals == NULL) return NULL;
-    PyObject *rt = PyDict_GetItemWithError(context_globals, str_current);
+    PyObject *rt = PyDict_GetItemWithError(context_globals, shoal_names.current);
     return rt ? core_for(rt) : NULL;
 }
 
@@ -288,7 +287,6 @@ static PyMethodDef proxies_functions[] = {
 };
 
 int proxies_init(PyObject *m) {
-    if (!(str_current = PyUnicode_InternFromString("_current"))) return -1;
     if (PyType_Ready(&BoundEntryType) < 0 || PyType_Ready(&EntryDescriptorType) < 0) return -1;
     Py_INCREF(&BoundEntryType);
     if (PyModule_AddObject(m, "BoundEntry", (PyObject *)&BoundEntryType) < 0) { Py_DECREF(&BoundEntryType); return -1; }

@@ -190,7 +190,7 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
     if (!key) return NULL;
     PyObject *cs = PyDict_GetItemWithError(c->colls, key);
     Py_DECREF(key);
-    PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
+    PyObject *elements = cs ? SLOT(cs, shoal_slots.state_elements) : NULL;
     if (!elements || !PyDict_Check(elements)) return NULL;
     PyObject *index = PyTuple_New(nidx);
     if (!index) return NULL;
@@ -209,7 +209,7 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
 /* Entry method `entry` of element `el` (a new reference); NULL with no error if the
  * element's class has no such entry, NULL with an error. */
 static PyObject *entry_of(PyObject *el, long entry) {
-    PyObject *funcs = PyObject_GetAttr(el, str_funcs);
+    PyObject *funcs = PyObject_GetAttr(el, shoal_names.funcs);
     if (!funcs) return NULL;
     PyObject *fn = PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)
         ? Py_NewRef(PyTuple_GET_ITEM(funcs, entry)) : NULL;
@@ -380,7 +380,7 @@ PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         } else {
             PyObject *coll = PyTuple_GET_ITEM(body, 0), *index = PyTuple_GET_ITEM(body, 1);
             PyObject *cs = PyDict_GetItemWithError(c->colls, coll);
-            PyObject *elements = cs ? SLOT(cs, c->off_elements) : NULL;
+            PyObject *elements = cs ? SLOT(cs, shoal_slots.state_elements) : NULL;
             PyObject *el = elements && PyDict_Check(elements) ? PyDict_GetItemWithError(elements, index) : NULL;
             if (el && holding(c, el)) el = NULL;
             long entry = el ? PyLong_AsLong(PyTuple_GET_ITEM(body, 2)) : -1;
@@ -432,7 +432,7 @@ int run_each_into(Core *c, PyObject *elements, long entry, PyObject *args, PyObj
     PyObject *funcs = NULL, *fn = NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements); i++) {
         PyObject *el = Py_NewRef(PyList_GET_ITEM(elements, i)); /* owned: entry_of may run Python code */
-        PyObject *table = _PyType_Lookup(Py_TYPE(el), str_funcs);
+        PyObject *table = _PyType_Lookup(Py_TYPE(el), shoal_names.funcs);
         if (!table || table != funcs) {
             Py_CLEAR(fn);
             Py_XSETREF(funcs, Py_XNewRef(table)); /* held: no other tuple can take its address */

@@ -99,8 +99,8 @@ static int send_slow(Core *c, long dest, const char *header, Py_ssize_t hlen, Py
 static int send_local(Core *c, PyObject *proxy, uint16_t entry, PyObject *const *args, Py_ssize_t nargs) {
     for (Py_ssize_t i = 0; i < nargs; i++)
         if (!plain_array(args[i])) return 0;
-    PyObject *info = SLOT(proxy, c->off_info), *index = SLOT(proxy, c->off_index);
-    PyObject *coll = info ? SLOT(info, c->off_info_id) : NULL;
+    PyObject *info = SLOT(proxy, shoal_slots.proxy_info), *index = SLOT(proxy, shoal_slots.proxy_index);
+    PyObject *coll = info ? SLOT(info, shoal_slots.info_id) : NULL;
     if (!coll || !index) return 0;
     PyObject *copies = PyTuple_New(nargs);
     if (!copies) return -1;
@@ -138,13 +138,13 @@ int core_send_call(Core *c, PyObject *proxy, int entry, PyObject *const *args, P
 static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t *plen, unsigned long long *coll) {
     /* the proxy's cached PE if no location changed since it was cached, else what the
      * location manager says now (Locations.route caches it on the proxy) */
-    PyObject *epoch = SLOT(proxy, c->off_epoch), *now = SLOT(c->locations, c->off_loc_epoch);
-    PyObject *index = SLOT(proxy, c->off_index), *info = SLOT(proxy, c->off_info);
+    PyObject *epoch = SLOT(proxy, shoal_slots.proxy_epoch), *now = SLOT(c->locations, shoal_slots.locations_epoch);
+    PyObject *index = SLOT(proxy, shoal_slots.proxy_index), *info = SLOT(proxy, shoal_slots.proxy_info);
     if (!epoch || !now || !index || !info || !PyTuple_Check(index)) return 0;
     int cached = epoch == now ? 1 : PyObject_RichCompareBool(epoch, now, Py_EQ);
     if (cached < 0) return -1;
-    if (cached && SLOT(proxy, c->off_dest)) {
-        *dest = PyLong_AsLong(SLOT(proxy, c->off_dest));
+    if (cached && SLOT(proxy, shoal_slots.proxy_dest)) {
+        *dest = PyLong_AsLong(SLOT(proxy, shoal_slots.proxy_dest));
     } else { /* (a cached epoch without a cached PE: ask, rather than read an unset slot) */
         PyObject *d = PyObject_CallOneArg(c->route, proxy);
         if (!d) return -1;
@@ -160,7 +160,7 @@ static int route(Core *c, PyObject *proxy, long *dest, char *packed, Py_ssize_t 
         memcpy(packed + 8 * i, &v, 8);
     }
     *plen = 8 * nidx;
-    *coll = PyLong_AsUnsignedLongLong(SLOT(info, c->off_info_id));
+    *coll = PyLong_AsUnsignedLongLong(SLOT(info, shoal_slots.info_id));
     if (*coll == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
     return 1;
 }
@@ -408,8 +408,8 @@ static int send_local_bytes(Core *c, const char *header, Py_ssize_t hlen, const 
 
 int core_broadcast(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, int ret, PyObject **out) {
     if (c->trace) return 0; /* the Python path puts the send in the timeline */
-    PyObject *info = SLOT(proxy, c->off_info);
-    PyObject *id = info ? SLOT(info, c->off_info_id) : NULL, *root = info ? SLOT(info, c->off_info_root) : NULL;
+    PyObject *info = SLOT(proxy, shoal_slots.proxy_info);
+    PyObject *id = info ? SLOT(info, shoal_slots.info_id) : NULL, *root = info ? SLOT(info, shoal_slots.info_root) : NULL;
     if (!id || !root) return 0;
     char simple[SIMPLE_PICKLE_MAX];
     Py_ssize_t slen = pickle_simple(simple, args, nargs);
@@ -422,7 +422,7 @@ int core_broadcast(Core *c, PyObject *proxy, int entry, PyObject *const *args, P
     uint32_t aux = 0;
     if (ret) { /* made in the caller's frame: this path runs no Python frame of its own */
         if (!(fut = core_new_future(c, 0))) return -1;
-        fid = SLOT(fut, c->off_fid);
+        fid = SLOT(fut, shoal_slots.future_fid);
         aux = (uint32_t)PyLong_AsUnsignedLong(fid);
     }
     char header[HSIZE];
@@ -535,19 +535,19 @@ PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t narg
  * error set). Found through the location manager and the element's channel table, then
  * kept on `ch` (slots peer, peer_epoch) until a location changes. */
 static PyObject *local_peer(Core *c, PyObject *ch, uint32_t tag) {
-    PyObject *peer = SLOT(ch, c->off_peer), *epoch = SLOT(ch, c->off_peer_epoch), *now = SLOT(c->locations, c->off_loc_epoch);
+    PyObject *peer = SLOT(ch, shoal_slots.channel_peer), *epoch = SLOT(ch, shoal_slots.channel_peer_epoch), *now = SLOT(c->locations, shoal_slots.locations_epoch);
     if (!peer || !epoch || !now) return NULL;
     if (peer != Py_None && epoch == now) return peer;
     long dest;
     char packed[8 * MAX_INDEX];
     Py_ssize_t plen;
     unsigned long long coll;
-    if (route(c, SLOT(ch, c->off_remote), &dest, packed, &plen, &coll) <= 0 || dest != (long)c->pe) return NULL;
+    if (route(c, SLOT(ch, shoal_slots.channel_remote), &dest, packed, &plen, &coll) <= 0 || dest != (long)c->pe) return NULL;
     PyObject *el = element_at(c, coll, (const unsigned char *)packed, (int)(plen / 8));
     peer = el ? channel_of(el, tag) : NULL;
     if (!peer) return NULL; /* not here, or its end is not open yet: look again next time */
-    Py_XSETREF(SLOT(ch, c->off_peer), Py_NewRef(peer));
-    Py_XSETREF(SLOT(ch, c->off_peer_epoch), Py_NewRef(now));
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_peer), Py_NewRef(peer));
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_peer_epoch), Py_NewRef(now));
     return peer;
 }
 
@@ -555,10 +555,10 @@ static PyObject *local_peer(Core *c, PyObject *ch, uint32_t tag) {
  * delivered at once when they can be (channel_now), others go out by core_send. 1 sent;
  * 0 not handled (Channel._send, the Python path, takes it); -1 error. */
 static int channel_send_fast(Core *c, PyObject *ch, PyObject *const *args, Py_ssize_t nargs) {
-    if (!SLOT(ch, c->off_sent) || !SLOT(ch, c->off_tag) || !SLOT(ch, c->off_remote)) return 0;
-    long seq = PyLong_AsLong(SLOT(ch, c->off_sent));
+    if (!SLOT(ch, shoal_slots.channel_sent) || !SLOT(ch, shoal_slots.channel_tag) || !SLOT(ch, shoal_slots.channel_remote)) return 0;
+    long seq = PyLong_AsLong(SLOT(ch, shoal_slots.channel_sent));
     if (seq == -1 && PyErr_Occurred()) return -1;
-    unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, c->off_tag));
+    unsigned long tag = PyLong_AsUnsignedLong(SLOT(ch, shoal_slots.channel_tag));
     if (tag == (unsigned long)-1 && PyErr_Occurred()) return -1;
     int plain = nargs == 1 && plain_array(args[0]);
     if (nargs == 1 && !plain && strided_plain(args[0])) { /* a strided view (a column face): packed, then sent */
@@ -568,21 +568,21 @@ static int channel_send_fast(Core *c, PyObject *ch, PyObject *const *args, Py_ss
         Py_DECREF(packed);
         return r;
     }
-    if (sample_comm(c, SLOT(ch, c->off_remote), args, nargs) < 0) return -1;
+    if (sample_comm(c, SLOT(ch, shoal_slots.channel_remote), args, nargs) < 0) return -1;
     int r = 0;
     if (plain) { /* to an element of this PE: delivered now, if it can be */
         PyObject *peer = local_peer(c, ch, (uint32_t)tag);
         if (!peer && PyErr_Occurred()) return -1;
         if (peer) {
-            PyObject *info = SLOT(SLOT(ch, c->off_remote), c->off_info), *id = info ? SLOT(info, c->off_info_id) : NULL;
+            PyObject *info = SLOT(SLOT(ch, shoal_slots.channel_remote), shoal_slots.proxy_info), *id = info ? SLOT(info, shoal_slots.info_id) : NULL;
             r = channel_now(c, peer, (uint16_t)seq, args[0], !id || !is_system(id));
         }
     }
-    if (r == 0) r = core_send(c, SLOT(ch, c->off_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
+    if (r == 0) r = core_send(c, SLOT(ch, shoal_slots.channel_remote), KIND_CHANNEL, (uint16_t)seq, (uint32_t)tag, args, nargs);
     if (r <= 0) return r;
     PyObject *next = PyLong_FromLong((seq + 1) & SEQ_MASK);
     if (!next) return -1;
-    Py_XSETREF(SLOT(ch, c->off_sent), next);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_sent), next);
     return 1;
 }
 

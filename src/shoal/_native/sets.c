@@ -7,7 +7,7 @@
 
 /* The set's `then()` joins this PE's queue as the call Runtime._deliver_direct runs. 0 or -1. */
 static int set_fire(Core *c, PyObject *set) {
-    PyObject *item = SLOT(set, c->off_item), *body = item && PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2
+    PyObject *item = SLOT(set, shoal_slots.set_item), *body = item && PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2
                                                     ? PyTuple_GET_ITEM(item, 1) : NULL;
     if (!body || !PyTuple_Check(body) || PyTuple_GET_SIZE(body) < 1) {
         PyErr_SetString(PyExc_SystemError, "ReceiveSet.item is not (None, (coll, ...))");
@@ -25,10 +25,10 @@ static int set_fire(Core *c, PyObject *set) {
 static int set_count(Core *c, PyObject *ch, PyObject *set, long arrived, long left) {
     PyObject *n = PyLong_FromLong((arrived + 1) & SEQ_MASK), *l = PyLong_FromLong(left - 1);
     if (!n || !l) { Py_XDECREF(n); Py_XDECREF(l); return -1; }
-    Py_XSETREF(SLOT(ch, c->off_arrived), n);
-    Py_XSETREF(SLOT(ch, c->off_waiting), Py_NewRef(Py_None));
-    Py_XSETREF(SLOT(ch, c->off_into), Py_NewRef(Py_None));
-    Py_XSETREF(SLOT(set, c->off_remaining), l);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_arrived), n);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_waiting), Py_NewRef(Py_None));
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_into), Py_NewRef(Py_None));
+    Py_XSETREF(SLOT(set, shoal_slots.set_remaining), l);
     if (left - 1 == 0 && set_fire(c, set) < 0) return -1;
     return 1;
 }
@@ -36,7 +36,7 @@ static int set_count(Core *c, PyObject *ch, PyObject *set, long arrived, long le
 /* The buffer `set` posted on `ch`, if it is a writable array (borrowed): C-contiguous, or
  * a strided view (a column face) that fill_array unpacks into. */
 static PyArrayObject *posted_buffer(Core *c, PyObject *ch, PyObject *set, long *arrived, long *left) {
-    PyObject *into = SLOT(ch, c->off_into), *a = SLOT(ch, c->off_arrived), *r = SLOT(set, c->off_remaining);
+    PyObject *into = SLOT(ch, shoal_slots.channel_into), *a = SLOT(ch, shoal_slots.channel_arrived), *r = SLOT(set, shoal_slots.set_remaining);
     if (!into || !a || !r || !is_array(into) || !PyArray_ISWRITEABLE((PyArrayObject *)into))
         return NULL;
     *arrived = PyLong_AsLong(a);
@@ -61,7 +61,7 @@ int set_land(Core *c, PyObject *ch, PyObject *set, const char *desc, Py_ssize_t 
 }
 
 PyObject *channel_of(PyObject *el, uint32_t tag) {
-    PyObject *table = PyObject_GetAttr(el, str_channels);
+    PyObject *table = PyObject_GetAttr(el, shoal_names.channels);
     if (!table) return NULL;
     PyObject *ch = NULL;
     if (PyDict_Check(table)) {
@@ -76,16 +76,16 @@ PyObject *channel_of(PyObject *el, uint32_t tag) {
 }
 
 int inbox_push(Core *c, PyObject *ch, PyObject *array) {
-    PyObject *arrived = SLOT(ch, c->off_arrived), *inbox = SLOT(ch, c->off_inbox);
+    PyObject *arrived = SLOT(ch, shoal_slots.channel_arrived), *inbox = SLOT(ch, shoal_slots.channel_inbox);
     long next = arrived ? PyLong_AsLong(arrived) : -1;
     if (next == -1 || !inbox) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "a channel without arrived or inbox");
         return -1;
     }
-    PyObject *n = PyLong_FromLong((next + 1) & SEQ_MASK), *res = n ? PyObject_CallMethodOneArg(inbox, str_append, array) : NULL;
+    PyObject *n = PyLong_FromLong((next + 1) & SEQ_MASK), *res = n ? PyObject_CallMethodOneArg(inbox, shoal_names.append, array) : NULL;
     if (!res) { Py_XDECREF(n); return -1; }
     Py_DECREF(res);
-    Py_XSETREF(SLOT(ch, c->off_arrived), n);
+    Py_XSETREF(SLOT(ch, shoal_slots.channel_arrived), n);
     return 1;
 }
 
@@ -97,7 +97,7 @@ static int same_layout(PyArrayObject *a, PyArrayObject *src) {
 }
 
 int channel_in_order(Core *c, PyObject *ch, uint16_t seq) {
-    PyObject *arrived = SLOT(ch, c->off_arrived), *ahead = SLOT(ch, c->off_ahead);
+    PyObject *arrived = SLOT(ch, shoal_slots.channel_arrived), *ahead = SLOT(ch, shoal_slots.channel_ahead);
     if (!arrived || ahead != Py_None) return 0;
     long next = PyLong_AsLong(arrived);
     if (next == -1 && PyErr_Occurred()) return -1;
@@ -105,7 +105,7 @@ int channel_in_order(Core *c, PyObject *ch, uint16_t seq) {
 }
 
 int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counted) {
-    PyObject *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);
+    PyObject *waiting = SLOT(ch, shoal_slots.channel_waiting), *inbox = SLOT(ch, shoal_slots.channel_inbox);
     if (!waiting || !inbox) return 0;
     int r = channel_in_order(c, ch, seq);
     if (r <= 0) return r; /* an earlier message is still on its way: keep the order */
@@ -141,8 +141,8 @@ int channel_now(Core *c, PyObject *ch, uint16_t seq, PyObject *array, int counte
  * receive pending. 1 posted; 0 not handled (ReceiveSet._post, the Python path, takes
  * early messages or raises); -1 error. */
 static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *channels = SLOT(set, c->off_channels), *buffers = SLOT(set, c->off_buffers),
-             *remaining = SLOT(set, c->off_remaining);
+    PyObject *channels = SLOT(set, shoal_slots.set_channels), *buffers = SLOT(set, shoal_slots.set_buffers),
+             *remaining = SLOT(set, shoal_slots.set_remaining);
     if (nargs != 0 || !channels || !buffers || !remaining || !PyTuple_Check(channels) || !PyTuple_Check(buffers) ||
         PyTuple_GET_SIZE(channels) != PyTuple_GET_SIZE(buffers))
         return 0;
@@ -152,7 +152,7 @@ static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t na
     /* every channel free, and any message already in is a plain array that fits its buffer */
     Py_ssize_t n = PyTuple_GET_SIZE(channels), posted = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *ch = PyTuple_GET_ITEM(channels, i), *waiting = SLOT(ch, c->off_waiting), *inbox = SLOT(ch, c->off_inbox);
+        PyObject *ch = PyTuple_GET_ITEM(channels, i), *waiting = SLOT(ch, shoal_slots.channel_waiting), *inbox = SLOT(ch, shoal_slots.channel_inbox);
         PyObject *buf = PyTuple_GET_ITEM(buffers, i);
         if (!waiting || waiting != Py_None || !inbox || !is_array(buf)) return 0;
         Py_ssize_t queued = PyObject_Length(inbox);
@@ -165,25 +165,25 @@ static int post_now(Core *c, PyObject *set, PyObject *const *args, Py_ssize_t na
         if (!fits) return 0;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *ch = PyTuple_GET_ITEM(channels, i), *buf = PyTuple_GET_ITEM(buffers, i), *inbox = SLOT(ch, c->off_inbox);
+        PyObject *ch = PyTuple_GET_ITEM(channels, i), *buf = PyTuple_GET_ITEM(buffers, i), *inbox = SLOT(ch, shoal_slots.channel_inbox);
         Py_ssize_t queued = PyObject_Length(inbox);
         if (queued < 0) return -1;
         if (queued > 0) { /* it came early: take it now */
-            PyObject *head = PyObject_CallMethodNoArgs(inbox, str_popleft);
+            PyObject *head = PyObject_CallMethodNoArgs(inbox, shoal_names.popleft);
             if (!head) return -1;
             int filled = fill_array((PyArrayObject *)buf, PyArray_DATA((PyArrayObject *)head)); /* inbox arrays are C-ordered */
             Py_DECREF(head);
             if (filled < 0) return -1;
             continue;
         }
-        Py_XSETREF(SLOT(ch, c->off_waiting), Py_NewRef(set));
-        Py_XSETREF(SLOT(ch, c->off_into), Py_NewRef(buf));
-        Py_XSETREF(SLOT(ch, c->off_landed), Py_NewRef(Py_False));
+        Py_XSETREF(SLOT(ch, shoal_slots.channel_waiting), Py_NewRef(set));
+        Py_XSETREF(SLOT(ch, shoal_slots.channel_into), Py_NewRef(buf));
+        Py_XSETREF(SLOT(ch, shoal_slots.channel_landed), Py_NewRef(Py_False));
         posted++;
     }
     PyObject *left = PyLong_FromSsize_t(posted);
     if (!left) return -1;
-    Py_XSETREF(SLOT(set, c->off_remaining), left);
+    Py_XSETREF(SLOT(set, shoal_slots.set_remaining), left);
     if (posted == 0 && set_fire(c, set) < 0) return -1;
     return 1;
 }

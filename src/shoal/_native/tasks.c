@@ -5,27 +5,25 @@
  * method goes to the Python path. */
 #include "core.h"
 
-static Py_ssize_t t_rt = -1, t_coro, t_on_done, t_waiting, t_wake, t_wake_now, t_load, t_element;
-static PyObject *future_cls, *str_current_element, *str_suspended, *str_resume_now, *str_add_done_callback,
-    *str_refuse, *str_result, *str__current;
-/* for `await future`: the Future slots it reads, the states, Future.__await__ (the Python
- * path) and shoal._runtime.context's namespace (`_current`: the running runtime) */
-static Py_ssize_t f_state = -1, f_value, f_rt;
+static int configured = 0; /* configure_tasks() ran: the compiled steps may run */
+static PyObject *future_cls;
+/* for `await future`: the states, Future.__await__ (the Python path) and
+ * shoal._runtime.context's namespace (`_current`: the running runtime) */
 static PyObject *f_pending, *f_done, *await_python, *context_ns;
 
 /* Whether the compiled step takes `task`: the classes are configured, its slots are set
  * and its element keeps no load counters (a timed step is Task.step's). */
 static int steppable(PyObject *task) {
-    return t_rt >= 0 && SLOT(task, t_rt) && SLOT(task, t_coro) && SLOT(task, t_element) && SLOT(task, t_load) == Py_None;
+    return configured && SLOT(task, shoal_slots.task_rt) && SLOT(task, shoal_slots.task_coro) && SLOT(task, shoal_slots.task_element) && SLOT(task, shoal_slots.task_load) == Py_None;
 }
 
 /* One step of a steppable `task`'s coroutine: 1 done; -1 error. */
 static int task_step(Core *c, PyObject *task) {
-    PyObject *rt = SLOT(task, t_rt), *coro = SLOT(task, t_coro), *element = SLOT(task, t_element);
+    PyObject *rt = SLOT(task, shoal_slots.task_rt), *coro = SLOT(task, shoal_slots.task_coro), *element = SLOT(task, shoal_slots.task_element);
     Py_INCREF(task); /* the step may drop the last other reference to it */
     c->depth++;
-    PyObject *caller = PyObject_GetAttr(rt, str_current_element);
-    if (!caller || PyObject_SetAttr(rt, str_current_element, element) < 0) {
+    PyObject *caller = PyObject_GetAttr(rt, shoal_names.current_element);
+    if (!caller || PyObject_SetAttr(rt, shoal_names.current_element, element) < 0) {
         Py_XDECREF(caller);
         c->depth--;
         Py_DECREF(task);
@@ -34,12 +32,12 @@ static int task_step(Core *c, PyObject *task) {
     PyObject *result = NULL, *type = NULL, *value = NULL, *tb = NULL;
     PySendResult sent = PyIter_Send(coro, Py_None, &result);
     if (sent == PYGEN_ERROR) PyErr_Fetch(&type, &value, &tb);
-    int r = PyObject_SetAttr(rt, str_current_element, caller);
+    int r = PyObject_SetAttr(rt, shoal_names.current_element, caller);
     Py_DECREF(caller);
     c->depth--;
     if (r < 0) goto out;
     if (sent == PYGEN_RETURN) { /* finished: on_done(value, None) */
-        PyObject *res = PyObject_CallFunctionObjArgs(SLOT(task, t_on_done), result, Py_None, NULL);
+        PyObject *res = PyObject_CallFunctionObjArgs(SLOT(task, shoal_slots.task_on_done), result, Py_None, NULL);
         r = res ? 1 : -1;
         Py_XDECREF(res);
         goto out;
@@ -47,37 +45,37 @@ static int task_step(Core *c, PyObject *task) {
     if (sent == PYGEN_ERROR) { /* raised: on_done(None, exc), as `except BaseException` does */
         PyErr_NormalizeException(&type, &value, &tb);
         if (tb) PyException_SetTraceback(value, tb);
-        PyObject *res = PyObject_CallFunctionObjArgs(SLOT(task, t_on_done), Py_None, value, NULL);
+        PyObject *res = PyObject_CallFunctionObjArgs(SLOT(task, shoal_slots.task_on_done), Py_None, value, NULL);
         r = res ? 1 : -1;
         Py_XDECREF(res);
         goto out;
     }
     /* suspended on `result` */
     if (!PyObject_TypeCheck(result, (PyTypeObject *)future_cls)) { /* Task._refuse names it */
-        PyObject *res = PyObject_CallMethodOneArg(task, str_refuse, result);
+        PyObject *res = PyObject_CallMethodOneArg(task, shoal_names.refuse, result);
         r = res ? 1 : -1;
         Py_XDECREF(res);
         goto out;
     }
-    Py_XSETREF(SLOT(task, t_waiting), Py_NewRef(result));
-    PyObject *suspended = PyObject_GetAttr(rt, str_suspended);
+    Py_XSETREF(SLOT(task, shoal_slots.task_waiting), Py_NewRef(result));
+    PyObject *suspended = PyObject_GetAttr(rt, shoal_names.suspended);
     if (!suspended || PySet_Add(suspended, task) < 0) { Py_XDECREF(suspended); r = -1; goto out; }
     Py_DECREF(suspended);
-    PyObject *now = PyObject_GetAttr(result, str_resume_now);
+    PyObject *now = PyObject_GetAttr(result, shoal_names.resume_now);
     int resume_now = now ? PyObject_IsTrue(now) : -1;
     Py_XDECREF(now);
     if (resume_now < 0) { r = -1; goto out; }
-    PyObject *wake = SLOT(task, resume_now ? t_wake_now : t_wake);
+    PyObject *wake = SLOT(task, resume_now ? shoal_slots.task_wake_now : shoal_slots.task_wake);
     if (!wake) { PyErr_SetString(PyExc_SystemError, "a task without its wake-up"); r = -1; goto out; }
     int pending = future_pending(c, result);
     if (pending < 0) { r = -1; goto out; }
-    if (pending && SLOT(result, c->off_callbacks) == Py_None) {
+    if (pending && SLOT(result, shoal_slots.future_callbacks) == Py_None) {
         PyObject *callbacks = PyList_New(1); /* add_done_callback, inlined */
         if (!callbacks) { r = -1; goto out; }
         PyList_SET_ITEM(callbacks, 0, Py_NewRef(wake));
-        Py_XSETREF(SLOT(result, c->off_callbacks), callbacks);
+        Py_XSETREF(SLOT(result, shoal_slots.future_callbacks), callbacks);
     } else {
-        PyObject *res = PyObject_CallMethodOneArg(result, str_add_done_callback, wake);
+        PyObject *res = PyObject_CallMethodOneArg(result, shoal_names.add_done_callback, wake);
         if (!res) { r = -1; goto out; }
         Py_DECREF(res);
     }
@@ -100,8 +98,8 @@ static int resume_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_
  * it there and then (Task._wake_now); inside one, the Python path queues it instead. */
 static int wake_now_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
     if (c->depth || !steppable(task)) return 0;
-    Py_XSETREF(SLOT(task, t_waiting), Py_NewRef(Py_None));
-    PyObject *suspended = PyObject_GetAttr(SLOT(task, t_rt), str_suspended);
+    Py_XSETREF(SLOT(task, shoal_slots.task_waiting), Py_NewRef(Py_None));
+    PyObject *suspended = PyObject_GetAttr(SLOT(task, shoal_slots.task_rt), shoal_names.suspended);
     if (!suspended || PySet_Discard(suspended, task) < 0) { Py_XDECREF(suspended); return -1; }
     Py_DECREF(suspended);
     return task_step(c, task);
@@ -135,14 +133,14 @@ static PySendResult awaiting_send(Awaiting *self, PyObject *arg, PyObject **resu
         *result = Py_NewRef(Py_None);
         return PYGEN_RETURN;
     }
-    PyObject *state = SLOT(fut, f_state);
+    PyObject *state = SLOT(fut, shoal_slots.future_state);
     if (!self->yielded && state == f_pending) {
         self->yielded = 1;
         *result = Py_NewRef(fut);
         return PYGEN_NEXT;
     }
     self->fut = NULL; /* the reference goes with the value */
-    *result = state == f_done ? Py_NewRef(SLOT(fut, f_value)) : PyObject_CallMethodNoArgs(fut, str_result);
+    *result = state == f_done ? Py_NewRef(SLOT(fut, shoal_slots.future_value)) : PyObject_CallMethodNoArgs(fut, shoal_names.result);
     Py_DECREF(fut);
     return *result ? PYGEN_RETURN : PYGEN_ERROR;
 }
@@ -198,10 +196,10 @@ static PyTypeObject AwaitingType = {
 /* Future.__await__: a pending future of another runtime (or a handle to another PE's)
  * takes the Python path, which asks for its value or refuses. */
 static PyObject *future_await(PyObject *fut, PyObject *unused) {
-    if (SLOT(fut, f_state) == f_pending) {
-        PyObject *current = PyDict_GetItemWithError(context_ns, str__current);
+    if (SLOT(fut, shoal_slots.future_state) == f_pending) {
+        PyObject *current = PyDict_GetItemWithError(context_ns, shoal_names.current);
         if (!current && PyErr_Occurred()) return NULL;
-        if (SLOT(fut, f_rt) != current) return PyObject_CallOneArg(await_python, fut);
+        if (SLOT(fut, shoal_slots.future_rt) != current) return PyObject_CallOneArg(await_python, fut);
     }
     Awaiting *it = PyObject_GC_New(Awaiting, &AwaitingType);
     if (!it) return NULL;
@@ -214,16 +212,17 @@ static PyObject *future_await(PyObject *fut, PyObject *unused) {
 static PyMethodDef future_await_def = {"__await__", future_await, METH_NOARGS,
                                        "The compiled `await future` (Future.__await__, compiled)."};
 
-/* configure_tasks(Task, Future, PENDING, DONE, context_namespace): the classes whose slots
- * the compiled steps use; Future.__await__ becomes the compiled one (the Python one is
- * kept for the cases it does not take). */
+/* configure_tasks(Future, PENDING, DONE, context_namespace): the future states and the
+ * running runtime's namespace (the slots are the contract's); Future.__await__ becomes the
+ * compiled one (the Python one is kept for the cases it does not take). */
 static PyObject *configure_tasks(PyObject *unused, PyObject *args) {
-    PyObject *task_cls, *fut_cls, *pending, *done, *ns;
-    if (!PyArg_ParseTuple(args, "O!O!OOO!", &PyType_Type, &task_cls, &PyType_Type, &fut_cls, &pending, &done,
-                          &PyDict_Type, &ns))
+    PyObject *fut_cls, *pending, *done, *ns;
+    if (!PyArg_ParseTuple(args, "O!OOO!", &PyType_Type, &fut_cls, &pending, &done, &PyDict_Type, &ns))
         return NULL;
-    Py_ssize_t state = slot_offset(fut_cls, "_state"), value = slot_offset(fut_cls, "_value"), rt = slot_offset(fut_cls, "_rt");
-    if (state < 0 || value < 0 || rt < 0) return NULL;
+    if (!shoal_contract_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_contract() must run before configure_tasks() (core_contract.py)");
+        return NULL;
+    }
     PyObject *original = PyObject_GetAttrString(fut_cls, "__await__");
     if (!original) return NULL;
     if (Py_IS_TYPE(original, &PyMethodDescr_Type)) { /* configured before: keep the Python one */
@@ -238,32 +237,18 @@ static PyObject *configure_tasks(PyObject *unused, PyObject *args) {
     Py_XSETREF(f_pending, Py_NewRef(pending));
     Py_XSETREF(f_done, Py_NewRef(done));
     Py_XSETREF(context_ns, Py_NewRef(ns));
-    f_value = value, f_rt = rt, f_state = state;
-    Py_ssize_t offs[8];
-    const char *names[8] = {"rt", "coro", "on_done", "waiting", "wake", "wake_now", "load", "element"};
-    for (int i = 0; i < 8; i++)
-        if ((offs[i] = slot_offset(task_cls, names[i])) < 0) return NULL;
-    t_coro = offs[1], t_on_done = offs[2], t_waiting = offs[3], t_wake = offs[4], t_wake_now = offs[5];
-    t_load = offs[6], t_element = offs[7];
-    t_rt = offs[0]; /* last: the compiled steps run once every offset is known */
     Py_INCREF(fut_cls);
     Py_XSETREF(future_cls, fut_cls);
+    configured = 1; /* last: the compiled steps run once everything they use is here */
     Py_RETURN_NONE;
 }
 
 static PyMethodDef tasks_functions[] = {
-    {"configure_tasks", configure_tasks, METH_VARARGS, "configure_tasks(Task, Future, PENDING, DONE, context_namespace)"},
+    {"configure_tasks", configure_tasks, METH_VARARGS, "configure_tasks(Future, PENDING, DONE, context_namespace)"},
     {NULL}
 };
 
 int tasks_init(PyObject *m) {
-    if (!(str_current_element = PyUnicode_InternFromString("current_element")) ||
-        !(str_suspended = PyUnicode_InternFromString("suspended")) ||
-        !(str_resume_now = PyUnicode_InternFromString("_resume_now")) ||
-        !(str_add_done_callback = PyUnicode_InternFromString("add_done_callback")) ||
-        !(str_refuse = PyUnicode_InternFromString("_refuse")) || !(str_result = PyUnicode_InternFromString("result")) ||
-        !(str__current = PyUnicode_InternFromString("_current")))
-        return -1;
     if (PyType_Ready(&AwaitingType) < 0) return -1;
     return PyModule_AddFunctions(m, tasks_functions);
 }

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from .context import current
 
 #: the compiled core's all-reduce (``Core.allreduce``: a future, or None where it does not
-#: apply), while a runtime of this process has a core (native_core.py sets it)
+#: apply), while a runtime of this process has a core (core_contract.py sets it)
 compiled_allreduce: Any = None
 
 if TYPE_CHECKING:

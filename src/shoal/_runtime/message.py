@@ -356,7 +356,7 @@ def _encode_arrays(args: tuple) -> list | None:
 
 
 #: ``pickle_simple(args)``: the compiled core's pickle of a tuple of None, bools, floats
-#: and 64-bit ints (None for anything else), once a core runs here (native_core.py)
+#: and 64-bit ints (None for anything else), once a core runs here (core_contract.py)
 pickle_simple: Any = None
 
 

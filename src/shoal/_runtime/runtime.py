@@ -28,7 +28,7 @@ from .balancing import COMM_SAMPLE, Balancer, record_comm
 from .devices import DeviceTransfers, transfers
 from .lifecycle import Lifecycle
 from .migration import Migration
-from .native_core import TickClock, attach_core
+from .core_contract import TickClock, attach_core
 from .location import Locations
 from .proxy import proxy_classes
 from .quiescence import Detector
@@ -52,7 +52,7 @@ __all__ = ["Runtime"]
 class Counts:
     """A PE's message counters (for quiescence detection) and entry-call depth.
 
-    The compiled core (:func:`.native_core.attach_core`) has the same fields and takes
+    The compiled core (:func:`.core_contract.attach_core`) has the same fields and takes
     this object's place, so its paths and the Python ones count together.
     """
 

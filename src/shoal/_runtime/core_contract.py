@@ -1,9 +1,17 @@
-"""Wiring of the compiled per-message paths (``shoal/_native``) into one runtime.
+"""The contract between the Python runtime and its compiled core (``shoal/_native``), and
+the wiring of one into the other.
 
-The compiled core sends entry-method calls from element proxies and delivers the
-ones it receives without entering Python; :mod:`shoal._runtime.runtime` and
-:mod:`shoal._runtime.proxy` hold the Python code it shadows, which still handles
-every other case. Only the MPI transport has a core (``SHOAL_NATIVE=0`` turns it off).
+The compiled core sends entry-method calls from element proxies and delivers the ones it
+receives without entering Python; :mod:`shoal._runtime.runtime` and :mod:`shoal._runtime.proxy`
+hold the Python code it shadows, which still handles every other case. Only the MPI
+transport has a core (``SHOAL_NATIVE=0`` turns it off).
+
+What the core may touch is declared here and in ``_native/contract.h``, field for field
+in the same order: :data:`SLOTS`, the ``__slots__`` members of runtime classes it reads
+or writes, and :data:`NAMES`, the attributes and methods it looks up on runtime objects.
+No C file finds a slot or a name any other way (tests/test_core_contract.py). What it is
+given besides (callbacks, tables) is in :func:`make_core`; what it calls back is the
+functions below.
 """
 
 from __future__ import annotations
@@ -30,7 +38,49 @@ from .tree import Tree
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["attach_core", "make_core", "slow_call", "TickClock", "EXCHANGE_REDUCERS"]
+__all__ = ["attach_core", "make_core", "slow_call", "TickClock", "EXCHANGE_REDUCERS", "SLOTS", "NAMES"]
+
+#: contract.h's Slots, in order: (its field, the class, the slot)
+SLOTS: tuple[tuple[str, type, str], ...] = (
+    ("proxy_info", ElementProxy, "_info"), ("proxy_index", ElementProxy, "_index"),
+    ("proxy_dest", ElementProxy, "_dest"), ("proxy_epoch", ElementProxy, "_epoch"),
+    ("locations_epoch", Locations, "epoch"),
+    ("info_id", CollectionInfo, "id"), ("info_root", CollectionInfo, "root"), ("info_shape", CollectionInfo, "shape"),
+    ("state_info", CollectionState, "info"), ("state_elements", CollectionState, "elements"),
+    ("state_done", CollectionState, "done"), ("state_count", CollectionState, "count"),
+    ("state_first", CollectionState, "first"), ("state_span", CollectionState, "span"),
+    ("state_hosts", CollectionState, "hosts"),
+    ("tree_parent", Tree, "parent"), ("tree_children", Tree, "children"),
+    ("channel_waiting", Channel, "waiting"), ("channel_into", Channel, "into"), ("channel_arrived", Channel, "arrived"),
+    ("channel_sent", Channel, "sent"), ("channel_tag", Channel, "tag"), ("channel_remote", Channel, "remote"),
+    ("channel_inbox", Channel, "inbox"), ("channel_ahead", Channel, "ahead"), ("channel_landed", Channel, "landed"),
+    ("channel_checked", Channel, "checked"), ("channel_peer", Channel, "peer"), ("channel_peer_epoch", Channel, "peer_epoch"),
+    ("future_state", Future, "_state"), ("future_value", Future, "_value"), ("future_callbacks", Future, "_callbacks"),
+    ("future_fid", Future, "fid"), ("future_rt", Future, "_rt"), ("future_owner", Future, "owner"),
+    ("future_origin", Future, "_origin"),
+    ("set_channels", ReceiveSet, "channels"), ("set_buffers", ReceiveSet, "buffers"),
+    ("set_remaining", ReceiveSet, "remaining"), ("set_item", ReceiveSet, "item"),
+    ("chare_load", Chare, "_shoal_load"), ("chare_held", Chare, "_shoal_held"), ("chare_collection", Chare, "collection"),
+    ("task_rt", Task, "rt"), ("task_coro", Task, "coro"), ("task_on_done", Task, "on_done"),
+    ("task_waiting", Task, "waiting"), ("task_wake", Task, "wake"), ("task_wake_now", Task, "wake_now"),
+    ("task_load", Task, "load"), ("task_element", Task, "element"),
+)
+
+#: contract.h's Names, in order: (its field, the attribute or method name looked up)
+NAMES: tuple[tuple[str, str], ...] = (
+    ("futures", "futures"), ("local", "local"), ("on_value", "_on_value"), ("send_future", "send_future"),
+    ("replier", "_replier"), ("pe", "pe"),
+    ("route", "route"),
+    ("next_fid", "_next_fid"),
+    ("funcs", "_shoal_funcs"), ("channels", "_shoal_channels"),
+    ("append", "append"), ("popleft", "popleft"),
+    ("index", "index"), ("ret_adopt", "ret_adopt"), ("ret_gathered", "ret_gathered"), ("ret_unsendable", "ret_unsendable"),
+    ("waiters", "waiters"), ("remote_waiters", "remote_waiters"), ("shoal_away", "_shoal_away"),
+    ("shoal_seq", "_shoal_seq"), ("combine", "combine"), ("finish", "finish"), ("wake", "_wake"), ("resolve", "_resolve"),
+    ("current", "_current"),
+    ("current_element", "current_element"), ("suspended", "suspended"), ("resume_now", "_resume_now"),
+    ("add_done_callback", "add_done_callback"), ("refuse", "_refuse"), ("result", "result"),
+)
 
 #: the built-in reducers whose all-reduces the core runs, in the order of exchange.c's
 #: R_SUM ... R_EXACT (the ufuncs given with them: add, multiply, maximum, minimum); it
@@ -104,24 +154,24 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     """A ``Core`` of ``module`` serving ``rt`` over ``frames``; element proxies made from
     now on use the compiled entry methods.
 
-    The core reads and writes the slots of the classes given here, and takes the
-    future states from :mod:`.futures` rather than keeping its own numbers."""
+    The core reads and writes the slots :data:`SLOTS` declares, looks up the names of
+    :data:`NAMES`, and takes the future states from :mod:`.futures` rather than keeping its
+    own numbers."""
+    module.configure_contract(tuple((cls, slot) for _, cls, slot in SLOTS), tuple(name for _, name in NAMES))
     core = module.Core(
         frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
         message.encode, pickle.loads, message._layouts, message._layout, transport.send,
-        ElementProxy, Locations, CollectionInfo, CollectionState, Channel, Future, ReceiveSet, Chare,
-        _PENDING, _DONE,
+        Future, ReceiveSet, _PENDING, _DONE,
     )
     if rt.new_load is not None:
         rt.new_load = module.Load
     module.configure_proxies(vars(context), slow_call, slow_broadcast, outcomes_call, EntryRef)
-    module.configure_tasks(Task, Future, _PENDING, _DONE, vars(context))
+    module.configure_tasks(Future, _PENDING, _DONE, vars(context))
     core.use_exchanges(
-        rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, CollectionState, vars(context),
+        rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, vars(context),
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS),
     )
-    core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING, CollectionState,
-                        CollectionInfo, Tree)
+    core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING)
     rt.reductions.use_core(core)
     # across nodes an all-reduce goes up and down the node-aware tree, not the butterfly
     chare.compiled_allreduce = core.allreduce if rt.nodes is None else None
