@@ -135,6 +135,19 @@ def test_each_migration_is_an_arrow_in_perfetto_and_on_the_timeline(tmp_path):
     assert list(path.x).count(None) == 4
 
 
+def test_a_trace_with_little_work_gives_no_advice_from_its_split(tmp_path):
+    recs = []
+    for pe in (0, 1):
+        t = Tracer(pe, Clock(0.0))
+        t.run(Work((pe,)), Work.step, 0.5, 0.501)
+        t.idle(0.6, 0.9)
+        rec = t.export()
+        rec["end"], rec["cpu"] = 1.0, 1.0
+        recs.append(rec)
+    f = findings(analyze(read_trace(_trace(tmp_path, recs)).data))
+    assert len(f.advice) == 1 and f.advice[0].startswith("Entry methods took only 0.1% of the PEs' time")
+
+
 def test_pes_that_lacked_the_cpu_are_named(tmp_path):
     recs = _imbalanced()
     recs[1]["cpu"] = 0.25  # worked 0.5 s of wall time with 0.25 s of CPU

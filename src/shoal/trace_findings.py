@@ -136,6 +136,11 @@ def _cpu_share(an: Analysis, f: Findings, u: dict[str, np.ndarray]) -> None:
 
 def _advise(an: Analysis, f: Findings, top: list[dict[str, object]]) -> None:
     """What would help, from the figures: one sentence per finding."""
+    if f.work < 0.05:  # the time went to what the trace does not break down: no advice from its split
+        f.advice.append(f"Entry methods took only {100 * f.work:.1f}% of the PEs' time: the rest went to what the "
+                        "trace does not break down (the main program, compiled stencil kernels, start-up and "
+                        "shut-down). Trace a longer run, or time those parts.")
+        return
     rounds = len(an.balances)
     moved = [int(d.get("moved", 0) or 0) for d in an.balances]
     strategies = sorted({str(d.get("strategy")) for d in an.balances})
