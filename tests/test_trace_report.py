@@ -434,8 +434,7 @@ def test_a_traced_two_pe_job_makes_a_report(mpi_job, tmp_path, summary):
     an = write_report(trace, tmp_path / "job.html")
     assert an.rows == ["PE 0", "PE 1"] and "W.work" in an.methods and an.summary_mode == bool(summary)
     assert round(float(an.calls[:, an.methods.index("W.work")].sum())) == 80
-    f = findings(an)
-    assert f.bottleneck == "PE 0" and f.work > 0.3
+    assert findings(an).bottleneck == "PE 0"  # its four elements spin 2 ms a step, PE 1's 0.5 ms
     if not summary:
         assert sorted(set(an.slice_element[i] for i in np.flatnonzero(an.slice_row == 1)
                           if an.methods[an.slice_method[i]] == "W.work")) == [f"[{k}]" for k in range(4, 8)]
