@@ -72,3 +72,15 @@ def test_a_contract_of_another_shape_is_refused_naming_both():
     assert hasattr(module, "configure_contract")
     with pytest.raises(ValueError, match="contract has .* slots and .* names"):
         module.configure_contract((), ())
+
+
+def test_a_layers_call_options_are_declared_in_python_not_in_c():
+    """The compiled proxies learn which keywords are a call's options from the runtime
+    (proxy.CALL_OPTIONS, which a layer extends); no C file names a layer's option."""
+    from shoal._runtime.proxy import CALL_OPTIONS, add_call_option
+
+    assert CALL_OPTIONS[0] == "ret"
+    add_call_option("ret")
+    assert CALL_OPTIONS.count("ret") == 1
+    for path in sorted(NATIVE.glob("*.[ch]")):
+        assert '"awaitable"' not in path.read_text(), f"{path.name} names the Charm4py layer's awaitable"

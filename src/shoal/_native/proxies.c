@@ -12,6 +12,7 @@
 #include <structmember.h>
 
 static PyObject *context_globals; /* shoal._runtime.context's namespace: `_current` is the running runtime */
+static PyObject *call_options; /* the keywords that are a call's options, not the method's arguments */
 static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs): an element's call */
 static PyObject *slow_broadcast;  /* slow_broadcast(proxy, entry, name, args, kwargs): a collection's */
 static PyObject *outcomes_call;   /* outcomes_call(proxy, entry, name, args, kwargs): method.outcomes() */
@@ -61,15 +62,24 @@ static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssi
     return call_hook(broadcast ? slow_broadcast : slow_call, self, args, nargs, kwnames);
 }
 
-/* Keyword arguments of a call as a dict without the call's options, `ret` (shoal's) and
- * `awaitable` (a proxy class's own, the Charm4py layer's): NULL if one is true or not a
- * bool (the Python path then takes the call), or on an error. */
+/* Whether keyword `key` is one of the call's options (configure_proxies: shoal's `ret` and
+ * those proxy classes add), not an argument of the method. */
+static int is_call_option(PyObject *key) {
+    for (Py_ssize_t i = 0; call_options && i < PyTuple_GET_SIZE(call_options); i++) {
+        PyObject *option = PyTuple_GET_ITEM(call_options, i);
+        if (key == option || PyUnicode_Compare(key, option) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Keyword arguments of a call as a dict without the call's options: NULL if one is true
+ * or not a bool (the Python path then takes the call), or on an error. */
 static PyObject *keywords(PyObject *const *values, PyObject *kwnames) {
     PyObject *kwargs = PyDict_New();
     if (!kwargs) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i);
-        if (keyword_is(key, "ret") || keyword_is(key, "awaitable")) {
+        if (is_call_option(key)) {
             if (!PyBool_Check(values[i])) { Py_DECREF(kwargs); return NULL; } /* the Python path refuses or takes it */
             int ret = PyObject_IsTrue(values[i]);
             if (ret != 0) { Py_DECREF(kwargs); return NULL; }
@@ -268,10 +278,16 @@ static PyTypeObject EntryDescriptorType = {
     .tp_members = EntryDescriptor_members,
 };
 
-/* configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef) */
+/* configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef,
+ * call_options): call_options, the keywords that are a call's options (str each) */
 static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
-    PyObject *ns, *slow, *slow_bc, *outcomes, *ref;
-    if (!PyArg_ParseTuple(args, "O!OOOO", &PyDict_Type, &ns, &slow, &slow_bc, &outcomes, &ref)) return NULL;
+    PyObject *ns, *slow, *slow_bc, *outcomes, *ref, *options;
+    if (!PyArg_ParseTuple(args, "O!OOOOO!", &PyDict_Type, &ns, &slow, &slow_bc, &outcomes, &ref, &PyTuple_Type, &options))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(options); i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(options, i)))
+            return PyErr_Format(PyExc_TypeError, "configure_proxies: call option %R is not a str", PyTuple_GET_ITEM(options, i));
+    Py_INCREF(options); Py_XSETREF(call_options, options);
     Py_INCREF(ns); Py_XSETREF(context_globals, ns);
     Py_INCREF(slow); Py_XSETREF(slow_call, slow);
     Py_INCREF(slow_bc); Py_XSETREF(slow_broadcast, slow_bc);
@@ -282,7 +298,7 @@ static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
 
 static PyMethodDef proxies_functions[] = {
     {"configure_proxies", configure_proxies, METH_VARARGS,
-     "configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef)"},
+     "configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef, call_options)"},
     {NULL}
 };
 

@@ -29,7 +29,7 @@ from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import _DONE, _PENDING, Future, Task
 from .location import Locations
-from .proxy import CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
+from .proxy import CALL_OPTIONS, CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
 from .reductions import PENDING, Block, _ResultFuture
@@ -165,7 +165,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     )
     if rt.new_load is not None:
         rt.new_load = module.Load
-    module.configure_proxies(vars(context), slow_call, slow_broadcast, outcomes_call, EntryRef)
+    module.configure_proxies(vars(context), slow_call, slow_broadcast, outcomes_call, EntryRef, tuple(CALL_OPTIONS))
     module.configure_tasks(Future, _PENDING, _DONE, vars(context))
     core.use_exchanges(
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, vars(context),

@@ -20,7 +20,7 @@ from .context import current
 
 __all__ = [
     "Proxy", "ElementProxy", "CollectionProxy", "SectionProxy", "EntryRef", "proxy_classes", "use_native_entries",
-    "union",
+    "union", "CALL_OPTIONS", "add_call_option",
 ]
 
 _native_descriptor: Any = None  # the compiled entry descriptor, once a compiled core runs here
@@ -295,6 +295,19 @@ class _EntryDescriptor:
         if proxy is None:
             return self
         return self.bound(proxy, self.entry, self.name)
+
+
+#: the keywords that are a call's options rather than the method's arguments: shoal's
+#: ``ret``, and those proxy classes of a layer add (:func:`add_call_option`); the compiled
+#: proxies leave a call with one of them true to the Python path
+CALL_OPTIONS: list[str] = ["ret"]
+
+
+def add_call_option(name: str) -> None:
+    """Make keyword ``name`` a call option of the proxies a layer defines (the Charm4py
+    layer's ``awaitable``); before the job starts, so that the compiled core knows it."""
+    if name not in CALL_OPTIONS:
+        CALL_OPTIONS.append(name)
 
 
 def use_native_entries(descriptor: type, bound: type) -> None:

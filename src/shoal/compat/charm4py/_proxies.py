@@ -11,12 +11,14 @@ from ..._runtime import proxy as _proxy
 from ..._runtime.context import current
 from ..._runtime.futures import Failure, Future
 from ..._runtime.proxy import (
-    CollectionProxy, ElementProxy, SectionProxy, _BoundElementEntry, _BoundEntry,
+    CollectionProxy, ElementProxy, SectionProxy, _BoundElementEntry, _BoundEntry, add_call_option,
 )
 from ...lazy_numpy import np
 from ._futures import as_handle
 
 __all__ = ["KINDS", "as_index", "completion"]
+
+add_call_option("awaitable")  # Charm4py's: a call with awaitable=True takes the Python path, which makes its future
 
 
 def as_index(index: Any) -> Any:
