@@ -308,6 +308,25 @@ def test_summary_trace_draws_the_same_usage_as_a_full_one(tmp_path):
     assert "Recorded in summary mode" in page.read_text()
 
 
+@pytest.mark.parametrize("text, seconds", [("10ms", 0.01), ("500us", 5e-4), ("0.5s", 0.5), ("2", 2.0), ("1m", 60.0)])
+def test_trace_summary_bin_widths(text, seconds):
+    from shoal.commands import _bin_width
+
+    assert _bin_width(text) == pytest.approx(seconds)
+
+
+def test_trace_summary_needs_a_trace_file_and_a_sane_bin(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("raise SystemExit('must not run')\n")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SHOAL_")}
+    for argv, message in ((["--trace-summary", "10ms"], "--trace-summary 0.01s needs a trace file: add --trace PATH"),
+                          (["--trace", str(tmp_path / "t.json"), "--trace-summary", "0"],
+                           "'0' is not a bin width such as 10ms, 500us or 1s")):
+        proc = subprocess.run([sys.executable, "-m", "shoal", "run", "-n", "2", "--transport", "inproc", *argv,
+                               str(prog)], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 2 and message in proc.stderr and "must not run" not in proc.stderr, proc
+
+
 # -- the page and the command ---------------------------------------------------------------------
 VIEWS = ("timeline", "usage", "overview", "profile", "comm", "hist", "outliers")  # "balance": with rounds only
 
