@@ -4,6 +4,7 @@ input (one line on stderr, never a traceback), a real 2-PE job, and the page in 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -318,7 +319,7 @@ def test_trace_summary_bin_widths(text, seconds):
 def test_trace_summary_needs_a_trace_file_and_a_sane_bin(tmp_path):
     prog = tmp_path / "p.py"
     prog.write_text("raise SystemExit('must not run')\n")
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SHOAL_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
     for argv, message in ((["--trace-summary", "10ms"], "--trace-summary 0.01s needs a trace file: add --trace PATH"),
                           (["--trace", str(tmp_path / "t.json"), "--trace-summary", "0"],
                            "'0' is not a bin width such as 10ms, 500us or 1s")):
