@@ -17,8 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterable, Mapping
 
-from .errors import ShoalError
-from ._runtime.tracing import BALANCE, ENTRY, FORMAT, IDLE, MIGRATION, SEND, TRACE_PID
+from ..errors import ShoalError
+from .._runtime.tracing import BALANCE, ENTRY, FORMAT, IDLE, MIGRATION, SEND, TRACE_PID
 
 __all__ = ["load_trace", "summarize", "print_summary", "Summary", "PESummary", "MethodSummary"]
 

@@ -2,7 +2,7 @@
 balancing rounds over time (``shoal trace plot out.json -o timeline.png``).
 
 Perfetto shows a trace interactively; this draws a still image for documents and
-reports from the same file (:func:`shoal.trace_summary.load_trace` reads it).
+reports from the same file (:func:`shoal.trace.summary.load_trace` reads it).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import ShoalError
-from ._runtime.tracing import BALANCE, ENTRY, IDLE, MARK, MIGRATION, SEND, TRACE_PID
+from ..errors import ShoalError
+from .._runtime.tracing import BALANCE, ENTRY, IDLE, MARK, MIGRATION, SEND, TRACE_PID
 
 __all__ = ["Analysis", "analyze", "coverage", "usage", "method_totals", "outliers", "BINS"]
 
@@ -130,7 +130,7 @@ def _num(x: Any) -> float:
 
 
 def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | None = None) -> Analysis:
-    """The arrays of a loaded trace (:func:`shoal.trace_read.read_trace`'s ``data``)."""
+    """The arrays of a loaded trace (:func:`shoal.trace.read.read_trace`'s ``data``)."""
     rows = _Rows()
     names: list[str] = []
     name_ids: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """The report's answers in words: the bottleneck PE, where the time was lost, what would help.
 
-:func:`findings` reads an :class:`~shoal.trace_analysis.Analysis` and returns the
+:func:`findings` reads an :class:`~shoal.trace.analysis.Analysis` and returns the
 figures (:class:`Findings`) and the sentences the top of ``shoal trace report`` shows.
 The split of the PEs' time (sum over PEs of each PE's span) is:
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .trace_analysis import Analysis, method_totals, usage
-from .trace_rounds import gaps, moves, periods, spread
+from .analysis import Analysis, method_totals, usage
+from .rounds import gaps, moves, periods, spread
 
 __all__ = ["Findings", "findings", "duration"]
 

@@ -5,7 +5,7 @@
 is unpacked: a trace copied off a cluster is often compressed), names an empty
 file, a file that is not JSON and one written by another shoal version, and recovers the
 events of a file that ends early (a job killed while its trace was written or copied):
-:func:`shoal._runtime.tracing.write_trace` puts one event per line, so every complete
+:func:`shoal._runtime.trace_file.write_trace` puts one event per line, so every complete
 line before the cut is kept and the report says what was lost.
 """
 
@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ShoalError
-from ._runtime.tracing import FORMAT
+from ..errors import ShoalError
+from .._runtime.tracing import FORMAT
 
 __all__ = ["read_trace", "LoadedTrace", "MAX_BYTES"]
 

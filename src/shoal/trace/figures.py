@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .trace_analysis import Analysis, outliers, usage
-from .trace_rounds import periods, spread
-from ._runtime.trace_flows import pair
+from .analysis import Analysis, outliers, usage
+from .rounds import periods, spread
+from .._runtime.trace_flows import pair
 
 __all__ = ["timeline", "timeline_rows", "balance_view", "usage_profile", "overview", "time_profile",
            "communication", "histograms", "outlier_view", "MAX_SLICES", "MAX_ROWS", "MAX_SENDS", "PALETTE"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .trace_analysis import Analysis
+from .analysis import Analysis
 
 __all__ = ["rounds", "periods", "Period", "spread", "gaps", "moves"]
 

@@ -2,8 +2,8 @@
 
 The page holds Plotly's JavaScript inline (no server, no network: it opens from a laptop
 after copying it from a cluster), the answers in words at the top
-(:mod:`shoal.trace_findings`), then the views (:mod:`shoal.trace_figures`) each with a
-line saying how to read it. Reading is bounded and forgiving (:mod:`shoal.trace_read`).
+(:mod:`shoal.trace.findings`), then the views (:mod:`shoal.trace.figures`) each with a
+line saying how to read it. Reading is bounded and forgiving (:mod:`shoal.trace.read`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import html
 import os
 from typing import Any, Callable, Collection
 
-from .errors import ShoalError
-from .trace_analysis import Analysis, analyze
-from .trace_figures import (balance_view, communication, histograms, outlier_view, overview, time_profile,
+from ..errors import ShoalError
+from .analysis import Analysis, analyze
+from .figures import (balance_view, communication, histograms, outlier_view, overview, time_profile,
                             timeline, usage_profile)
-from .trace_findings import duration, findings
-from .trace_read import MAX_BYTES, read_trace
+from .findings import duration, findings
+from .read import MAX_BYTES, read_trace
 
 __all__ = ["write_report", "report_html", "VIEWS"]
 
