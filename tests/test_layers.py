@@ -2,7 +2,7 @@
 every package and top-level module of shoal, and the C sources.
 
     base (errors, version, settings, compiler, native, gpu, ...)  <-  _transport  <-  jobwatch  <-  _runtime
-    <-  pool, lowlevel, the public namespace  <-  stencil, compat, remote, trace_*  <-  bench
+    <-  pool, lowlevel, the public namespace  <-  stencil, compat, remote, trace  <-  bench
     <-  program, options, commands  <-  cli
 
 A module may import from its own component and from the components :data:`MAY_IMPORT`
@@ -24,7 +24,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "shoal"
 BASE = {"errors", "version", "settings", "lazy_numpy", "banners", "process", "compiler", "native", "_native_build", "gpu"}
 RUNTIME = BASE | {"_transport", "jobwatch", "_runtime"}
 LAUNCH = BASE | {"jobwatch", "jobreport", "launchers", "launcher"}
-TRACES = "trace_*"  # the readers of a timeline (summary, plot, report): any module named trace_*
+TRACES = "trace"  # the readers of a timeline (summary, plot, report)
 
 #: component -> the other components it may import ("shoal" is the public namespace, shoal/__init__.py)
 MAY_IMPORT: dict[str, set[str]] = {
@@ -71,7 +71,7 @@ def component(path: Path) -> str:
     first = path.relative_to(SRC).with_suffix("").parts[0]
     if first == "__init__":
         return "shoal"
-    return TRACES if first.startswith("trace_") else first
+    return first
 
 
 def shoal_imports(path: Path) -> set[str]:
@@ -97,7 +97,7 @@ def shoal_imports(path: Path) -> set[str]:
             if len(parts) == 1 or not _is_module(parts[1]):
                 found.add("shoal")  # `import shoal`, `from shoal import Chare`: the public namespace
             else:
-                found.add(TRACES if parts[1].startswith("trace_") else parts[1])
+                found.add(parts[1])
     return found
 
 
@@ -126,22 +126,32 @@ def test_layer_imports_only_downwards(layer):
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
 
-def test_the_layers_form_no_cycle():
-    graph = {c: {d for d in deps if d != c and (c, d) not in REEXPORTS} for c, deps in MAY_IMPORT.items()}
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A circle in ``graph`` (node -> the nodes it points to) as a path, or None."""
     state: dict[str, int] = {}  # 1 on the current path, 2 done
 
-    def visit(node: str, path: list[str]) -> None:
+    def visit(node: str, path: list[str]) -> list[str] | None:
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                pytest.fail("the layers form a cycle: " + " -> ".join([*path[path.index(nxt):], nxt]))
-            if nxt not in state:
-                visit(nxt, [*path, nxt])
+                return [*path[path.index(nxt):], nxt]
+            found = visit(nxt, [*path, nxt]) if nxt not in state else None
+            if found:
+                return found
         state[node] = 2
+        return None
 
     for start in sorted(graph):
-        if start not in state:
-            visit(start, [start])
+        found = visit(start, [start]) if start not in state else None
+        if found:
+            return found
+    return None
+
+
+def test_the_layers_form_no_cycle():
+    graph = {c: {d for d in deps if d != c and (c, d) not in REEXPORTS} for c, deps in MAY_IMPORT.items()}
+    found = cycle(graph)
+    assert found is None, "the layers form a cycle: " + " -> ".join(found or [])
 
 
 #: the compiled sources: the transport's files include only native.h (frames, queries), the
@@ -165,3 +175,27 @@ def test_the_checker_sees_relative_absolute_and_public_imports(tmp_path):
     assert "shoal" in shoal_imports(SRC / "stencil" / "session.py")  # `from .. import attach`
     assert "remote" in shoal_imports(SRC / "__init__.py")  # `from .remote.client import` inside connect()
     assert component(SRC / "_runtime" / "engine.py") == "_runtime" and component(SRC / "__init__.py") == "shoal"
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The modules of ``_runtime`` that a module of it imports, anywhere but under ``TYPE_CHECKING``."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and isinstance(node.test, ast.Name) and node.test.id in ("TYPE_CHECKING", "_TYPE_CHECKING")
+                   for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, ast.ImportFrom) or node.level != 1:
+            continue
+        for name in ([node.module] if node.module else [a.name for a in node.names]):
+            found.add(name.split(".")[0])
+    return found - {path.stem}
+
+
+def test_the_runtime_modules_import_each_other_without_a_circle():
+    """Inside ``_runtime`` the imports, those inside functions too, go one way: a circle is
+    allowed only through imports for type checking."""
+    modules = {p.stem: p for p in (SRC / "_runtime").glob("*.py")}
+    found = cycle({m: _runtime_imports(p) & set(modules) for m, p in modules.items()})
+    assert found is None, "_runtime imports in a circle: " + " -> ".join(found or [])
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]  # the checker sees one
