@@ -17,13 +17,14 @@ pytest.importorskip("plotly", reason="shoal trace report draws with Plotly (pip 
 
 from shoal.cli import main as shoal_main
 from shoal.errors import ShoalError
-from shoal.trace_analysis import analyze, coverage, method_totals, outliers, usage
-from shoal.trace_findings import findings
-from shoal.trace_read import read_trace
-from shoal.trace_report import write_report
-from shoal.trace_summary import load_trace, summarize
+from shoal.trace.analysis import analyze, coverage, method_totals, outliers, usage
+from shoal.trace.findings import findings
+from shoal.trace.read import read_trace
+from shoal.trace.report import write_report
+from shoal.trace.summary import load_trace, summarize
 from shoal._runtime.trace_bins import SummaryTracer
-from shoal._runtime.tracing import Tracer, new_tracer, write_trace
+from shoal._runtime.trace_file import new_tracer, write_trace
+from shoal._runtime.tracing import Tracer
 
 
 class Clock:
@@ -111,7 +112,7 @@ def test_a_full_trace_has_a_busy_counter_per_pe_for_perfetto(tmp_path):
 
 
 def test_each_migration_is_an_arrow_in_perfetto_and_on_the_timeline(tmp_path):
-    from shoal.trace_figures import timeline
+    from shoal.trace.figures import timeline
 
     recs = []
     for pe in (0, 1):  # Work[5] goes 0 -> 1 twice (and back between), Work[6] 1 -> 0 once
@@ -160,8 +161,8 @@ def test_pes_that_lacked_the_cpu_are_named(tmp_path):
 
 
 def test_periods_between_rounds_show_what_the_round_changed(tmp_path):
-    from shoal.trace_figures import balance_view
-    from shoal.trace_rounds import periods, rounds, spread
+    from shoal.trace.figures import balance_view
+    from shoal.trace.rounds import periods, rounds, spread
 
     recs = _rounds_trace(Tracer)
     an = analyze(read_trace(_trace(tmp_path, recs)).data)
@@ -213,7 +214,7 @@ def test_a_balanced_run_with_busy_rounds_is_told_to_balance_less(tmp_path):
 
 
 def test_the_timeline_of_many_pes_draws_the_telling_ones(tmp_path):
-    from shoal.trace_figures import MAX_ROWS, timeline, timeline_rows
+    from shoal.trace.figures import MAX_ROWS, timeline, timeline_rows
 
     recs = []
     for pe in range(40):  # PE 7 works twice as long as the others
@@ -247,7 +248,7 @@ def test_summary_tracer_bins_keep_the_totals_and_stay_bounded():
 
 
 class Ticks:
-    """Stands for native_core.TickClock: 1000 ticks a second from tick 5000 at 2.0 s."""
+    """Stands for core_contract.TickClock: 1000 ticks a second from tick 5000 at 2.0 s."""
 
     origin = (5000, 2.0)
     scale = 1e-3

@@ -16,9 +16,10 @@ import pytest
 from shoal.cli import main as shoal_main
 from shoal.errors import ShoalError
 from shoal.settings import Settings, SettingsError, load_settings
-from shoal.trace_summary import load_trace, print_summary, summarize
-from shoal._runtime import tracing
-from shoal._runtime.tracing import Tracer, write_trace
+from shoal.trace.summary import load_trace, print_summary, summarize
+from shoal._runtime import trace_file, tracing
+from shoal._runtime.trace_file import write_trace
+from shoal._runtime.tracing import Tracer
 
 
 class FakeClock:
@@ -137,7 +138,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         yield '{"name":"x"}'
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(tracing, "_events", broken)
+    monkeypatch.setattr(trace_file, "_events", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         write_trace(path, [_record(0)])
     assert path.read_text() == "the previous trace" and os.listdir(tmp_path) == ["trace.json"]

@@ -511,12 +511,12 @@ def _checkpoint(ns: argparse.Namespace) -> int:
 
 def _trace(ns: argparse.Namespace) -> int:
     from .errors import ShoalError
-    from .trace_summary import load_trace, print_summary, summarize
+    from .trace.summary import load_trace, print_summary, summarize
 
     if ns.action == "report":
         return _trace_report(ns)
     if ns.action == "plot":
-        from .trace_plot import plot_trace
+        from .trace.plot import plot_trace
 
         try:
             drawn = plot_trace(load_trace(ns.file), ns.out, start=ns.start, end=ns.end)
@@ -540,7 +540,7 @@ def _trace(ns: argparse.Namespace) -> int:
 def _trace_report(ns: argparse.Namespace) -> int:
     """``shoal trace report``: one line on stderr and exit 2 for a bad trace, never a traceback."""
     from .errors import ShoalError
-    from .trace_read import MAX_BYTES
+    from .trace.read import MAX_BYTES
 
     out = ns.out or os.path.splitext(ns.file.removesuffix(".gz"))[0] + ".html"
     if ns.max_mb is not None and not ns.max_mb > 0:
@@ -548,7 +548,7 @@ def _trace_report(ns: argparse.Namespace) -> int:
         return 2
     limit = int(ns.max_mb * 2**20) if ns.max_mb is not None else MAX_BYTES
     try:
-        from .trace_report import write_report
+        from .trace.report import write_report
 
         views = [v.strip() for v in ns.views.split(",") if v.strip()] if ns.views else None
         an = write_report(ns.file, out, max_bytes=limit, **({"views": views} if views else {}))

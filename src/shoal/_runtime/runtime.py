@@ -38,7 +38,8 @@ from .sections import Sections
 from .receiving import Receiving
 from .sending import Sending
 from .system import SYSTEM_ID, System
-from .tracing import Tracer, new_tracer
+from .trace_file import new_tracer
+from .tracing import Tracer
 
 if TYPE_CHECKING:
     from .._transport.base import Transport

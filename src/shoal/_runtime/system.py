@@ -16,7 +16,7 @@ from .chare import Chare
 from .context import current
 from .kinds import NO_COLL, SYSTEM_ID
 from .quiescence import combine_reports
-from .tracing import write_trace
+from .trace_file import write_trace
 
 if TYPE_CHECKING:
     from typing import Any, Callable
