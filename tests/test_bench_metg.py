@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from shoal.bench.taskbench import metg, native
+from shoal.bench.taskbench import kernels, metg
 from shoal.bench.taskbench.app import parse
 
 
@@ -85,8 +85,8 @@ def test_metg_plan_gives_a_system_its_own_steps_and_iterations():
 
 def _kernels_build() -> bool:
     try:
-        native.library()
-    except native.NativeError:  # pragma: no cover - machines without a C compiler
+        kernels.library()
+    except kernels.NativeError:  # pragma: no cover - machines without a C compiler
         return False
     return True
 
