@@ -38,7 +38,6 @@ from .sections import Sections
 from .receiving import Receiving
 from .sending import Sending
 from .system import SYSTEM_ID, System
-from .trace_file import new_tracer
 from .tracing import Tracer
 
 if TYPE_CHECKING:
@@ -161,6 +160,8 @@ class Runtime(Receiving, Sending):
         #: the timeline recorder (``SHOAL_TRACE``), or None: tracing off
         self.tracer: Tracer | None = None
         if settings.trace:
+            from .trace_file import new_tracer  # a job that traces: its writer and bins, not every job's
+
             self.tracer = new_tracer(self.pe, settings.trace_summary, settings.restart)
             if core is not None:
                 self.tracer.use_ticks(self.ticks)

@@ -16,7 +16,6 @@ from .chare import Chare
 from .context import current
 from .kinds import NO_COLL, SYSTEM_ID
 from .quiescence import combine_reports
-from .trace_file import write_trace
 
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -85,6 +84,8 @@ class System(Chare):
         rt = current()
         path = rt.settings.trace
         try:
+            from .trace_file import write_trace  # only a job that traces writes one
+
             write_trace(path, [r for r in records if r is not None], meta={"pes": rt.npes, "exit_code": code})
             events = sum(len(r["entries"]) + sum(map(sum, r["bins"]["calls"] if "bins" in r else ()))
                          for r in records if r is not None)  # summary mode: its bins' calls
