@@ -81,10 +81,12 @@ def _say_python_path(pe: int) -> None:
 
     from ..native import native_status
 
-    print(f"shoal: PE {pe} (host {socket.gethostname()}): the compiled per-message path is unavailable, so "
-          f"this node's PEs run the Python path (the same results, slower): {native_status()}. "
-          "Fix: `shoal info` on this host says why; set MPICC to the MPI's compiler wrapper, or "
-          "SHOAL_NATIVE=0 to choose the Python path", file=sys.stderr, flush=True)
+    why = " ".join(native_status().split())  # one line: a compiler's message may span several
+    sys.stderr.write(f"shoal: PE {pe} (host {socket.gethostname()}): the compiled per-message path is unavailable, so "
+                     f"this node's PEs run the Python path (the same results, slower): {why}. "
+                     "Fix: `shoal info` on this host says why; set MPICC to the MPI's compiler wrapper, or "
+                     "SHOAL_NATIVE=0 to choose the Python path\n")  # one write: lines of PEs do not interleave
+    sys.stderr.flush()
 
 
 def _node_numbers(world: MPI.Comm, node: MPI.Comm) -> array:
