@@ -351,7 +351,7 @@ class Balancer:
         self._decide(cs, st)
 
     def _decide(self, cs: "CollectionState", st: _Round) -> None:
-        from .strategies import CommGraph, background_speeds, check_placement, get_strategy, takes_sizes
+        from .strategies import CommGraph, background_speeds, check_placement, get_strategy
 
         rt = self.rt
         reports, st.reports, st.reported = st.reports, [], 0
@@ -382,10 +382,8 @@ class Balancer:
         edges = [(position[s], position[d], m, b) for r in reports for s, d, m, b in r[6] if d in position]
         comm = CommGraph(*(np.array([e[k] for e in edges], np.int64) for k in range(4))) if edges else CommGraph.empty()
         options = {}
-        if takes_sizes(strategy):
-            known = [r[8] for r in reports]
-            if all(k is not None for k in known):
-                options["sizes"] = np.concatenate(known)
+        if reports and all(r[8] is not None for r in reports):  # the PEs measured them: the strategy takes sizes
+            options["sizes"] = np.concatenate([r[8] for r in reports])
         try:
             new = check_placement(strategy(loads, comm, placement, rt.npes, speeds, **options), len(indices), rt.npes, name)
         except Exception as exc:  # noqa: BLE001 - a user's strategy: its error ends the job, named
