@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml setup.py src/shoal/native.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[mpich,test,docs,notebook,bench,charm4py,dask,ray,numba]'
+	$(PY) -m compileall -q src/shoal  # each PE would compile what lacks bytecode, at every start where Python may not write it
 	touch $(STAMP)
 
 demo: $(STAMP)  ## a representative job: 4 PEs, arrays, broadcasts, reductions, channels

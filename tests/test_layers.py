@@ -21,7 +21,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "shoal"
 
-BASE = {"errors", "version", "settings", "lazy_numpy", "banners", "process", "compiler", "native", "_native_build", "gpu"}
+BASE = {"errors", "version", "bytecode", "settings", "lazy_numpy", "banners", "process", "compiler", "native", "_native_build", "gpu"}
 RUNTIME = BASE | {"_transport", "jobwatch", "_runtime"}
 LAUNCH = BASE | {"jobwatch", "jobreport", "launchers", "launcher"}
 TRACES = "trace"  # the readers of a timeline (summary, plot, report)
@@ -30,6 +30,7 @@ TRACES = "trace"  # the readers of a timeline (summary, plot, report)
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "version": set(),
+    "bytecode": set(),
     "settings": set(),
     "lazy_numpy": set(),
     "banners": set(),

@@ -384,6 +384,7 @@ def _info(ns: argparse.Namespace) -> int:
 
     import numpy
 
+    from .bytecode import bytecode_status
     from .version import __version__
 
     try:
@@ -417,6 +418,7 @@ def _info(ns: argparse.Namespace) -> int:
             rows["compiled path"] = native_status()
         rows.update(_launcher_rows())
     rows.update(_gpu_rows(settings, rows.get("cuda-aware mpi", "")))
+    rows["bytecode"] = bytecode_status()
     rows.update({f"setting {k}": v for k, v in settings.as_dict().items()})
     width = max(map(len, rows))
     for k, v in rows.items():

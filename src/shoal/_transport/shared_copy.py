@@ -26,10 +26,11 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+from array import array
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 from ..lazy_numpy import np
 
@@ -117,18 +118,23 @@ def write(pid: int, local: int, remote: int, nbytes: int) -> None:
     _move("process_vm_writev", pid, local, remote, nbytes)
 
 
-def available(node: Any) -> bool:
+def available(node: Any, wait_for_all: Callable[[list], None]) -> bool:
     """Whether every process of node communicator ``node`` can read its neighbour's
-    memory (collective over ``node``: a ring exchange and an all-reduce)."""
+    memory (collective over ``node``: a ring exchange and an all-reduce, their requests
+    completed by ``wait_for_all``)."""
     from mpi4py import MPI
 
     rank, size = node.Get_rank(), node.Get_size()
-    mine = bytearray(struct.pack("<q", os.getpid()))
-    pid, where = node.sendrecv((os.getpid(), address(mine)), dest=(rank - 1) % size, source=(rank + 1) % size)
+    probe = bytearray(struct.pack("<q", os.getpid()))
+    mine, theirs = array("q", [os.getpid(), address(probe)]), array("q", [0, 0])
+    wait_for_all([node.Isend(mine, dest=(rank - 1) % size), node.Irecv(theirs, source=(rank + 1) % size)])
+    pid, where = theirs
     got = bytearray(8)
     try:
         read(pid, address(got), where, 8)
         ok = struct.unpack("<q", got)[0] == pid
     except (OSError, AttributeError):  # not permitted (ptrace), or not Linux
         ok = False
-    return bool(node.allreduce(ok, op=MPI.LAND))
+    verdict, everyone = array("i", [int(ok)]), array("i", [0])
+    wait_for_all([node.Iallreduce(verdict, everyone, op=MPI.LAND)])
+    return bool(everyone[0])

@@ -57,6 +57,7 @@ def _elements(ns: argparse.Namespace) -> int:
 
 def _broadcast(ns: argparse.Namespace) -> int:
     from ...bench.stats import median, median_ci, ratio_ci, ratio_of_medians
+    from ...bytecode import bytecode_status
     from ...launcher import find_mpiexec
 
     here = Path(__file__).parent
@@ -78,6 +79,9 @@ def _broadcast(ns: argparse.Namespace) -> int:
             times[name].append(float(found[0]))
     print(f"8-byte ret=True broadcast on {ns.pes} PEs, {ns.trials} interleaved trials "
           f"(best of 5 repeats of {ns.calls:,} calls each):")
+    bytecode = bytecode_status()
+    if not bytecode.startswith("current"):
+        print(f"  note: shoal's bytecode is {bytecode}")
     for name, samples in times.items():
         ci = median_ci(samples, confidence=0.95)
         print(f"  {name:<26} median {median(samples):7.2f} us  95% CI [{ci.low:.2f}, {ci.high:.2f}]")
