@@ -241,6 +241,10 @@ static long receive_frames(Frames *self, PyObject *deliver, PyObject *slow, PyOb
             if (count || spin <= 0 || (++tries % 16 == 0 && now() > deadline)) break;
             continue;
         }
+        if (self->stamp_first && tries) {
+            self->first_at = now();
+            self->stamp_first = 0;
+        }
         /* eager: every segment inline and inside the frame. A frame that is not well
          * formed is not: the Python path unpacks it, and reports it. */
         int eager = n >= FRAME_PREFIX;
@@ -324,6 +328,67 @@ static PyObject *Frames_wait(Frames *self, PyObject *const *args, Py_ssize_t nar
     return n < 0 ? NULL : PyLong_FromLong(n);
 }
 
+/* Whether the Python loop has work: a container of `quiet` is not empty, done() is true,
+ * or the first of `timers` (a heap of (when, ...) on time.monotonic's clock) is due at `t`.
+ * -1: error set. */
+static int python_has_work(PyObject *quiet, PyObject *done, PyObject *timers, double t) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(quiet); i++) {
+        Py_ssize_t len = PyObject_Length(PyTuple_GET_ITEM(quiet, i));
+        if (len) return len < 0 ? -1 : 1;
+    }
+    if (PyList_GET_SIZE(timers)) {
+        PyObject *first = PyList_GET_ITEM(timers, 0);
+        if (PyTuple_Check(first) && PyTuple_GET_SIZE(first)) {
+            double due = PyFloat_AsDouble(PyTuple_GET_ITEM(first, 0));
+            if (due == -1.0 && PyErr_Occurred()) return -1;
+            if (t >= due) return 1;
+        }
+    }
+    if (PyErr_CheckSignals() < 0) return -1;
+    PyObject *r = PyObject_CallNoArgs(done);
+    if (!r) return -1;
+    int yes = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return yes;
+}
+
+/* serve(deliver, slow, stalled, arrived, seconds, quiet, done, timers) -> (frames, idle,
+ * quiet_since): wait() again and again without going back to Python between messages, as
+ * the idle loop of a PE with its core to itself would (Engine.run_until): while each frame
+ * comes within `seconds` of the last and the Python loop has no work (python_has_work).
+ * idle: the seconds spent waiting before the frames; quiet_since: when the last wait for
+ * one began, if it ended with none (time.monotonic's clock), else 0.0. (0, 0.0, 0.0): no
+ * frame came. */
+static PyObject *Frames_serve(Frames *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyDict_Check(args[2]) || !PyTuple_Check(args[5]) || !PyList_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "serve(deliver, slow, stalled: dict, arrived, seconds, quiet: tuple, done, timers: list)");
+        return NULL;
+    }
+    double spin = PyFloat_AsDouble(args[4]);
+    if (spin == -1.0 && PyErr_Occurred()) return NULL;
+    long total = 0;
+    double idle = 0, start = now(), quiet_since = 0;
+    for (;;) {
+        self->stamp_first = 1;
+        self->first_at = 0;
+        long n = receive(self, args[0], args[1], args[2], args[3], spin);
+        self->stamp_first = 0;
+        if (n < 0) return NULL;
+        if (n == 0) {
+            quiet_since = start;
+            break;
+        }
+        total += n;
+        if (self->first_at > 0) idle += self->first_at - start;
+        start = now();
+        int work = python_has_work(args[5], args[6], args[7], start);
+        if (work < 0) return NULL;
+        if (work) break;
+    }
+    if (!total) quiet_since = 0;
+    return Py_BuildValue("(ldd)", total, idle, quiet_since);
+}
+
 static PyObject *Frames_pending(Frames *self, PyObject *unused) {
     if (self->nsends && complete_sends(self)) return NULL;
     return PyLong_FromSsize_t(self->nsends);
@@ -345,6 +410,8 @@ static PyMethodDef Frames_methods[] = {
     {"send", (PyCFunction)(void (*)(void))Frames_send, METH_FASTCALL, "send(dest, header, segments) -> bool (False: not eager-only)"},
     {"poll", (PyCFunction)(void (*)(void))Frames_poll, METH_FASTCALL, "poll(deliver, slow, stalled, arrived) -> frames received"},
     {"wait", (PyCFunction)(void (*)(void))Frames_wait, METH_FASTCALL, "wait(deliver, slow, stalled, arrived, seconds) -> frames received"},
+    {"serve", (PyCFunction)(void (*)(void))Frames_serve, METH_FASTCALL,
+     "serve(deliver, slow, stalled, arrived, seconds, quiet, done, timers) -> (frames, idle, quiet_since)"},
     {"pending", (PyCFunction)Frames_pending, METH_NOARGS, "number of eager sends still in flight"},
     {"close", (PyCFunction)Frames_close, METH_NOARGS, "receive no more frames (cancel the standing receive)"},
     {NULL}

@@ -67,6 +67,9 @@ typedef struct {
      * goes to Python); -1 error set. It frees the buffer (frames_restart) once it has read it. */
     int (*hook)(void *hook_owner, const char *frame, Py_ssize_t n, void *frames);
     void *hook_owner;
+    /* serve(): when the first frame of a receive that had to wait arrived (0: it waited not) */
+    int stamp_first;
+    double first_at;
 } Frames;
 
 extern PyTypeObject FramesType;

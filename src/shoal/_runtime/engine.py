@@ -193,7 +193,16 @@ class Engine:
                     budget = min(spin - idle, 1e-4)
                     if rt.timers:
                         budget = min(budget, rt.timers[0][0] - now)
-                    if budget > 0 and rt.wait(budget):
+                    if budget <= 0:
+                        continue
+                    served = None if tracing or self.clock is not time.monotonic else rt.serve(budget, done)
+                    if served is not None:
+                        # messages handled in compiled code, one after the other, until this
+                        # loop has work again: idle before the serve and between its messages
+                        if served[0]:
+                            rt.idle_time += now - self.idle_since + served[1]
+                            self.idle_since = served[2] or None  # a last wait that ended with none
+                    elif rt.wait(budget):
                         # what arrives in the wait runs inside it: idle until the wait began
                         rt.idle_time += now - self.idle_since
                         if tracing:

@@ -144,6 +144,7 @@ class Runtime(Receiving, Sending):
         self._poll = transport.poll  # bound once: step() runs millions of times
         self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver
+        self._serve = transport.serve
         #: makes a new element's load counters (Chare._shoal_load; the core's compact type
         #: where there is one), or None: no balancer reads loads (``--lb`` unset), so
         #: elements carry none and their calls are not timed
@@ -279,6 +280,12 @@ class Runtime(Receiving, Sending):
         for _ in range(len(ready)):
             ready.popleft()()
         return True
+
+    def serve(self, seconds: float, done: Callable[[], bool]) -> tuple[int, float, float] | None:
+        """Nothing is ready here: let the transport receive and deliver messages for as long
+        as each comes within ``seconds`` of the last and nothing waits for this loop in
+        Python (:meth:`shoal._transport.base.Transport.serve`); None where it cannot."""
+        return self._serve(self._deliver_cb, seconds, (self.local, self.ready), done, self.timers)
 
     def step(self) -> bool:
         """Deliver what arrived, run what is ready; True if anything happened."""

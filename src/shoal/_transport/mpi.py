@@ -205,6 +205,9 @@ class MPITransport(Transport):
         self._arrived: deque = deque()  # complete messages not yet delivered
         self._stalled: dict[int, deque] = {}  # source -> messages waiting on bulk data
         self._repost: list[int] = []  # sources whose next bulk receives may be posted
+        #: what the Python side has to do once it is not empty: the compiled serve() returns then
+        self._python_work = (self._arrived, self._stalled, self._sends, self._bulk_waiting, self._bulk_moving,
+                             self._repost)
 
     @classmethod
     def from_settings(cls, settings: Any) -> "MPITransport":
@@ -437,6 +440,19 @@ class MPITransport(Transport):
             self._post_stalled()
         return n
 
+    def serve(
+        self, deliver: Deliver, seconds: float, quiet: tuple, done: Callable[[], bool], timers: list,
+    ) -> tuple[int, float, float] | None:
+        native = self._native
+        if native is None or self._arrived or self._stalled or self._sends or self._bulk_waiting \
+                or self._bulk_moving or self._repost:
+            return None
+        served = native.serve(deliver, self._unpack, self._stalled, self._arrived, seconds,
+                              quiet + self._python_work, done, timers)
+        if self._arrived or self._stalled or self._sends or self._bulk_waiting or self._bulk_moving or self._repost:
+            return served[0] + self.wait(deliver, 0.0), served[1], 0.0  # the Python side's part, as wait() does it
+        return served
+
     def _deliver_arrived(self, deliver: Deliver) -> int:
         arrived = self._arrived
         n = 0
@@ -448,7 +464,7 @@ class MPITransport(Transport):
 
     # -- job control -------------------------------------------------------------
     def _complete_sends(self) -> None:
-        self._sends = [(r, f) for r, f in self._sends if not r.Test()]
+        self._sends[:] = [(r, f) for r, f in self._sends if not r.Test()]  # in place: serve() watches this list
 
     def flush(self) -> None:
         """Complete every send in flight (receiving meanwhile)."""
