@@ -92,6 +92,58 @@ def test_allreduces_give_the_python_results(mpi_job):
     assert starts["1"] == 0 and starts["0"] > 0, starts
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_small_arrays_combine_in_c_bit_for_bit_as_numpy(mpi_job, n):
+    """Sums and products of plain arrays of the dtypes the core combines itself
+    (exchange.c: combine_plain: float64/32, int64/32, uint64/32), with overflows, NaN,
+    infinities, -0.0 and subnormals, and of arrays it leaves to NumPy (int16, complex,
+    2-D, strided, 0-d): the compiled path's results equal the Python path's (NumPy's
+    add and multiply), byte for byte."""
+    program = """
+        import numpy as np
+        import shoal
+
+        def cases(me):
+            for dtype in ("f8", "f4", "i8", "i4", "u8", "u4", "i2", "c16"):
+                if dtype[0] in "fc":
+                    info = np.finfo(dtype)
+                    base = np.array([info.max, -0.0, np.nan, np.inf, -np.inf, info.tiny / 3, 0.1, 3.0], dtype)
+                else:
+                    info = np.iinfo(dtype)
+                    base = np.array([info.max, info.min, -1 if info.min else 1, 3, 12345, 0], dtype)
+                yield dtype, base if me % 2 else base[::-1].copy()
+            yield "2-D", np.arange(6.0).reshape(2, 3) * (me + 1)
+            yield "strided", (np.arange(8.0) * (me + 1))[::2]
+            yield "0-d", np.array(2.5 * (me + 1))
+
+        class W(shoal.Chare):
+            async def run(self):
+                out = []
+                for name, value in cases(self.index):
+                    for red in (shoal.reducers.sum, shoal.reducers.product):
+                        got = await self.allreduce(value, red)
+                        got = np.asarray(got)
+                        out.append((name, red.__name__ if hasattr(red, "__name__") else str(red), got.dtype.str,
+                                    got.shape, got.tobytes().hex()))
+                return out
+
+        def main(args):
+            results = shoal.Group(W).run(ret=True).get()
+            assert all(r == results[0] for r in results), results
+            for line in results[0]:
+                print("combined", line)
+
+        shoal.start(main)
+        """
+    runs = {native: mpi_job(program, n=n, env={"SHOAL_NATIVE": native}) for native in ("1", "0")}
+    lines = {}
+    for native, job in runs.items():
+        assert job.returncode == 0, job
+        lines[native] = [line for line in job.stdout.splitlines() if line.startswith("combined")]
+    assert len(lines["1"]) == 2 * 11, runs["1"].stdout
+    assert lines["1"] == lines["0"], "the compiled combine differs from NumPy's"
+
+
 def test_the_core_runs_every_exchangeable_reducer():
     from shoal._runtime.core_contract import EXCHANGE_REDUCERS
     from shoal._runtime.reductions import _EXCHANGEABLE

@@ -118,6 +118,44 @@ static int builtin_id(Exchanges *x, PyObject *reducer) {
     return -1;
 }
 
+#define COMBINE_LOOP(T, U) do { \
+        const T *x_ = (const T *)PyArray_DATA(a), *y_ = (const T *)PyArray_DATA(b); \
+        T *z_ = (T *)PyArray_DATA((PyArrayObject *)out); \
+        if (k == R_SUM) for (npy_intp i_ = 0; i_ < n; i_++) z_[i_] = (T)((U)x_[i_] + (U)y_[i_]); \
+        else for (npy_intp i_ = 0; i_ < n; i_++) z_[i_] = (T)((U)x_[i_] * (U)y_[i_]); \
+    } while (0)
+
+/* The sum or product of two arrays of one shape (at least one dimension) and one
+ * numeric dtype, C-contiguous, aligned and in native byte order, computed as NumPy's
+ * add and multiply do (integers wrap; floats are IEEE operations of their own width)
+ * but without a ufunc call, which is most of a small all-reduce's combining (167 ns
+ * for two 2-element arrays here). 1: *result set (NULL with an error); 0: not such arrays. */
+static int combine_plain(int k, PyArrayObject *a, PyArrayObject *b, PyObject **result) {
+    if ((k != R_SUM && k != R_PRODUCT) || PyArray_TYPE(a) != PyArray_TYPE(b) ||
+        !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_IS_C_CONTIGUOUS(b) || !PyArray_ISALIGNED(a) ||
+        !PyArray_ISALIGNED(b) || !PyArray_ISNOTSWAPPED(a) || !PyArray_ISNOTSWAPPED(b))
+        return 0;
+    int type = PyArray_TYPE(a);
+    if (type != NPY_FLOAT64 && type != NPY_FLOAT32 && type != NPY_INT64 && type != NPY_INT32 &&
+        type != NPY_UINT64 && type != NPY_UINT32)
+        return 0;
+    PyArray_Descr *d = PyArray_DESCR(a);
+    Py_INCREF(d);
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(a), PyArray_DIMS(a), NULL, NULL, 0, NULL);
+    *result = out;
+    if (!out) return 1;
+    npy_intp n = PyArray_SIZE(a);
+    switch (type) {
+    case NPY_FLOAT64: COMBINE_LOOP(double, double); break;
+    case NPY_FLOAT32: COMBINE_LOOP(float, float); break;
+    case NPY_INT64: COMBINE_LOOP(int64_t, uint64_t); break;
+    case NPY_UINT64: COMBINE_LOOP(uint64_t, uint64_t); break;
+    case NPY_INT32: COMBINE_LOOP(int32_t, uint32_t); break;
+    default: COMBINE_LOOP(uint32_t, uint32_t); break;
+    }
+    return 1;
+}
+
 /* `lo` and `hi` combined (the lower PE's value first), as reducer.combine([lo, hi]) does:
  * the built-ins' common cases here (reducers._fold), anything else by the reducer. */
 static PyObject *combine(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject *hi) {
@@ -125,9 +163,13 @@ static PyObject *combine(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject
     if (k == R_NOP) Py_RETURN_NONE;
     if (k >= 0 && k <= R_OR) {
         int alo = is_array(lo), ahi = is_array(hi);
-        if (k <= R_MIN && alo && ahi && is_exact_array(lo) && is_exact_array(hi)) {
+        /* (0-d arrays take the reducer's own way: a ufunc would make them a scalar) */
+        if (k <= R_MIN && alo && ahi && is_exact_array(lo) && is_exact_array(hi) &&
+            PyArray_NDIM((PyArrayObject *)lo) > 0) {
             PyArrayObject *a = (PyArrayObject *)lo, *b = (PyArrayObject *)hi;
             if (PyArray_SAMESHAPE(a, b) && PyArray_EquivTypes(PyArray_DESCR(a), PyArray_DESCR(b))) {
+                PyObject *plain;
+                if (combine_plain(k, a, b, &plain)) return plain;
                 if (!x->ufunc[3] && fetch_ufuncs(x) < 0) return NULL;
                 return PyObject_CallFunctionObjArgs(x->ufunc[k], lo, hi, NULL); /* a fresh array of that dtype */
             }

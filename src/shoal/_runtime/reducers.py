@@ -64,7 +64,8 @@ def _fold(name: str, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
         if len(values) == 2:
             a, b = values
             if closed and type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype:
-                return getattr(np, name)(a, b)  # a fresh array of the same dtype: the common case
+                out = getattr(np, name)(a, b)  # a fresh array of the same dtype: the common case
+                return out if a.ndim else np.asarray(out)  # 0-d in, 0-d out (a ufunc gives a scalar)
         arrays = [v for v in values if isinstance(v, np.ndarray)]
         if not arrays:
             return functools.reduce(op, values)
