@@ -139,8 +139,13 @@ class Engine:
             _precise_sleeps()
 
     # -- the loop ----------------------------------------------------------------
-    def run_until(self, done: Callable[[], bool], watch: Callable[[float], None] | None = None) -> None:
-        """Step every runtime until ``done()``, backing off while nothing happens."""
+    def run_until(
+        self, done: Callable[[], bool], watch: Callable[[float], None] | None = None, woken: bool = False,
+    ) -> None:
+        """Step every runtime until ``done()``, backing off while nothing happens. ``woken``:
+        ``done()`` turns true only with a wakeup of a runtime (:attr:`Runtime.wakeups`) or
+        in this loop's own Python (``watch``), so the compiled serve loop need not ask it
+        after every message."""
         rts = self.runtimes
         spin, max_sleep = self.settings.idle_spin, self.settings.idle_sleep_max
         previous = set_current(rts[0])
@@ -149,8 +154,14 @@ class Engine:
         transports = self.transports
         moving = transports[0].in_flight if len(transports) == 1 else lambda: any(t.in_flight() for t in transports)
         self.idle_since = None
+        wakeups = [rt.wakeups for rt in rts]
+        serve_done = None if woken else done
         try:
-            while not done():
+            while True:
+                for woke in wakeups:  # emptied before done() is asked: a later wakeup is seen
+                    woke.clear()
+                if done():
+                    break
                 worked = False
                 if len(rts) == 1:
                     worked = rts[0].step()
@@ -195,7 +206,7 @@ class Engine:
                         budget = min(budget, rt.timers[0][0] - now)
                     if budget <= 0:
                         continue
-                    served = None if tracing or self.clock is not time.monotonic else rt.serve(budget, done)
+                    served = None if tracing or self.clock is not time.monotonic else rt.serve(budget, serve_done)
                     if served is not None:
                         # messages handled in compiled code, one after the other, until this
                         # loop has work again: idle before the serve and between its messages
@@ -210,6 +221,7 @@ class Engine:
                         self.idle_since = None
         finally:
             set_current(previous)
+            wakeups[0].append("returned")  # a loop this one ran inside asks its done() again
 
     def _after_burst(self) -> None:
         """The PEs of this process have been idle a while: give memory back if a burst came since the last time."""
@@ -236,7 +248,8 @@ class Engine:
                 if fut._state != _PENDING:  # fut.done(), without the call
                     return
         watch = _Watch(self, rt0, lambda: fut)
-        self.run_until(lambda: fut.done() or watch.report is not None or rt0.stopped, watch)
+        rt0.wake_on(fut)
+        self.run_until(lambda: fut.done() or watch.report is not None or rt0.stopped, watch, woken=True)
         if fut.done():
             return
         if rt0.stopped:
@@ -326,7 +339,7 @@ class Engine:
 
     def _serve(self, stopped: Callable[[], bool]) -> None:
         try:
-            self.run_until(stopped)
+            self.run_until(stopped, woken=True)
         except BaseException as exc:  # noqa: BLE001
             self.fatal(self.runtimes[0], exc, "the shoal runtime")
 
@@ -349,7 +362,7 @@ class Engine:
         never = Future.local(rt0, "shoal.exit()")
         watch = _Watch(self, rt0, lambda: never, _RETURNED)
         try:
-            self.run_until(lambda: stopped() or watch.report is not None, watch)
+            self.run_until(lambda: stopped() or watch.report is not None, watch, woken=True)
         except BaseException as exc:  # noqa: BLE001
             self.fatal(rt0, exc, "the shoal runtime")
         if watch.report is not None:
@@ -376,7 +389,7 @@ class Engine:
         watch = _Watch(self, rt0, lambda: task.waiting or (returned if watch.what else None))
         while not stopped():
             try:
-                self.run_until(lambda: stopped() or watch.report is not None, watch)
+                self.run_until(lambda: stopped() or watch.report is not None, watch, woken=True)
             except BaseException as exc:  # noqa: BLE001
                 self.fatal(rt0, exc, "the shoal runtime")
             if watch.report is not None:

@@ -81,6 +81,9 @@ class Runtime(Receiving, Sending):
         self.ready: deque[Callable[[], Any]] = deque()
         self.local: deque = deque()
         self.timers: list = []
+        #: why the engine's loop should ask its done() again (a future it waits for resolved,
+        #: this runtime stopped): the compiled serve loop returns once this is not empty
+        self.wakeups: list = []
         self.program_timers = 0  # timers of shoal.call_later() not run yet: the job is not quiescent
         self._timer_seq = 0
         self.infos: dict[int, CollectionInfo] = {}
@@ -238,6 +241,11 @@ class Runtime(Receiving, Sending):
     def stop(self, code: int) -> None:
         self.stopped = True
         self.exit_code = code
+        self.wakeups.append("stopped")
+
+    def wake_on(self, fut: Any) -> None:
+        """Wake the engine's loop (:attr:`wakeups`) when ``fut`` resolves."""
+        fut.add_done_callback(self.wakeups.append)
 
     def request_exit(self, code: int) -> None:
         """Start ending the job on every PE; ``code`` is this PE's wish for its exit code.
@@ -281,11 +289,13 @@ class Runtime(Receiving, Sending):
             ready.popleft()()
         return True
 
-    def serve(self, seconds: float, done: Callable[[], bool]) -> tuple[int, float, float] | None:
+    def serve(self, seconds: float, done: Callable[[], bool] | None) -> tuple[int, float, float] | None:
         """Nothing is ready here: let the transport receive and deliver messages for as long
         as each comes within ``seconds`` of the last and nothing waits for this loop in
-        Python (:meth:`shoal._transport.base.Transport.serve`); None where it cannot."""
-        return self._serve(self._deliver_cb, seconds, (self.local, self.ready), done, self.timers)
+        Python (:meth:`shoal._transport.base.Transport.serve`): a local message, a ready
+        coroutine, a wakeup, a due timer, or ``done()`` (None: only a wakeup can make the
+        loop's done() true). None where the transport cannot."""
+        return self._serve(self._deliver_cb, seconds, (self.local, self.ready, self.wakeups), done, self.timers)
 
     def step(self) -> bool:
         """Deliver what arrived, run what is ready; True if anything happened."""

@@ -105,11 +105,11 @@ class Transport(ABC):
         return self.poll(deliver)
 
     def serve(
-        self, deliver: Deliver, seconds: float, quiet: tuple, done: Callable[[], bool], timers: list,
+        self, deliver: Deliver, seconds: float, quiet: tuple, done: Callable[[], bool] | None, timers: list,
     ) -> tuple[int, float, float] | None:
         """:meth:`wait` again and again without returning between messages, while each comes
         within ``seconds`` of the last, every container in ``quiet`` stays empty, ``done()``
-        is false and the first of ``timers`` (``(when, ...)`` on ``time.monotonic``'s clock)
+        is false (None: not asked) and the first of ``timers`` (``(when, ...)`` on ``time.monotonic``'s clock)
         is not due: ``(messages, seconds idle before them, when the last wait began if it
         ended with none, else 0.0)``. None: not offered here, the caller waits instead."""
         return None

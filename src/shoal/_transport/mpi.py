@@ -441,7 +441,7 @@ class MPITransport(Transport):
         return n
 
     def serve(
-        self, deliver: Deliver, seconds: float, quiet: tuple, done: Callable[[], bool], timers: list,
+        self, deliver: Deliver, seconds: float, quiet: tuple, done: Callable[[], bool] | None, timers: list,
     ) -> tuple[int, float, float] | None:
         native = self._native
         if native is None or self._arrived or self._stalled or self._sends or self._bulk_waiting \
