@@ -156,6 +156,8 @@ class Engine:
         self.idle_since = None
         wakeups = [rt.wakeups for rt in rts]
         serve_done = None if woken else done
+        # the compiled serve loop keeps no timeline and reads the real clock
+        serves = not tracing and self.clock is time.monotonic
         try:
             while True:
                 for woke in wakeups:  # emptied before done() is asked: a later wakeup is seen
@@ -206,7 +208,7 @@ class Engine:
                         budget = min(budget, rt.timers[0][0] - now)
                     if budget <= 0:
                         continue
-                    served = None if tracing or self.clock is not time.monotonic else rt.serve(budget, serve_done)
+                    served = rt.serve(budget, serve_done) if serves else None
                     if served is not None:
                         # messages handled in compiled code, one after the other, until this
                         # loop has work again: idle before the serve and between its messages

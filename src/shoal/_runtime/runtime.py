@@ -148,6 +148,7 @@ class Runtime(Receiving, Sending):
         self._send_eager = transport.send_eager
         self._deliver_cb = self._deliver
         self._serve = transport.serve
+        self._quiet = (self.local, self.ready, self.wakeups)  # what serve() returns for (see serve)
         #: makes a new element's load counters (Chare._shoal_load; the core's compact type
         #: where there is one), or None: no balancer reads loads (``--lb`` unset), so
         #: elements carry none and their calls are not timed
@@ -295,7 +296,7 @@ class Runtime(Receiving, Sending):
         Python (:meth:`shoal._transport.base.Transport.serve`): a local message, a ready
         coroutine, a wakeup, a due timer, or ``done()`` (None: only a wakeup can make the
         loop's done() true). None where the transport cannot."""
-        return self._serve(self._deliver_cb, seconds, (self.local, self.ready, self.wakeups), done, self.timers)
+        return self._serve(self._deliver_cb, seconds, self._quiet, done, self.timers)
 
     def step(self) -> bool:
         """Deliver what arrived, run what is ready; True if anything happened."""
