@@ -144,6 +144,49 @@ def test_small_arrays_combine_in_c_bit_for_bit_as_numpy(mpi_job, n):
     assert lines["1"] == lines["0"], "the compiled combine differs from NumPy's"
 
 
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_float_sum_does_not_depend_on_the_order_contributions_arrive_in(mpi_job, native):
+    """Elements called in a different order each round, each after a different delay, so
+    their values reach their PE and the children's partials reach their parent in a
+    different order each time: the sum (of floats whose total depends on the order they
+    are added in) and the complex product give the same bits every round. Values combine
+    in element and PE order (reductions.py: _Partial), not as they arrive."""
+    program = """
+        import random
+        import time
+        import numpy as np
+        import shoal
+
+        VALUES = [1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9, 4e15, -0.3, 1.5, 7.0]
+
+        class W(shoal.Chare):
+            def go(self, delay, total, product):
+                time.sleep(delay)
+                v = VALUES[self.index[0]]
+                self.contribute(v, shoal.reducers.sum, total)
+                self.contribute(np.array([complex(v, -v), np.nan * 1j, -0.0]), shoal.reducers.product, product)
+
+        def main(args):
+            workers = shoal.Array(W, len(VALUES))
+            sums, products = set(), set()
+            for round in range(6):
+                rng = random.Random(round)
+                order = list(range(len(VALUES)))
+                rng.shuffle(order)
+                total, product = shoal.Future(), shoal.Future()
+                for i in order:
+                    workers[i].go(rng.random() * 0.003, total, product)
+                sums.add(total.get().hex())
+                products.add(product.get().tobytes().hex())
+            print("distinct", len(sums), len(products))
+
+        shoal.start(main)
+        """
+    job = mpi_job(program, n=3, env={"SHOAL_NATIVE": native})
+    assert job.returncode == 0, job
+    assert "distinct 1 1" in job.stdout, job.stdout
+
+
 def test_the_core_runs_every_exchangeable_reducer():
     from shoal._runtime.core_contract import EXCHANGE_REDUCERS
     from shoal._runtime.reductions import _EXCHANGEABLE

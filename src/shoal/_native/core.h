@@ -94,7 +94,7 @@ struct Core {
     PyObject *local_append; /* rt.local.append: messages to elements of this PE */
     PyObject *local_popleft; /* rt.local.popleft */
     PyObject *local;         /* rt.local */
-    PyObject *on_value;      /* rt._on_value(kind, entry, aux, coll, value): reduction messages */
+    PyObject *on_value;      /* rt._on_value(kind, entry, src, aux, coll, value): reduction messages */
     PyObject *route;         /* rt.locations.route(proxy) -> PE, caching it on the proxy */
     PyObject *send_future;   /* rt.send_future(owner, fid, value) */
     PyObject *replier;       /* rt._replier(owner, fid) -> the reply callable of a ret=True call */

@@ -218,7 +218,7 @@ static PyObject *entry_of(PyObject *el, long entry) {
 }
 
 /* A reduction message carrying one value (see Runtime._on_value). */
-static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, uint64_t coll,
+static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t src, uint32_t aux, uint64_t coll,
                          const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg, Frames *frames) {
     PyObject *args = decode_args(c, kind, segs, lens, nseg);
     if (!args) return 0;
@@ -229,7 +229,7 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t aux, ui
                                                        : gather_items_deliver(c, aux, coll, PyTuple_GET_ITEM(args, 0));
         if (done) { Py_DECREF(args); return done; }
     }
-    PyObject *r = PyObject_CallFunction(c->on_value, "iIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)aux,
+    PyObject *r = PyObject_CallFunction(c->on_value, "iIIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)src, (unsigned)aux,
                                         (unsigned long long)coll, PyTuple_GET_ITEM(args, 0));
     Py_DECREF(args);
     if (!r) return -1;
@@ -286,7 +286,11 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
         pos += lens[i];
     }
 
-    if (value) return value_deliver(c, kind, entry, aux, coll, segs, lens, nseg, frames);
+    if (value) {
+        uint32_t src; /* the sender: a reduction combines its children's values in PE order */
+        memcpy(&src, h + H_SRC, 4);
+        return value_deliver(c, kind, entry, src, aux, coll, segs, lens, nseg, frames);
+    }
 
     /* the element, if it is here (else the Python path forwards, holds or fails) */
     PyObject *el = element_at(c, coll, h + HSIZE, nidx);

@@ -378,10 +378,10 @@ class Receiving:
             self.reductions.receive_block(coll, aux, index[0], index[1], decode_call(kind, segments)[0])
             return
         if entry:  # compact (see ReductionManager._maybe_done)
-            self.reductions.receive_compact(coll, aux, entry, decode_call(kind, segments)[0][0])
+            self.reductions.receive_compact(src, coll, aux, entry, decode_call(kind, segments)[0][0])
             return
         payload = decode(segments)
-        self.reductions.receive(payload[0], aux, payload[1:])
+        self.reductions.receive(src, payload[0], aux, payload[1:])
 
     def _on_result(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         if entry == 2:  # for contributors of this PE away from their home
@@ -408,7 +408,7 @@ class Receiving:
                 early = el._shoal_channel_early = {}
             early.setdefault(aux, []).append((entry, (kind, segments)))
 
-    def _on_value(self, kind: int, entry: int, aux: int, coll: int, value: Any) -> None:
+    def _on_value(self, kind: int, entry: int, src: int, aux: int, coll: int, value: Any) -> None:
         """A message of one value, decoded by the compiled core (a future's value, a
         compact REDUCE or RESULT, an EXCHANGE): what their handlers do after decoding."""
         if kind == Kind.FUTURE:  # its entry field: the sender PE + 1, or 0 (see Sending.send_future)
@@ -416,7 +416,7 @@ class Receiving:
         elif kind == Kind.EXCHANGE:
             self.reductions.on_exchange(coll, aux, entry, value)
         elif kind == Kind.REDUCE:
-            self.reductions.receive_compact(coll, aux, entry, value)
+            self.reductions.receive_compact(src, coll, aux, entry, value)
         else:
             self.reductions.on_result((coll,), aux, value, None)
 

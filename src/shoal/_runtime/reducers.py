@@ -162,8 +162,10 @@ class _Reducers:
 
     Reproducibility: ``max``, ``min``, the logical reducers, ``gather``, ``exact_sum`` and
     ``sum``/``product`` of integers give the same bits on any number of PEs; ``sum`` and
-    ``product`` of floats combine per PE and then up a tree whose shape depends on the
-    PE count, so their last bits may differ between runs on different PE counts.
+    ``product`` of floats combine each PE's elements in index order, then its children's
+    partials in PE order, up a tree whose shape depends on the PE count: the same bits on
+    every run with the same PEs, whatever order messages arrive in, but the last bits
+    may differ between PE counts.
     ``Chare.allreduce`` uses ``sum`` when no reducer is given.
     """
 

@@ -52,17 +52,34 @@ ALLREDUCE = _AllReduce()
 
 
 class _Partial:
-    """One PE's progress on one reduction."""
+    """One PE's progress on one reduction. ``keys`` says where each value of an unordered
+    reducer goes: an element's index (its own and those away from home) or, after them,
+    the child PE that sent it; values combine in that order, not as they arrived, so a
+    float sum gives the same bits on every run with the same PEs and elements."""
 
-    __slots__ = ("values", "got", "reducer", "target", "section", "entry")
+    __slots__ = ("values", "keys", "got", "reducer", "target", "section", "entry")
 
     def __init__(self, reducer: Reducer, target: Any, section: Any):
         self.values: list = []
+        self.keys: list = []
         self.got = 0
         self.reducer = reducer
         self.target = target
         self.section = section
         self.entry = -1  # a ret=True broadcast's: its entry method, to name a reply that cannot travel
+
+
+def _in_order(p: _Partial) -> list:
+    """``p``'s values in the order of their keys (see :class:`_Partial`)."""
+    values, keys = p.values, p.keys
+    if p.reducer.ordered or len(keys) != len(values):
+        return values  # ordered reducers put their values in order themselves
+    try:
+        if all(map(operator.le, keys, keys[1:])):
+            return values  # the common case: they came in order
+        return [values[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+    except TypeError:  # indices that do not compare: arrival order
+        return values
 
 
 class _ResultFuture(Future):
@@ -84,6 +101,9 @@ _LAST = 0xFFFF  # the round that hands the result to a PE outside the power of t
 RET_GATHER = 0xFFFF
 RET_BLOCK = 0xFFFE
 _MISSING = object()
+#: built-ins whose result does not depend on the order values combine in: their values
+#: need no key (see _Partial); the others' do (floats round, NaN payloads and max's ties differ)
+_ORDER_FREE = frozenset({reducers.nop, reducers.logical_and, reducers.logical_or, reducers.exact_sum})
 _EXCHANGE_KIND = int(Kind.EXCHANGE)  # a plain int: an enum member costs a lookup per use
 
 
@@ -158,14 +178,19 @@ class ReductionManager:
         """``el`` adds ``value`` to its next reduction in its collection or ``section``."""
         self._contribute(el, value, as_reducer(reducer), _check_target(target), section)
 
-    def receive(self, domain: tuple, seq: int, payload: tuple) -> None:
+    def receive(self, src: int, domain: tuple, seq: int, payload: tuple) -> None:
         """A child's partial result, or the contribution of an element away from home
-        (a REDUCE message's payload; the element's PE comes last)."""
+        (a REDUCE message's payload from PE ``src``; an element's PE and key come last)."""
         reducer, target, value, section = payload[:4]
         target = _unpack_target(target)
-        if len(payload) > 4 and target is ALLREDUCE:  # the element waits for the result there
-            self.remote_waiters.setdefault((domain, seq), set()).add(payload[4])
-        self.add(domain, seq, value, _unpack_reducer(reducer), target, 1, section)
+        reducer = _unpack_reducer(reducer)
+        if len(payload) > 4:  # an element away from home
+            if target is ALLREDUCE:  # it waits for the result there
+                self.remote_waiters.setdefault((domain, seq), set()).add(payload[4])
+            key = None if payload[5] is None else (0, payload[5])
+        else:
+            key = None if reducer.ordered or reducer in _ORDER_FREE else (1, src)
+        self.add(domain, seq, value, reducer, target, 1, section, key)
 
     def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
         """A child's RET_BLOCK reply to ret=True broadcast ``fid`` of PE ``src``: the values
@@ -210,8 +235,8 @@ class ReductionManager:
                 return True
         return False
 
-    def receive_compact(self, coll: int, seq: int, rid: int, value: Any) -> None:
-        """A child's partial result of an all-reduce of a whole collection with a built-in
+    def receive_compact(self, src: int, coll: int, seq: int, rid: int, value: Any) -> None:
+        """Child PE ``src``'s partial result of an all-reduce of a whole collection with a built-in
         reducer, or (``rid`` RET_GATHER) of the replies of a ``ret=True`` broadcast, whose
         ``seq`` is the future's number and ``value`` the pair (its PE, the replies)."""
         if rid == RET_GATHER:
@@ -220,7 +245,8 @@ class ReductionManager:
                 return  # the core gathers this broadcast's values here
             self.add((coll, "ret", src, seq), 0, replies, reducers.gather, future_handle(src, seq), 1, None)
             return
-        self.add((coll,), seq, value, BUILTINS[rid - 1], ALLREDUCE, 1, None)
+        reducer = BUILTINS[rid - 1]
+        self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, None if reducer in _ORDER_FREE else (1, src))
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
         """``el``'s contribution to an all-reduce (``reducer`` None: sum); a future of the result."""
@@ -264,11 +290,14 @@ class ReductionManager:
         element's home PE, so trees and counts never change when elements move: an
         element away from home sends its contribution there (and, for an all-reduce,
         the home sends the result back)."""
+        key = None
+        if not (reducer.ordered or reducer in _ORDER_FREE):  # where its value goes among the others
+            key = el.index if section is None else _order_key(el, section)
         if not el._shoal_away:
-            self.add(domain, seq, value, reducer, target, 1, section)
+            self.add(domain, seq, value, reducer, target, 1, section, None if key is None else (0, key))
             return
         home = el.collection._info.home(el.proxy._index, self.rt.npes)
-        payload = (domain, _pack_reducer(reducer), _pack_target(target), value, section, self.rt.pe)
+        payload = (domain, _pack_reducer(reducer), _pack_target(target), value, section, self.rt.pe, key)
         self.rt.post(home, Kind.REDUCE, 0, seq, domain[0], (), payload)
 
     def _check_once(self, el: "Chare", domain: tuple, reducer: Reducer, target: Any, seq: int) -> None:
@@ -341,8 +370,10 @@ class ReductionManager:
         return False
 
     # -- combining ---------------------------------------------------------------
-    def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any) -> None:
-        """Add ``value`` worth ``count`` arrivals (1 local contribution or 1 child)."""
+    def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any,
+            order: Any = None) -> None:
+        """Add ``value`` worth ``count`` arrivals (1 local contribution or 1 child), at
+        ``order`` among the others (an unordered reducer's; see :class:`_Partial`)."""
         key = (domain, seq)
         p = self.partials.get(key)
         if p is None:
@@ -356,6 +387,8 @@ class ReductionManager:
                 f"with target {target!r}; every element must contribute alike"
             )
         p.values.append(value)
+        if order is not None:
+            p.keys.append(order)
         p.got += count
         self._maybe_done(key, p, section)
 
@@ -377,7 +410,7 @@ class ReductionManager:
                     and self.rt.nodes is None):  # across nodes, the node-aware tree: once per node
                 if p.got == local:  # this PE's elements are in: start the butterfly
                     del self.partials[key]
-                    value = p.reducer.combine(p.values) if len(p.values) > 1 else p.values[0]
+                    value = p.reducer.combine(_in_order(p)) if len(p.values) > 1 else p.values[0]
                     self._exchange(key, value, p.reducer)
                 return
         else:
@@ -386,7 +419,7 @@ class ReductionManager:
             return
         del self.partials[key]
         try:
-            value = p.reducer.combine(p.values) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
+            value = p.reducer.combine(_in_order(p)) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
         except ReductionError as exc:
             raise ReductionError(f"PE {self.rt.pe}, reduction #{key[1]} of {self._name(domain)}: {exc}") from None
         if span.parent >= 0:
