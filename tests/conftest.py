@@ -1,51 +1,21 @@
-"""Test helpers: in-process jobs for unit tests, real ``mpiexec`` jobs for integration.
+"""Fixtures: real ``mpiexec`` jobs for integration tests (the helpers are in ``support``).
 
-``run_inproc(main, pes)`` runs a program in this process on the in-process transport.
 ``mpi_job(source, n)`` writes ``source`` to a file and runs it with ``shoal run -n n``
 (real MPI processes); tests using it are marked ``mpi``.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
+from support.commands import clean_env
 
-import shoal
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_inproc(main: Callable[[list], Any], pes: int = 2, **settings: Any) -> int:
-    """Run ``main`` on ``pes`` in-process PEs; return the exit code."""
-    settings.setdefault("deadlock_timeout", 0.3)
-    return shoal.run(main, [], transport="inproc", pes=pes, **settings)
-
-
-def tree_levels(n: int, k: int) -> int:
-    """Hops from the root to the deepest node of the shallowest tree of ``n`` nodes with fan-out ``k``."""
-    depth, capacity, width = 0, 1, 1
-    while capacity < n:
-        width *= k
-        capacity += width
-        depth += 1
-    return depth
-
-
-class Job:
-    def __init__(self, proc: subprocess.CompletedProcess):
-        self.returncode = proc.returncode
-        self.stdout = proc.stdout
-        # Open MPI 5's launcher ends its abort notice with a NUL byte and no newline
-        self.stderr = proc.stderr.replace("\x00", "")
-
-    def __repr__(self) -> str:
-        return f"<Job rc={self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}>"
+from support.jobs import Job
 
 
 @pytest.fixture
@@ -58,7 +28,7 @@ def mpi_job(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[..., Job
     def launch(source: str, n: int = 2, args: tuple = (), timeout: float = 90, env: dict | None = None) -> Job:
         prog = tmp_path / "prog.py"
         prog.write_text(textwrap.dedent(source))
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+        environ = clean_env()
         if one_node:
             environ["MPIR_CVAR_NUM_CLIQUES"] = "1"
         environ.setdefault("SHOAL_DEADLOCK_TIMEOUT", "0.5")
@@ -81,9 +51,9 @@ def silent_compiler(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _simulated_device_back_on_device_0():
-    """In-process jobs share one simulated device (tests/gpu_sim.py) among their PEs, and
+    """In-process jobs share one simulated device (tests/support/gpu_sim.py) among their PEs, and
     the last PE to choose its device leaves it current: start every test on device 0."""
     yield
-    sim = sys.modules.get("gpu_sim")
+    sim = sys.modules.get("support.gpu_sim")
     if sim is not None:
         sim.OPS.current = 0

@@ -1,4 +1,4 @@
-"""Checkpoint and restart (tests/test_checkpoint.py).
+"""Checkpoint and restart (tests/runtime/test_checkpoint.py).
 
 ``checkpoint.py STEPS [--at K] [--stop-after-checkpoint] [--full-disk]``: a time loop over
 an Array; with ``--at K`` main checkpoints to ``ckpt`` after step K (and with

@@ -1,5 +1,5 @@
 """shoal.destroy(): the elements go on every PE, later calls are dropped or fail, and a
-collection destroyed before its creation reached a PE is never built there (tests/test_destroy.py)."""
+collection destroyed before its creation reached a PE is never built there (tests/runtime/test_destroy.py)."""
 
 import gc
 import weakref

@@ -1,4 +1,4 @@
-"""Every feature of the programming model in one job, checked; run by tests/test_mpi.py."""
+"""Every feature of the programming model in one job, checked; run by tests/runtime/test_mpi.py."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""The cells of tests/test_local_queue.py's deterministic case, as a module: imported by
+"""The cells of tests/runtime/test_local_queue.py's deterministic case, as a module: imported by
 its in-process tests and read as the start of its MPI programs."""
 
 import shoal

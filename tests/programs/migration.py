@@ -1,4 +1,4 @@
-"""Migration and balancing under traffic, and their bad input (tests/test_migration.py).
+"""Migration and balancing under traffic, and their bad input (tests/runtime/test_migration.py).
 
 Run as ``shoal run -n P --transport T migration.py CASE``; prints ``RESULT ...`` lines.
 """

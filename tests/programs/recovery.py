@@ -1,4 +1,4 @@
-"""Automatic recovery (tests/test_checkpoint.py): a time loop that calls
+"""Automatic recovery (tests/runtime/test_checkpoint.py): a time loop that calls
 ``shoal.checkpoint_point_sync`` every step; with ``--die-at K`` the process of PE 1 kills
 itself (SIGKILL) at step K of the first run, as a node failure would.
 

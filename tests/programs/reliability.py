@@ -1,6 +1,6 @@
 """Cases a hostile user found (shared/reliability), one per run: ``prog.py CASE``.
 
-Each case prints ``RESULT ...`` lines that tests/test_reliability.py checks, on every
+Each case prints ``RESULT ...`` lines that tests/jobs/test_reliability.py checks, on every
 transport and PE count; the failing ones end the job and the tests check the exit
 code and the message.
 """

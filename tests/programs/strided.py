@@ -1,7 +1,7 @@
 """Strided faces over channels: a ring of 2-D blocks (and a 3-D one) that trade column
 faces, the non-contiguous views ``u[:, 1]`` and ``u[:, 0]``, every round.
 
-Run by tests/test_strided.py with ``shoal run -n N`` on the in-process transport and
+Run by tests/runtime/test_strided.py with ``shoal run -n N`` on the in-process transport and
 under mpiexec (compiled core on and off). Each element sends its first and last
 interior columns (strided views, packed by the send) and receives its ghost columns in
 place (strided buffers: ``recv(into=u[:, 0])`` and a receive set of column views).

@@ -4,7 +4,7 @@
  * The Python half is shoal/_runtime/core_contract.py: its SLOTS and NAMES list the same
  * fields, in the same order, with the class and attribute each stands for, and
  * configure_contract() fills these two tables from them before the first Core is made.
- * No other C file finds a slot or interns a name; tests/test_core_contract.py checks that
+ * No other C file finds a slot or interns a name; tests/native/test_core_contract.py checks that
  * the two halves agree, and that every slot named is a __slots__ member of its class.
  */
 #ifndef SHOAL_CONTRACT_H

@@ -22,7 +22,7 @@ static inline int is_array(PyObject *o) { return NUMPY_LOADED && PyArray_Check(o
 static inline int is_exact_array(PyObject *o) { return NUMPY_LOADED && PyArray_CheckExact(o); }
 
 /* The wire format, as _runtime/message.py, _runtime/system.py and _runtime/channels.py
- * define it; tests/test_wire_format.py fails, naming the constant, when one of these
+ * define it; tests/transport/test_wire_format.py fails, naming the constant, when one of these
  * disagrees with the Python definition. */
 /* the header (message.HEADER, <BBHIIQ): kind, index rank, entry, source, aux, collection,
  * at these byte offsets; then the index as `rank` int64s (message.INDEX_STRUCTS) */

@@ -35,7 +35,7 @@
 /* The frame layout of _transport/mpi.py (_PREFIX, _SEG): a prefix of two uint16 (header
  * length, segment count), one uint64 word per segment (nbytes << FRAME_SHIFT, with
  * FRAME_BULK set for a segment sent by rendezvous and FRAME_DEVICE for one in device
- * memory), the header, then the inline segments. tests/test_wire_format.py checks these
+ * memory), the header, then the inline segments. tests/transport/test_wire_format.py checks these
  * against it. */
 #define FRAME_PREFIX 4
 #define FRAME_SEG 8

@@ -9,7 +9,7 @@ transport has a core (``SHOAL_NATIVE=0`` turns it off).
 What the core may touch is declared here and in ``_native/contract.h``, field for field
 in the same order: :data:`SLOTS`, the ``__slots__`` members of runtime classes it reads
 or writes, and :data:`NAMES`, the attributes and methods it looks up on runtime objects.
-No C file finds a slot or a name any other way (tests/test_core_contract.py). What it is
+No C file finds a slot or a name any other way (tests/native/test_core_contract.py). What it is
 given besides (callbacks, tables) is in :func:`make_core`; what it calls back is the
 functions below.
 """

@@ -55,7 +55,7 @@ class DeviceSegment:
 class Transport(ABC):
     """Point-to-point messaging between the PEs of one job.
 
-    Contract (checked by ``tests/test_transport_contract.py`` for every transport):
+    Contract (checked by ``tests/transport/test_transport_contract.py`` for every transport):
     messages from one sender to one receiver are delivered in send order; a segment
     arrives byte-identical; ``send`` returns once the caller may reuse its buffers;
     large segments land in the buffer the receiver's allocator returned; a small first

@@ -6,7 +6,7 @@ backend). A *resident* memory is device memory (CUDA through CuPy: :mod:`.cuda`)
 work is queued on one stream, so the backend synchronizes before it hands an array to
 the host or to a channel, and its halos travel as device arrays (``docs/gpu.md``). The
 backend is written once against this interface; the tests run the device-resident
-path on a CPU with a simulated device (``tests/stencil_sim.py``).
+path on a CPU with a simulated device (``tests/support/stencil_sim.py``).
 """
 
 from __future__ import annotations

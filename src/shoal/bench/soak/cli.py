@@ -31,7 +31,7 @@ __all__ = ["STRATEGIES", "main", "job_settings"]
 
 PROGRAM = Path(__file__).with_name("program.py")
 
-#: the strategies registered in shoal._runtime.strategies (tests/test_soak.py pins the list)
+#: the strategies registered in shoal._runtime.strategies (tests/bench/test_soak.py pins the list)
 STRATEGIES = ("greedy", "refine", "comm", "rotate", "random", "auto")
 
 

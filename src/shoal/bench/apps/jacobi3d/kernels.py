@@ -98,7 +98,7 @@ def face(u: np.ndarray, axis: int, k: int) -> np.ndarray:
 # * SIXTH is passed in, the very double the CPU kernel multiplies by.
 # * Double precision on a GPU never flushes subnormals to zero (ftz is single-precision only).
 # * A Jacobi sweep reads u and writes v only, so the order in which threads run does not matter.
-# tests/test_app_jacobi3d.py compiles this source with g++ (indices emulated) and compares it
+# tests/bench/test_app_jacobi3d.py compiles this source with g++ (indices emulated) and compares it
 # with jacobi_step bit for bit, and asks nvcc for its PTX and checks there is no FMA in it.
 
 #: the kernel's name in :data:`CUDA_SOURCE`
