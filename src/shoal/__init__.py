@@ -17,7 +17,7 @@ from .errors import (
     ShoalError,
 )
 
-if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal run` starts fast
+if _TYPE_CHECKING:  # for type checkers: the names of _LAZY below, which load on first use
     from . import pool
     from .pool import BrokenPool, Executor
     from ._runtime.attach import attach, detach
@@ -40,55 +40,38 @@ if _TYPE_CHECKING:  # the same names, loaded on first use (below) so that `shoal
     from ._runtime.topology import topology
     from ._runtime.conditions import when, wait_until
 
-#: public name -> the module that defines it. The runtime is imported (NumPy only once the program uses it)
-#: when a program first touches one of these, not by ``import shoal``: the launcher of
-#: ``shoal run`` and the command line need none of it.
+#: the runtime's public names, by the module that defines each (".pool" gives the module
+#: itself as ``pool``). They load when a program first touches one (PEP 562), not with
+#: ``import shoal``: the launcher of ``shoal run`` and the command line need none of it.
+#: Type checkers read the same names from the imports under ``_TYPE_CHECKING`` above;
+#: tests/project/test_exports.py checks that the two agree.
 _LAZY = {
-    "pool": ".pool",
-    "BrokenPool": ".pool",
-    "Executor": ".pool",
-    "attach": "._runtime.attach",
-    "detach": "._runtime.attach",
-    "Channel": "._runtime.channels",
-    "Chare": "._runtime.chare",
-    "Array": "._runtime.collections",
-    "Group": "._runtime.collections",
-    "destroy": "._runtime.lifecycle",
-    "my_pe": "._runtime.context",
-    "num_pes": "._runtime.context",
-    "my_device": "._runtime.devices",
-    "exit": "._runtime.engine",
-    "call_later": "._runtime.engine",
-    "mpi_comm": "._runtime.engine",
-    "quiescence": "._runtime.engine",
-    "run": "._runtime.engine",
-    "start": "._runtime.engine",
-    "Future": "._runtime.futures",
-    "gather": "._runtime.futures",
-    "Loan": "._runtime.loans",
-    "lend": "._runtime.loans",
-    "CollectionProxy": "._runtime.proxy",
-    "ElementProxy": "._runtime.proxy",
-    "SectionProxy": "._runtime.proxy",
-    "ReceiveSet": "._runtime.receive_sets",
-    "Reducer": "._runtime.reducers",
-    "reducers": "._runtime.reducers",
-    "checkpoint": "._runtime.checkpoint",
-    "checkpoint_point": "._runtime.checkpoint",
-    "checkpoint_point_sync": "._runtime.checkpoint",
-    "checkpoint_sync": "._runtime.checkpoint",
-    "restarted": "._runtime.checkpoint",
-    "register_strategy": "._runtime.strategies",
-    "threaded": "._runtime.threads",
-    "topology": "._runtime.topology",
-    "when": "._runtime.conditions",
-    "wait_until": "._runtime.conditions",
+    ".pool": ("pool", "BrokenPool", "Executor"),
+    "._runtime.attach": ("attach", "detach"),
+    "._runtime.channels": ("Channel",),
+    "._runtime.chare": ("Chare",),
+    "._runtime.collections": ("Array", "Group"),
+    "._runtime.lifecycle": ("destroy",),
+    "._runtime.context": ("my_pe", "num_pes"),
+    "._runtime.devices": ("my_device",),
+    "._runtime.engine": ("exit", "call_later", "mpi_comm", "quiescence", "run", "start"),
+    "._runtime.futures": ("Future", "gather"),
+    "._runtime.loans": ("Loan", "lend"),
+    "._runtime.proxy": ("CollectionProxy", "ElementProxy", "SectionProxy"),
+    "._runtime.receive_sets": ("ReceiveSet",),
+    "._runtime.reducers": ("Reducer", "reducers"),
+    "._runtime.checkpoint": ("checkpoint", "checkpoint_point", "checkpoint_point_sync", "checkpoint_sync", "restarted"),
+    "._runtime.strategies": ("register_strategy",),
+    "._runtime.threads": ("threaded",),
+    "._runtime.topology": ("topology",),
+    "._runtime.conditions": ("when", "wait_until"),
 }
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
 
 def __getattr__(name: str) -> "_Any":
     """Load a public name of the runtime on first use (PEP 562), then keep it here."""
-    where = _LAZY.get(name)
+    where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'shoal' has no attribute {name!r}")
     import importlib
@@ -100,7 +83,7 @@ def __getattr__(name: str) -> "_Any":
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_WHERE})
 
 
 from .version import __version__
@@ -120,56 +103,16 @@ def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
 
     load(ipython)
 
-# Not in __all__, on purpose: `exit` (``from shoal import *`` would shadow the builtin;
-# the documented spelling is ``shoal.exit(code)``) and the proxy classes, which users
-# never construct (they stay importable for type hints and isinstance checks).
+
+#: public, but not in __all__, on purpose: ``exit`` (``from shoal import *`` would shadow
+#: the builtin; the documented spelling is ``shoal.exit(code)``), the proxy classes, which
+#: users never construct (importable for type hints and isinstance checks), and the
+#: IPython hook
+_QUALIFIED_ONLY = {"exit", "CollectionProxy", "ElementProxy", "SectionProxy", "load_ipython_extension"}
 
 __all__ = [
-    "start",
-    "run",
-    "attach",
-    "detach",
+    *(name for name, value in globals().items() if isinstance(value, type) and issubclass(value, Exception)),
+    *(name for name in _WHERE if name not in _QUALIFIED_ONLY),
     "connect",
-    "my_pe",
-    "my_device",
-    "num_pes",
-    "topology",
-    "Chare",
-    "Group",
-    "Array",
-    "destroy",
-    "Future",
-    "gather",
-    "lend",
-    "Loan",
-    "Channel",
-    "ReceiveSet",
-    "reducers",
-    "Reducer",
-    "quiescence",
-    "call_later",
-    "mpi_comm",
-    "pool",
-    "Executor",
-    "BrokenPool",
-    "ShoalError",
-    "NotRunningError",
-    "BlockingCallError",
-    "DeadlockError",
-    "RemoteError",
-    "ReductionError",
-    "ChannelError",
-    "MigrationError",
-    "CheckpointError",
-    "GPUError",
-    "register_strategy",
-    "threaded",
-    "when",
-    "wait_until",
-    "checkpoint",
-    "checkpoint_sync",
-    "checkpoint_point",
-    "checkpoint_point_sync",
-    "restarted",
     "__version__",
 ]

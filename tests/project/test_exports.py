@@ -3,6 +3,7 @@ documented, nothing that shadows a builtin under ``from shoal import *``."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 
@@ -59,3 +60,20 @@ def test_subpackages_declare_their_public_names():
         assert module.__all__, module.__name__
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.__all__ names {name}, which does not exist"
+
+
+def test_type_checkers_see_the_names_that_load_on_first_use():
+    """The imports under ``_TYPE_CHECKING`` in shoal/__init__.py (what type checkers and
+    editors read) name the same things, from the same modules, as its ``_LAZY`` table
+    (what a running program loads)."""
+    tree = ast.parse(inspect.getsource(shoal))
+    blocks = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "_TYPE_CHECKING"]
+    typed = {}
+    for node in (n for block in blocks for n in block.body):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            for alias in node.names:
+                typed[alias.asname or alias.name] = "." + (node.module or alias.name)
+    assert typed == shoal._WHERE, (
+        f"only for type checkers: {sorted(set(typed) - set(shoal._WHERE))}; "
+        f"only loaded lazily: {sorted(set(shoal._WHERE) - set(typed))}; "
+        f"from other modules: {sorted(n for n in set(typed) & set(shoal._WHERE) if typed[n] != shoal._WHERE[n])}")
