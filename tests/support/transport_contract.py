@@ -447,6 +447,29 @@ def check_invalid_rank(ep: Endpoint) -> Generator[str, None, None]:
     assert not ep.inbox, f"stray messages after failed sends: {list(ep.inbox)}"
 
 
+def check_eager_then_the_rest(ep: Endpoint) -> Generator[str, None, None]:
+    """Sent as the runtime sends (``send_eager`` first; what it declines by
+    ``send_after_eager``), small and large messages in turn arrive intact and in order,
+    and ``send_after_eager`` to a PE outside the job raises."""
+    t = ep.t
+    sizes = [8, 2 * ep.T, 0, ep.T + 1, 100, 3 * ep.T]
+    for k, n in enumerate(sizes):
+        header, segments = f"eager:{ep.rank}:{k}".encode(), [b"h", pattern(f"eager{ep.rank}.{k}", n)]
+        if t.send_eager is None or not t.send_eager(ep.next, header, segments):
+            t.send_after_eager(ep.next, header, segments)
+    try:
+        t.send_after_eager(ep.size, b"bad", [np.zeros(2 * ep.T, np.uint8)])
+    except Exception:  # noqa: BLE001 - any exception will do; it must not pass silently
+        pass
+    else:
+        raise AssertionError(f"send_after_eager to PE {ep.size} did not raise (job of {ep.size} PEs)")
+    msgs = yield from ep.expect(len(sizes))
+    for k, (n, m) in enumerate(zip(sizes, msgs)):
+        assert m.header == f"eager:{ep.prev}:{k}".encode(), f"message {k} out of order: {m!r}"
+        assert bytes(raw(m.segments[0])) == b"h", m
+        assert_bytes(m.segments[1], pattern(f"eager{ep.prev}.{k}", n), f"{n}-byte segment")
+
+
 CHECKS: dict[str, Check] = {
     "fifo": check_fifo,
     "sizes": check_sizes,
@@ -458,6 +481,7 @@ CHECKS: dict[str, Check] = {
     "barrier_progress": check_barrier_progress,
     "barrier": check_barrier,
     "invalid_rank": check_invalid_rank,
+    "eager_then_the_rest": check_eager_then_the_rest,
 }
 
 

@@ -90,7 +90,7 @@ struct Core {
     PyObject *loads;       /* pickle.loads */
     PyObject *layouts;     /* message._layouts: array descriptor -> ((dtype, shape), ...) */
     PyObject *layout;      /* message._layout(descriptor), on a cache miss */
-    PyObject *slow_send;   /* transport.send(dest, header, segments): rendezvous-sized messages */
+    PyObject *slow_send;   /* transport.send_after_eager(dest, header, segments): what one eager frame cannot hold */
     PyObject *local_append; /* rt.local.append: messages to elements of this PE */
     PyObject *local_popleft; /* rt.local.popleft */
     PyObject *local;         /* rt.local */

@@ -160,7 +160,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     module.configure_contract(tuple((cls, slot) for _, cls, slot in SLOTS), tuple(name for _, name in NAMES))
     core = module.Core(
         frames, rt, rt.locations, rt.colls, rt._start_task, rt._entry_failed,
-        message.encode, pickle.loads, message._layouts, message._layout, transport.send,
+        message.encode, pickle.loads, message._layouts, message._layout, transport.send_after_eager,
         Future, ReceiveSet, _PENDING, _DONE,
     )
     if rt.new_load is not None:

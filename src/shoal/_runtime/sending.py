@@ -85,8 +85,10 @@ class Sending:
             return
         if self.tracer is not None:
             self.tracer.send(_clock(), dest, len(header) + sum(segment_nbytes(s) for s in segments))
-        if self._send_eager is None or not self._send_eager(dest, header, segments):
+        if self._send_eager is None:
             self.transport.send(dest, header, segments)
+        elif not self._send_eager(dest, header, segments):
+            self.transport.send_after_eager(dest, header, segments)
 
     def post(self, dest: int, kind: int, entry: int, aux: int, coll: int, index: tuple, payload: Any) -> None:
         """Encode and send one runtime message."""

@@ -88,12 +88,16 @@ class Transport(ABC):
     #: sooner; a receiver whose buffer is posted by what those messages run says no)
     receive_early: Callable[[bytes], bool] = staticmethod(lambda header: True)  # type: ignore[assignment]
     #: Optional shortcut ``send_eager(dest, header, segments) -> bool`` for a valid
-    #: ``dest``: True if it sent the message, False if :meth:`send` must.
+    #: ``dest``: True if it sent the message, False if :meth:`send_after_eager` must.
     send_eager: Callable[[int, bytes, list], bool] | None = None
 
     @abstractmethod
     def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
         """Send one message; returns when ``segments`` may be modified again."""
+
+    def send_after_eager(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
+        """:meth:`send` a message that :attr:`send_eager` declined, without trying it again."""
+        self.send(dest, header, segments)
 
     @abstractmethod
     def poll(self, deliver: Deliver) -> int:

@@ -224,6 +224,13 @@ class MPITransport(Transport):
         native = self._native
         if native is not None and type(segments) is list and native.send(dest, header, segments):
             return
+        self.send_after_eager(dest, header, segments)
+
+    def send_after_eager(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
+        """Frame a message with large or device segments (or any, without the compiled
+        path) and send it: the eager part in a frame, the rest by rendezvous."""
+        if not 0 <= dest < self.size:
+            raise ValueError(f"PE {self.rank}: send to PE {dest}, but the job has {self.size} PEs")
         views = [s if isinstance(s, (bytes, DeviceSegment)) else memoryview(s).cast("B") for s in segments]
         room = self.frame_capacity - _PREFIX.size - len(header) - _SEG.size * len(views)
         lengths = []
