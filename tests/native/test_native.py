@@ -413,3 +413,41 @@ def test_futures_of_ret_true_calls_name_the_line_that_made_them(mpi_job, native)
     assert job.returncode == 0, job
     assert "origins 1 " in job.stdout and "prog.py:10 in main\n" in job.stdout, job
     assert "ids 3 [[1, 1], 2, 3]" in job.stdout, job
+
+
+@BOTH
+def test_an_elements_ret_true_call_is_sent_without_python_on_the_compiled_path(mpi_job, native):
+    """``proxy[i].method(x, ret=True)`` to an element on another PE makes its future and
+    sends the call in C (no Runtime.invoke); to a local element, or with other keywords,
+    it takes the Python path; the replies are the same either way."""
+    job = mpi_job(
+        """
+        import shoal
+        from shoal._runtime import runtime
+
+        invoked = []
+        python_invoke = runtime.Runtime.invoke
+        def counted(self, proxy, entry, name, *rest):
+            invoked.append(name)
+            return python_invoke(self, proxy, entry, name, *rest)
+        runtime.Runtime.invoke = counted
+
+        class Server(shoal.Chare):
+            def twice(self, x, plus=0):
+                return 2 * x + plus
+
+        def main(args):
+            servers = shoal.Array(Server, 2, placement=lambda i, n: i % n)
+            far, near = servers[1], servers[0]
+            assert [far.twice(i, ret=True).get() for i in range(20)] == [2 * i for i in range(20)]
+            assert near.twice(5, ret=True).get() == 10
+            assert far.twice(5, plus=1, ret=True).get() == 11
+            print("invoked", len(invoked))
+            shoal.exit()
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    assert f"invoked {2 if native == '1' else 22}\n" in job.stdout, job

@@ -29,6 +29,7 @@ typedef struct {
     Py_ssize_t chare_load, chare_held, chare_collection;                          /* Chare */
     Py_ssize_t task_rt, task_coro, task_on_done, task_waiting, task_wake,         /* Task */
         task_wake_now, task_load, task_element;
+    Py_ssize_t rt_current_element, rt_suspended;                                  /* the Runtime (RunningState) */
 } Slots;
 
 /* Interned attribute and method names, looked up on runtime objects. */
@@ -42,8 +43,8 @@ typedef struct {
     PyObject *waiters, *remote_waiters, *shoal_away, *shoal_seq, *combine,        /* all-reduces */
         *finish, *wake, *resolve;
     PyObject *current;                                                            /* context: the running runtime */
-    PyObject *current_element, *suspended, *resume_now, *add_done_callback,       /* tasks */
-        *refuse, *result;
+    PyObject *call_slow;                                                          /* a proxy class's own call options */
+    PyObject *resume_now, *add_done_callback, *refuse, *result;                  /* tasks */
 } Names;
 
 extern Slots shoal_slots;

@@ -63,6 +63,8 @@ int core_deliver(Core *core, const char *frame, Py_ssize_t n, Frames *frames);
 /* An entry-method call (positional arguments) to one element. 1: sent; 0: not handled
  * (use the Python path, nothing was done); -1: error set. */
 int core_send_call(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs);
+/* An element's ret=True call: 1 sent, *out its future; 0 the Python path; -1 error. */
+int core_send_ret(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject **out);
 int core_send(Core *core, PyObject *proxy, uint8_t kind, uint16_t entry, uint32_t aux, PyObject *const *args, Py_ssize_t nargs);
 /* The same with keyword arguments `kwargs` (a dict); 0 for a local element (Python path). */
 int core_send_kw(Core *core, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject *kwargs);

@@ -4,9 +4,9 @@
  * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
  * on a PE whose runtime has a compiled core goes straight to core_send_call (or
  * core_send_kw with keywords) for an element, to core_broadcast for a whole collection.
- * Every other call (an element's `ret=True`, a local element with keywords, arguments
- * the compiled paths do not encode, no core) goes to the Python hook, which is what the
- * Python bound entry does.
+ * (core_send_ret for an element's `ret=True`). Every other call (a local element with
+ * keywords or `ret=True`, arguments the compiled paths do not encode, no core) goes to
+ * the Python hook, which is what the Python bound entry does.
  */
 #include "core.h"
 #include <structmember.h>
@@ -97,32 +97,7 @@ static Core *current_core(void) {
     return rt ? core_for(rt) : NULL;
 }
 
-static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Core *core = current_core();
-    if (core) {
-        int r;
-        if (kwnames == NULL) {
-            r = core_send_call(core, self->proxy, self->entry, args, nargs);
-        } else {
-            PyObject *kwargs = keywords(args + nargs, kwnames);
-            if (!kwargs) {
-                if (PyErr_Occurred()) return NULL;
-                return bound_call_slow(self, args, nargs, kwnames); /* ret=True: a future, in Python */
-            }
-            r = PyDict_GET_SIZE(kwargs) ? core_send_kw(core, self->proxy, self->entry, args, nargs, kwargs)
-                                        : core_send_call(core, self->proxy, self->entry, args, nargs);
-            Py_DECREF(kwargs);
-        }
-        if (r < 0) return NULL;
-        if (r) Py_RETURN_NONE;
-    } else if (PyErr_Occurred()) {
-        return NULL;
-    }
-    return bound_call_slow(self, args, nargs, kwnames);
-}
-
-/* The `ret` option of a broadcast's keywords: 0 or 1 (`*ret`) when `ret` is the only
+/* The `ret` option of a call's keywords: 0 or 1 (`*ret`) when `ret` is the only
  * keyword (or there are none); 0 for other keywords or a `ret` that is not a bool (the
  * Python path); -1 error. */
 static int ret_only(PyObject *const *values, PyObject *kwnames, int *ret) {
@@ -134,6 +109,41 @@ static int ret_only(PyObject *const *values, PyObject *kwnames, int *ret) {
     if (truth < 0) return -1;
     *ret = truth;
     return 1;
+}
+
+static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Core *core = current_core();
+    if (core) {
+        int r;
+        if (kwnames == NULL) {
+            r = core_send_call(core, self->proxy, self->entry, args, nargs);
+        } else {
+            int ret, plain = ret_only(args + nargs, kwnames, &ret);
+            if (plain < 0) return NULL;
+            /* only ret=True, on a proxy class without call options of its own (slow_call) */
+            if (plain && ret && !_PyType_Lookup(Py_TYPE(self->proxy), shoal_names.call_slow)) {
+                PyObject *out;
+                r = core_send_ret(core, self->proxy, self->entry, args, nargs, &out);
+                if (r < 0) return NULL;
+                if (r) return out;
+                return bound_call_slow(self, args, nargs, kwnames);
+            }
+            PyObject *kwargs = keywords(args + nargs, kwnames);
+            if (!kwargs) {
+                if (PyErr_Occurred()) return NULL;
+                return bound_call_slow(self, args, nargs, kwnames); /* a true call option: the Python path */
+            }
+            r = PyDict_GET_SIZE(kwargs) ? core_send_kw(core, self->proxy, self->entry, args, nargs, kwargs)
+                                        : core_send_call(core, self->proxy, self->entry, args, nargs);
+            Py_DECREF(kwargs);
+        }
+        if (r < 0) return NULL;
+        if (r) Py_RETURN_NONE;
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return bound_call_slow(self, args, nargs, kwnames);
 }
 
 static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {

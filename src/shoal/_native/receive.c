@@ -209,12 +209,10 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
 /* Entry method `entry` of element `el` (a new reference); NULL with no error if the
  * element's class has no such entry, NULL with an error. */
 static PyObject *entry_of(PyObject *el, long entry) {
-    PyObject *funcs = PyObject_GetAttr(el, shoal_names.funcs);
-    if (!funcs) return NULL;
-    PyObject *fn = PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)
+    /* the class's tuple, found through the type's attribute cache (an element never has its own) */
+    PyObject *funcs = _PyType_Lookup(Py_TYPE(el), shoal_names.funcs); /* borrowed */
+    return funcs && PyTuple_Check(funcs) && entry >= 0 && entry < PyTuple_GET_SIZE(funcs)
         ? Py_NewRef(PyTuple_GET_ITEM(funcs, entry)) : NULL;
-    Py_DECREF(funcs);
-    return fn;
 }
 
 /* A reduction message carrying one value (see Runtime._on_value). */

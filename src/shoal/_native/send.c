@@ -604,6 +604,29 @@ PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs)
     return compiled_method(self, args[0], args[1], channel_send_fast);
 }
 
+/* An element's ret=True call, made where the user calls it (Runtime.invoke is the
+ * reference): a registered future made in the caller's frame, and the call sent with the
+ * future's number, to which the element's value replies. 1 sent (*out: the future); 0
+ * not a case for the compiled path (a local element, arguments it does not take; the
+ * future is forgotten again and the Python path makes its own); -1 error. */
+int core_send_ret(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_ssize_t nargs, PyObject **out) {
+    PyObject *fut = core_new_future(c, 0);
+    if (!fut) return -1;
+    PyObject *fid = SLOT(fut, shoal_slots.future_fid);
+    unsigned long aux = PyLong_AsUnsignedLong(fid);
+    int r = aux == (unsigned long)-1 && PyErr_Occurred() ? -1 : core_send(c, proxy, KIND_INVOKE, (uint16_t)entry, (uint32_t)aux, args, nargs);
+    if (r == 1) {
+        *out = fut;
+        return 1;
+    }
+    if (PyDict_DelItem(c->futures, fid) < 0) { /* Runtime.forget_future */
+        if (r == 0) r = -1;
+        else PyErr_Clear(); /* keep the error of the send */
+    }
+    Py_DECREF(fut);
+    return r;
+}
+
 /* send(proxy, entry, aux, *args) -> bool: an entry-method call whose value goes to
  * future `aux` of this PE (ret=True; Runtime.invoke made the future). False: not
  * handled (a local element, arguments the compiled path does not take). */

@@ -22,20 +22,16 @@ static int task_step(Core *c, PyObject *task) {
     PyObject *rt = SLOT(task, shoal_slots.task_rt), *coro = SLOT(task, shoal_slots.task_coro), *element = SLOT(task, shoal_slots.task_element);
     Py_INCREF(task); /* the step may drop the last other reference to it */
     c->depth++;
-    PyObject *caller = PyObject_GetAttr(rt, shoal_names.current_element);
-    if (!caller || PyObject_SetAttr(rt, shoal_names.current_element, element) < 0) {
-        Py_XDECREF(caller);
-        c->depth--;
-        Py_DECREF(task);
-        return -1;
-    }
+    /* rt.current_element = element for the step, then back to the caller (a slot; NULL: unset) */
+    PyObject **current = &SLOT(rt, shoal_slots.rt_current_element);
+    PyObject *caller = *current;
+    *current = Py_NewRef(element);
     PyObject *result = NULL, *type = NULL, *value = NULL, *tb = NULL;
     PySendResult sent = PyIter_Send(coro, Py_None, &result);
     if (sent == PYGEN_ERROR) PyErr_Fetch(&type, &value, &tb);
-    int r = PyObject_SetAttr(rt, shoal_names.current_element, caller);
-    Py_DECREF(caller);
+    Py_XSETREF(*current, caller);
     c->depth--;
-    if (r < 0) goto out;
+    int r = 0;
     if (sent == PYGEN_RETURN) { /* finished: on_done(value, None) */
         PyObject *res = PyObject_CallFunctionObjArgs(SLOT(task, shoal_slots.task_on_done), result, Py_None, NULL);
         r = res ? 1 : -1;
@@ -58,9 +54,12 @@ static int task_step(Core *c, PyObject *task) {
         goto out;
     }
     Py_XSETREF(SLOT(task, shoal_slots.task_waiting), Py_NewRef(result));
-    PyObject *suspended = PyObject_GetAttr(rt, shoal_names.suspended);
-    if (!suspended || PySet_Add(suspended, task) < 0) { Py_XDECREF(suspended); r = -1; goto out; }
-    Py_DECREF(suspended);
+    PyObject *suspended = SLOT(rt, shoal_slots.rt_suspended);
+    if (!suspended || PySet_Add(suspended, task) < 0) {
+        if (!suspended) PyErr_SetString(PyExc_SystemError, "a runtime without its suspended tasks");
+        r = -1;
+        goto out;
+    }
     PyObject *now = PyObject_GetAttr(result, shoal_names.resume_now);
     int resume_now = now ? PyObject_IsTrue(now) : -1;
     Py_XDECREF(now);
@@ -99,9 +98,9 @@ static int resume_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_
 static int wake_now_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
     if (c->depth || !steppable(task)) return 0;
     Py_XSETREF(SLOT(task, shoal_slots.task_waiting), Py_NewRef(Py_None));
-    PyObject *suspended = PyObject_GetAttr(SLOT(task, shoal_slots.task_rt), shoal_names.suspended);
-    if (!suspended || PySet_Discard(suspended, task) < 0) { Py_XDECREF(suspended); return -1; }
-    Py_DECREF(suspended);
+    PyObject *suspended = SLOT(SLOT(task, shoal_slots.task_rt), shoal_slots.rt_suspended);
+    if (!suspended) { PyErr_SetString(PyExc_SystemError, "a runtime without its suspended tasks"); return -1; }
+    if (PySet_Discard(suspended, task) < 0) return -1;
     return task_step(c, task);
 }
 

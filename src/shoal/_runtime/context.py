@@ -13,9 +13,17 @@ from ..errors import NotRunningError
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["current", "set_current", "my_pe", "num_pes"]
+__all__ = ["current", "set_current", "my_pe", "num_pes", "RunningState"]
 
 _current: "Runtime | None" = None
+
+
+class RunningState:
+    """What the compiled core reads and writes of a PE's runtime at every coroutine step,
+    kept in slots (a fixed offset rather than a dictionary look-up): the element whose
+    code runs now, and the coroutines suspended on a future."""
+
+    __slots__ = ("current_element", "suspended")
 
 
 def current(what: str = "this call") -> "Runtime":

@@ -64,6 +64,7 @@ SLOTS: tuple[tuple[str, type, str], ...] = (
     ("task_rt", Task, "rt"), ("task_coro", Task, "coro"), ("task_on_done", Task, "on_done"),
     ("task_waiting", Task, "waiting"), ("task_wake", Task, "wake"), ("task_wake_now", Task, "wake_now"),
     ("task_load", Task, "load"), ("task_element", Task, "element"),
+    ("rt_current_element", context.RunningState, "current_element"), ("rt_suspended", context.RunningState, "suspended"),
 )
 
 #: contract.h's Names, in order: (its field, the attribute or method name looked up)
@@ -78,7 +79,8 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("waiters", "waiters"), ("remote_waiters", "remote_waiters"), ("shoal_away", "_shoal_away"),
     ("shoal_seq", "_shoal_seq"), ("combine", "combine"), ("finish", "finish"), ("wake", "_wake"), ("resolve", "_resolve"),
     ("current", "_current"),
-    ("current_element", "current_element"), ("suspended", "suspended"), ("resume_now", "_resume_now"),
+    ("call_slow", "_call_slow"),
+    ("resume_now", "_resume_now"),
     ("add_done_callback", "add_done_callback"), ("refuse", "_refuse"), ("result", "result"),
 )
 

@@ -35,6 +35,7 @@ from .quiescence import Detector
 from .receive_sets import ReceiveSet
 from .reductions import ReductionManager
 from .sections import Sections
+from .context import RunningState
 from .receiving import Receiving
 from .sending import Sending
 from .system import SYSTEM_ID, System
@@ -65,7 +66,7 @@ class Counts:
         self.calls = 0  # entry-method runs begun: with `received`, tells one call from the next
 
 
-class Runtime(Receiving, Sending):
+class Runtime(Receiving, Sending, RunningState):
     """Everything one PE knows, and the handlers that change it."""
 
     def __init__(self, engine: "Engine", transport: "Transport", settings: Settings):
