@@ -461,6 +461,39 @@ def test_a_pe_starts_without_numpy_or_modules_it_does_not_use(tmp_path):
 
 
 @pytest.mark.mpi
+def test_a_pe_freezes_what_it_imported_and_collects_the_programs_cycles(mpi_job):
+    """A PE moves what it imported before the program ran to the collector's permanent
+    generation (program.py: no collection, the interpreter's exit included, traverses it
+    again); the program's own garbage cycles are still collected, finalizers run."""
+    job = mpi_job(
+        """
+        import gc
+        import shoal
+
+        class Node:
+            def __del__(self):
+                print("finalized on PE", shoal.my_pe(), flush=True)
+
+        class W(shoal.Chare):
+            def cycle(self):
+                a, b = Node(), Node()
+                a.other, b.other = b, a
+                del a, b
+                return gc.get_freeze_count() > 1000, gc.collect() >= 2
+
+        def main(args):
+            print(shoal.Group(W).cycle(ret=True).get())
+            shoal.exit()
+
+        shoal.start(main)
+        """
+    )
+    assert job.returncode == 0, job
+    assert "[(True, True), (True, True)]" in job.stdout, job
+    assert job.stdout.count("finalized on PE") == 4, job
+
+
+@pytest.mark.mpi
 def test_the_launcher_imports_only_what_it_uses(tmp_path):
     """Every import of `shoal run` is on every job's critical path, before mpiexec starts."""
     prog = tmp_path / "prog.py"
