@@ -7,23 +7,13 @@ from __future__ import annotations
 import pytest
 
 from shoal._transport.rendezvous import COPY_RATE, MIN_WAIT, stall_budget
+from support import TESTS
 
-PROGRAM = """
-import os
-import tempfile
-import time
+PROGRAM = f"import os\nimport sys\nsys.path.insert(0, {str(TESTS)!r})\n" + """
 import numpy as np
 import shoal
 
-def gate_path(name):  # a file PE 0 creates to end PE 1's computation: events, not a clock
-    return os.path.join(tempfile.gettempdir(), f"shoal-test-{os.getpid()}-{name}")
-
-
-def wait_for(path):
-    end = time.monotonic() + 120  # a bound against a hang, not a measure
-    while not os.path.exists(path) and time.monotonic() < end:
-        pass
-    return os.path.exists(path)
+from support.gates import busy_until, gate_path, wait_for
 
 
 class Busy(shoal.Chare):
@@ -31,8 +21,7 @@ class Busy(shoal.Chare):
         self.got = []
 
     def compute(self, gate):
-        open(gate + ".started", "w").close()
-        return wait_for(gate)  # busy: no message is handled until PE 0 opens the gate
+        return busy_until(gate)  # busy: no message is handled until PE 0 opens the gate
 
     def take(self, k, data):
         self.got.append((k, float(data[0]), float(data[-1]), data.nbytes))
