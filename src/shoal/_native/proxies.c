@@ -2,11 +2,11 @@
  * and _BoundCollectionEntry) is the reference.
  *
  * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
- * on a PE whose runtime has a compiled core goes straight to core_send_call (or
- * core_send_kw with keywords) for an element, to core_broadcast for a whole collection.
- * (core_send_ret for an element's `ret=True`). Every other call (a local element with
- * keywords or `ret=True`, arguments the compiled paths do not encode, no core) goes to
- * the Python hook, which is what the Python bound entry does.
+ * on a PE whose runtime has a compiled core goes straight to core_send_call (core_send_kw
+ * with keywords, core_send_ret with `ret=True`) for an element, to core_broadcast for a
+ * whole collection. Every other call (a local element with keywords or `ret=True`,
+ * arguments the compiled paths do not encode, no core) goes to the Python hook, which is
+ * what the Python bound entry does.
  */
 #include "core.h"
 #include <structmember.h>

@@ -69,11 +69,17 @@ class _Partial:
         self.entry = -1  # a ret=True broadcast's: its entry method, to name a reply that cannot travel
 
 
-def _in_order(p: _Partial) -> list:
+def _keyed(reducer: Reducer) -> bool:
+    """Whether the values of ``reducer`` carry keys (see :class:`_Partial`): not those of an
+    ordered reducer, which puts them in order itself, nor of one that any order gives alike."""
+    return not (reducer.ordered or reducer in _ORDER_FREE)
+
+
+def _by_key(p: _Partial) -> list:
     """``p``'s values in the order of their keys (see :class:`_Partial`)."""
     values, keys = p.values, p.keys
-    if p.reducer.ordered or len(keys) != len(values):
-        return values  # ordered reducers put their values in order themselves
+    if len(keys) != len(values):
+        return values  # no keys: an order-free or ordered reducer
     try:
         if all(map(operator.le, keys, keys[1:])):
             return values  # the common case: they came in order
@@ -189,7 +195,7 @@ class ReductionManager:
                 self.remote_waiters.setdefault((domain, seq), set()).add(payload[4])
             key = None if payload[5] is None else (0, payload[5])
         else:
-            key = None if reducer.ordered or reducer in _ORDER_FREE else (1, src)
+            key = (1, src) if _keyed(reducer) else None
         self.add(domain, seq, value, reducer, target, 1, section, key)
 
     def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
@@ -246,7 +252,7 @@ class ReductionManager:
             self.add((coll, "ret", src, seq), 0, replies, reducers.gather, future_handle(src, seq), 1, None)
             return
         reducer = BUILTINS[rid - 1]
-        self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, None if reducer in _ORDER_FREE else (1, src))
+        self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, (1, src) if _keyed(reducer) else None)
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
         """``el``'s contribution to an all-reduce (``reducer`` None: sum); a future of the result."""
@@ -291,7 +297,7 @@ class ReductionManager:
         element away from home sends its contribution there (and, for an all-reduce,
         the home sends the result back)."""
         key = None
-        if not (reducer.ordered or reducer in _ORDER_FREE):  # where its value goes among the others
+        if _keyed(reducer):  # where its value goes among the others
             key = el.index if section is None else _order_key(el, section)
         if not el._shoal_away:
             self.add(domain, seq, value, reducer, target, 1, section, None if key is None else (0, key))
@@ -410,7 +416,7 @@ class ReductionManager:
                     and self.rt.nodes is None):  # across nodes, the node-aware tree: once per node
                 if p.got == local:  # this PE's elements are in: start the butterfly
                     del self.partials[key]
-                    value = p.reducer.combine(_in_order(p)) if len(p.values) > 1 else p.values[0]
+                    value = p.reducer.combine(_by_key(p)) if len(p.values) > 1 else p.values[0]
                     self._exchange(key, value, p.reducer)
                 return
         else:
@@ -419,7 +425,7 @@ class ReductionManager:
             return
         del self.partials[key]
         try:
-            value = p.reducer.combine(_in_order(p)) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
+            value = p.reducer.combine(_by_key(p)) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
         except ReductionError as exc:
             raise ReductionError(f"PE {self.rt.pe}, reduction #{key[1]} of {self._name(domain)}: {exc}") from None
         if span.parent >= 0:
