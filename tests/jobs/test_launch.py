@@ -429,6 +429,12 @@ def test_start_up_imports_only_what_each_process_needs():
              "print(sorted(m for m in ('asyncio', 'ssl', 'shoal.remote.server', 'shoal.launcher') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out
+    # a PE of `--compat charm4py` imports the layer, and through it shoal.lowlevel, whose
+    # launcher names load only when used
+    probe = ("import sys, shoal.compat.charm4py, shoal.lowlevel; "
+             "print(sorted(m for m in ('shoal.launcher', 'shoal.launchers', 'shoal.commands') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.split("\n")[0] == "[]", out
 
 
 #: what a PE of a program without arrays must not import at start-up: NumPy (0.1 s, as long

@@ -7,7 +7,10 @@ import ast
 import builtins
 import inspect
 
+import pytest
+
 import shoal
+import shoal.lowlevel
 import shoal.pool
 import shoal.stencil
 
@@ -56,24 +59,26 @@ def test_internals_are_not_reexported():
 
 
 def test_subpackages_declare_their_public_names():
-    for module in (shoal.pool, shoal.stencil):
+    for module in (shoal.pool, shoal.stencil, shoal.lowlevel):
         assert module.__all__, module.__name__
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.__all__ names {name}, which does not exist"
 
 
-def test_type_checkers_see_the_names_that_load_on_first_use():
-    """The imports under ``_TYPE_CHECKING`` in shoal/__init__.py (what type checkers and
-    editors read) name the same things, from the same modules, as its ``_LAZY`` table
-    (what a running program loads)."""
-    tree = ast.parse(inspect.getsource(shoal))
+@pytest.mark.parametrize("module", [shoal, shoal.lowlevel], ids=lambda m: m.__name__)
+def test_type_checkers_see_the_names_that_load_on_first_use(module):
+    """The imports under ``_TYPE_CHECKING`` in shoal/__init__.py and shoal/lowlevel/__init__.py
+    (what type checkers and editors read) name the same things, from the same modules, as
+    each one's ``_LAZY`` table (what a running program loads)."""
+    tree = ast.parse(inspect.getsource(module))
     blocks = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "_TYPE_CHECKING"]
     typed = {}
     for node in (n for block in blocks for n in block.body):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level:
             for alias in node.names:
-                typed[alias.asname or alias.name] = "." + (node.module or alias.name)
-    assert typed == shoal._WHERE, (
-        f"only for type checkers: {sorted(set(typed) - set(shoal._WHERE))}; "
-        f"only loaded lazily: {sorted(set(shoal._WHERE) - set(typed))}; "
-        f"from other modules: {sorted(n for n in set(typed) & set(shoal._WHERE) if typed[n] != shoal._WHERE[n])}")
+                typed[alias.asname or alias.name] = "." * node.level + (node.module or alias.name)
+    where = module._WHERE
+    assert typed == where, (
+        f"only for type checkers: {sorted(set(typed) - set(where))}; "
+        f"only loaded lazily: {sorted(set(where) - set(typed))}; "
+        f"from other modules: {sorted(n for n in set(typed) & set(where) if typed[n] != where[n])}")

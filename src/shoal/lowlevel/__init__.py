@@ -1,0 +1,50 @@
+"""The small internal API that shoal's own upper layers build on.
+
+The stencil DSL, the benchmarks and the Charm4py layer reach the runtime and the
+launcher through these names only, never through ``shoal._runtime`` (as
+``trio.lowlevel`` does for trio's ``_core``; ``tests/project/test_layers.py`` holds them
+to it). Each name says what a layer may do with it and what it promises; the runtime
+keeps those promises when its private modules change. Programs should not need them.
+
+Importing this package costs nothing: each name loads its module on first use (PEP 562),
+so a PE that imports a layer built on it pays only for the names that layer uses, and a
+PE never loads the launcher.
+"""
+
+from __future__ import annotations
+
+_TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if _TYPE_CHECKING:  # the names of _LAZY below, for type checkers
+    from typing import Any as _Any
+
+    from .._runtime.engine import launcher_size, under_mpi_launcher
+    from ..launcher import find_mpiexec, launch_mpi
+    from .job import current_settings, restore_seconds
+
+#: the names, by the module that defines each; loaded on first use, then kept here.
+#: Type checkers read the same names from the imports under ``_TYPE_CHECKING`` above
+#: (tests/project/test_exports.py checks that the two agree).
+_LAZY = {
+    ".job": ("current_settings", "restore_seconds"),
+    ".._runtime.engine": ("under_mpi_launcher", "launcher_size"),
+    "..launcher": ("launch_mpi", "find_mpiexec"),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+
+__all__ = [*_WHERE]
+
+
+def __getattr__(name: str) -> "_Any":
+    """Load a name on first use (PEP 562), then keep it here."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'shoal.lowlevel' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
