@@ -116,11 +116,24 @@ def state_bytes(el: "Chare") -> float:
     return total
 
 
+def _reason(name: str, loads: Any, placement: Any, new: Any, speeds: Any, said: Any) -> dict:
+    """A round's reason for the trace: the strategy's own (``said``: auto's) with the moves
+    and the predicted imbalance of ``new`` (pinned elements kept), else measured here."""
+    from .strategies import TOLERANCE
+    from .strategy_reasons import judge
+
+    if said is None:
+        return judge(name, loads, placement, new, speeds, TOLERANCE).as_args()
+    return judge(name, loads, placement, new, speeds, said.threshold - 1.0, said.plan, said.why, said.saved, said.cost,
+                 said.weighed).as_args()
+
+
 class _Round:
     """One PE's state in the balancing of one Array (the coordinator's part too)."""
 
     __slots__ = ("synced", "waiting", "gen", "since", "idle_since", "busy_since", "awaiting", "landed", "plan", "early", "reports",
-                 "reported", "pending", "held", "busy", "number", "requests", "started", "moves", "resume", "lb_rounds")
+                 "reported", "pending", "held", "busy", "number", "requests", "started", "moves", "resume", "lb_rounds",
+                 "reason")
 
     def __init__(self, now: float, idle: float):
         self.synced = 0  # local elements SYNCED (in at_sync, not reported yet)
@@ -147,6 +160,7 @@ class _Round:
         self.moves = 0
         self.resume = 0  # the at_sync round under way, which ends with its RESUME (0: a migrate() round)
         self.lb_rounds = 0  # at_sync rounds decided
+        self.reason: dict | None = None  # what the strategy of the round under way decided and why (traced)
 
 
 class Balancer:
@@ -351,7 +365,7 @@ class Balancer:
         self._decide(cs, st)
 
     def _decide(self, cs: "CollectionState", st: _Round) -> None:
-        from .strategies import CommGraph, background_speeds, check_placement, get_strategy
+        from .strategies import REASONED, CommGraph, background_speeds, check_placement, get_strategy
 
         rt = self.rt
         reports, st.reports, st.reported = st.reports, [], 0
@@ -384,8 +398,13 @@ class Balancer:
         options = {}
         if reports and all(r[8] is not None for r in reports):  # the PEs measured them: the strategy takes sizes
             options["sizes"] = np.concatenate([r[8] for r in reports])
+        reasoned = REASONED.get(strategy) if rt.tracer is not None else None
         try:
-            new = check_placement(strategy(loads, comm, placement, rt.npes, speeds, **options), len(indices), rt.npes, name)
+            if reasoned is not None:
+                placed, reason = reasoned(loads, comm, placement, rt.npes, speeds, **options)
+            else:
+                placed, reason = strategy(loads, comm, placement, rt.npes, speeds, **options), None
+            new = check_placement(placed, len(indices), rt.npes, name)
         except Exception as exc:  # noqa: BLE001 - a user's strategy: its error ends the job, named
             rt.fail(exc, f"load-balancing strategy {name!r} on the Array of {cs.info.cls.__qualname__}")
             return
@@ -395,12 +414,15 @@ class Balancer:
         moved = np.nonzero(new != placement)[0]
         moves = [(indices[i], int(placement[i]), int(new[i])) for i in moved]
         st.lb_rounds += 1
+        if rt.tracer is not None:  # what the strategy decided and why, for the trace
+            st.reason = _reason(name, loads, placement, new, speeds, reason)
         self._start(cs, st, moves, resume=st.lb_rounds)
 
     def _start_requests(self, cs: "CollectionState", st: _Round) -> None:
         last = dict(st.requests)  # requests that queued up: each element to the last PE asked
         moves = [(index, -1, pe) for index, pe in last.items()]
         st.requests = []
+        st.reason = None
         self._start(cs, st, moves, resume=0)
 
     def _start(self, cs: "CollectionState", st: _Round, moves: list, resume: int) -> None:
@@ -490,7 +512,8 @@ class Balancer:
     def _finish(self, cs: "CollectionState", st: _Round) -> None:
         rt = self.rt
         if rt.tracer is not None:
-            rt.tracer.balance(st.started, perf_counter(), cs.info.cls.__qualname__, st.moves, rt.settings.lb or "migrate()")
+            rt.tracer.balance(st.started, perf_counter(), cs.info.cls.__qualname__, st.moves,
+                              rt.settings.lb if st.resume else "migrate()", st.reason)
         if st.resume:
             rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), st.resume)
         st.busy = False

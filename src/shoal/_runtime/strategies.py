@@ -24,10 +24,12 @@ from typing import Any, NamedTuple
 from ..lazy_numpy import np
 
 from ..errors import ShoalError
+from .strategy_reasons import BETTER, ENOUGH, NEEDED, NO_GAIN, NOTHING, UNDER, UNPAID, Reason, judge
 
 __all__ = [
     "STRATEGIES",
     "CommGraph",
+    "REASONED",
     "Strategy",
     "background_speeds",
     "check_placement",
@@ -521,30 +523,51 @@ def auto(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int
     under that bound, else the better of refine and greedy (renumbered to keep what it can
     in place) by time saved per period less the cost of moving (``sizes``: each element's
     bytes); a plan that moves more than MOVE_SHARE of the elements is taken only if it
-    saves more in one period than its moves cost."""
+    saves more in one period than its moves cost. :func:`auto_reasoned` says which and why."""
+    return auto_reasoned(loads, comm, placement, num_pes, pe_speeds, seed=seed, sizes=sizes)[0]
+
+
+def auto_reasoned(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *,
+                  seed: int = 0, sizes: np.ndarray | None = None) -> tuple[np.ndarray, Reason]:
+    """:func:`auto`'s placement and its :class:`~.strategy_reasons.Reason`: which plan it took
+    (nothing, refine or greedy), why, and the time it estimated the plan saves and costs."""
     loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
     before = float(_times(loads, placement, speeds).max(initial=0.0))
-    if loads.size == 0 or before <= _threshold(loads, speeds, TOLERANCE):
-        return placement.copy()
+    thr = _threshold(loads, speeds, TOLERANCE) if loads.size else 0.0
+    if loads.size == 0 or before <= thr:
+        return placement.copy(), judge("auto", loads, placement, placement, speeds, TOLERANCE, NOTHING, UNDER)
     size = np.full(loads.size, DEFAULT_SIZE) if sizes is None else np.asarray(sizes, dtype=np.float64)
     if size.shape != loads.shape:
         raise ShoalError(f"sizes must give each element's bytes (shape {loads.shape}), not shape {size.shape}")
-    best, best_net = placement.copy(), 0.0
+    best, best_net, taken = placement.copy(), 0.0, NOTHING
+    weighed: tuple[str, float, float] | None = None  # the plan refused or taken: (name, saved, cost)
     few = refine(loads, comm, placement, speeds.size, speeds)
-    _swap_down(loads, few, speeds, _threshold(loads, speeds, TOLERANCE))
-    for new in (few,
-                _match_labels(_greedy(loads, speeds), placement, speeds)):
+    _swap_down(loads, few, speeds, thr)
+    refine_after = float(_times(loads, few, speeds).max())
+    for name, new in (("refine", few), ("greedy", _match_labels(_greedy(loads, speeds), placement, speeds))):
         moved = new != placement
         after = float(_times(loads, new, speeds).max())
         saved = before - after
         cost = MOVE_OVERHEAD * int(moved.sum()) + float(size[moved].sum()) / MOVE_RATE
         if moved.sum() > MOVE_SHARE * loads.size and saved <= cost:
+            if taken == NOTHING and saved > 0 and (weighed is None or saved > weighed[1]):
+                weighed = (name, saved, cost)
             continue  # a large move that would not pay for itself within one period
         if saved - cost > best_net:
-            best, best_net = new, saved - cost
-            if after <= _threshold(loads, speeds, TOLERANCE):
+            best, best_net, taken, weighed = new, saved - cost, name, (name, saved, cost)
+            if after <= thr:
                 break  # refine's few moves balance it: greedy's many are not needed
-    return best
+    if taken == "refine":
+        why = ENOUGH if refine_after <= thr else BETTER
+    elif taken == "greedy":
+        why = NEEDED
+    else:
+        why = UNPAID if weighed is not None else NO_GAIN
+    if weighed is None:
+        return best, judge("auto", loads, placement, best, speeds, TOLERANCE, taken, why)
+    name, saved, cost = weighed
+    return best, judge("auto", loads, placement, best, speeds, TOLERANCE, taken, why, saved, cost,
+                       weighed="" if name == taken else name)
 
 
 def _swap_down(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: float) -> int:
@@ -609,6 +632,8 @@ def random(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: i
 
 BUILTIN_STRATEGIES: dict[str, Strategy] = {"auto": auto, "greedy": greedy, "refine": refine, "comm": comm, "rotate": rotate, "random": random}
 STRATEGIES: dict[str, Strategy] = dict(BUILTIN_STRATEGIES)
+#: the strategies that say which plan they took and why: each with its reasoned variant
+REASONED: dict[Strategy, Callable[..., tuple[np.ndarray, Reason]]] = {auto: auto_reasoned}
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 

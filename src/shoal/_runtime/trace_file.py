@@ -174,18 +174,20 @@ def _check_records(records: object) -> list[dict[str, Any]]:
 #: per list of a record: its tuples' length and the places of their times
 _SHAPES = {"entries": (3, (1, 2)), "idle": (2, (0, 1)), "sends": (3, (0,)), "migrations": (6, (0, 1)),
            "balances": (5, (0, 1)), "marks": (3, (1,))}
+#: the lists whose tuples may hold one item more (an entry's element, a round's reason)
+_LONGER = ("entries", "balances")
 _WHY = {
     "entries": "expected (index into names, t0, t1[, element index]), finite seconds with t0 <= t1",
     "idle": "expected (t0, t1), finite seconds with t0 <= t1",
     "sends": "expected (t, dest_pe, nbytes), t finite seconds",
     "migrations": "expected (t0, t1, what, src_pe, dst_pe, nbytes), finite seconds with t0 <= t1",
-    "balances": "expected (t0, t1, collection, moved, strategy), finite seconds with t0 <= t1",
+    "balances": "expected (t0, t1, collection, moved, strategy[, reason dict]), finite seconds with t0 <= t1",
     "marks": "expected (name, t, args dict or None), t finite seconds",
 }
 
 
 def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: int) -> bool:
-    if not isinstance(ev, (tuple, list)) or not (len(ev) == size or kind == "entries" and len(ev) == 4):
+    if not isinstance(ev, (tuple, list)) or not (len(ev) == size or kind in _LONGER and len(ev) == size + 1):
         return False
     times = [ev[i] for i in at]
     if not all(map(_finite, times)) or (len(times) == 2 and times[0] > times[1]):
@@ -194,6 +196,8 @@ def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: i
         return isinstance(ev[0], int) and 0 <= ev[0] < names
     if kind == "marks":
         return ev[2] is None or isinstance(ev[2], Mapping)
+    if kind == "balances" and len(ev) > size:
+        return ev[size] is None or isinstance(ev[size], Mapping)
     return True
 
 
@@ -257,9 +261,10 @@ def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
         args = _json({"element": what, "from": src, "to": dst, "bytes": nbytes})
         yield (f'{{"name":"{name}","cat":"{MIGRATION}","ph":"X","ts":{(t0 + shift) * 1e6:.3f},'
                f'"dur":{(t1 - t0) * 1e6:.3f},{where},"args":{args}}}')
-    for t0, t1, collection, moved, strategy in rec["balances"]:
+    for t0, t1, collection, moved, strategy, *reason in rec["balances"]:
         name = _json(f"balance {collection} ({strategy})")
-        args = _json({"collection": collection, "strategy": strategy, "moved": moved})
+        args = _json({"collection": collection, "strategy": strategy, "moved": moved,
+                      **({"reason": dict(reason[0])} if reason and reason[0] else {})})
         yield (f'{{"name":{name},"cat":"{BALANCE}","ph":"X","ts":{(t0 + shift) * 1e6:.3f},'
                f'"dur":{(t1 - t0) * 1e6:.3f},{where},"args":{args}}}')
     for name, t, args in rec["marks"]:

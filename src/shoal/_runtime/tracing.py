@@ -23,7 +23,7 @@ An exported record is a plain dict of lists of tuples (picklable, no per-event d
      "idle": [(t0, t1), ...],
      "sends": [(t, dest_pe, nbytes), ...],
      "migrations": [(t0, t1, what, src_pe, dst_pe, nbytes), ...],
-     "balances": [(t0, t1, collection, moved, strategy), ...],
+     "balances": [(t0, t1, collection, moved, strategy[, reason]), ...],   # reason: a dict
      "marks": [(name, t, args_or_None), ...]}
 
 Times are seconds of the PE's own clock (``time.perf_counter``). Clocks of different
@@ -84,7 +84,7 @@ class Tracer:
         self._idle: list[tuple[float, float]] = []
         self._sends: list[tuple[float, int, int]] = []
         self._migrations: list[tuple[float, float, str, int, int, int]] = []
-        self._balances: list[tuple[float, float, str, int, str]] = []
+        self._balances: list[tuple[Any, ...]] = []
         self._marks: list[tuple[str, float, dict[str, Any] | None]] = []
 
     def entry(self, name: str, t0: float, t1: float) -> None:
@@ -149,9 +149,12 @@ class Tracer:
         """Element ``what`` moved from ``src_pe`` to ``dst_pe`` (out of or into this PE)."""
         self._migrations.append((t0, t1, what, src_pe, dst_pe, nbytes))
 
-    def balance(self, t0: float, t1: float, collection: str, moved: int, strategy: str) -> None:
-        """A balancing step of ``collection`` by ``strategy`` moved ``moved`` elements."""
-        self._balances.append((t0, t1, collection, moved, strategy))
+    def balance(self, t0: float, t1: float, collection: str, moved: int, strategy: str,
+                reason: dict[str, Any] | None = None) -> None:
+        """A balancing step of ``collection`` by ``strategy`` moved ``moved`` elements;
+        ``reason``: what the strategy decided and why (``Reason.as_args()``), if it said."""
+        self._balances.append((t0, t1, collection, moved, strategy) if reason is None
+                              else (t0, t1, collection, moved, strategy, reason))
 
     def mark(self, name: str, t: float, **args: Any) -> None:
         """Any other instant; ``args`` appear in the viewer (values that are not JSON as ``repr``)."""

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .analysis import Analysis, outliers, usage
+from .reasons import reason_text
 from .rounds import periods, spread
 from .._runtime.trace_flows import pair
 
@@ -146,7 +147,8 @@ def _marks(fig: Any, an: Analysis, rows: set[int]) -> None:
         fig.add_vrect(x0=d["ts"] / 1e3, x1=(d["ts"] + d["dur"]) / 1e3, fillcolor="#1f5fbf", opacity=0.15,
                       line_width=0, layer="below")
     groups = [("balancing round", an.balances, "diamond", "#1f5fbf",
-               lambda d: f"balance {d.get('collection')} ({d.get('strategy')}): moved {d.get('moved')}"),
+               lambda d: f"balance {d.get('collection')} ({d.get('strategy')}): moved {d.get('moved')}"
+               + (f"<br>{why}" if (why := reason_text(d)) else "")),
               ("migration", an.migrations, "x", "#d62728",
                lambda d: f"{d.get('element')}: PE {d.get('from')} → PE {d.get('to')}, {d.get('bytes')} bytes"),
               ("mark", an.marks, "star", "#000000", lambda d: f"{d.get('name')}")]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .analysis import Analysis, method_totals, usage
+from .reasons import decisions
 from .rounds import gaps, moves, periods, spread
 
 __all__ = ["Findings", "findings", "duration"]
@@ -87,6 +88,9 @@ def findings(an: Analysis) -> Findings:
 def _rounds(an: Analysis, f: Findings) -> None:
     """What the balancing rounds changed: the spread of the PEs' work before and after."""
     found = periods(an)
+    said = decisions(an)
+    if said:
+        f.sentences.append(said)
     if len(found) < 2:
         return
     moved = moves(an)

@@ -17,6 +17,7 @@ from .analysis import Analysis, analyze
 from .figures import (balance_view, communication, histograms, outlier_view, overview, time_profile,
                             timeline, usage_profile)
 from .findings import duration, findings
+from .reasons import reason_text
 from .read import MAX_BYTES, read_trace
 
 __all__ = ["write_report", "report_html", "VIEWS"]
@@ -134,10 +135,14 @@ def _rounds_table(an: Analysis) -> str:
         rows.append(f"<tr><td>{duration(d['ts'])}</td><td>{html.escape(an.rows[d['row']])}</td>"
                     f"<td>{html.escape(str(d.get('collection')))}</td><td>{html.escape(str(d.get('strategy')))}</td>"
                     f"<td>{d.get('moved')}</td><td>{duration(d['dur'])}</td>"
+                    f"<td style='text-align:left'>{html.escape(reason_text(d) or '—')}</td>"
                     f"<td style='text-align:left'>{html.escape(what + more)}</td></tr>")
-    return ("<h2>Balancing rounds</h2><p class='how'>Each round: when it ran, what the strategy decided (the "
-            "elements it moved) and how long the round took on the PE.</p><table class='rounds'><tr><th>at</th>"
-            "<th>PE</th><th>collection</th><th>strategy</th><th>moved</th><th>took</th><th>moves</th></tr>"
+    return ("<h2>Balancing rounds</h2><p class='how'>Each round: when it ran, what the strategy decided and why "
+            "(the imbalance it found: the busiest PE's time over the average, less 1; the threshold under which "
+            "auto and refine move nothing; the plan auto took, with the time it estimated the plan saves a period "
+            "and costs to move; the imbalance predicted after), the elements it moved and how long the round "
+            "took on the PE.</p><table class='rounds'><tr><th>at</th><th>PE</th><th>collection</th>"
+            "<th>strategy</th><th>moved</th><th>took</th><th>why</th><th>moves</th></tr>"
             + "".join(rows) + "</table>")
 
 
