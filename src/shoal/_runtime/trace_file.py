@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 from ..errors import ShoalError
 from .trace_bins import SummaryTracer, binned, counter_events, summary_description
 from .trace_flows import flow_events
+from .trace_futures import future_events
 from .tracing import BALANCE, ENTRY, FORMAT, IDLE, MARK, MIGRATION, SEND, TRACE_PID, Tracer, _LISTS
 
 __all__ = ["new_tracer", "write_trace"]
@@ -80,6 +81,9 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                     f.write(",\n")
                     f.write(line)
                 for line in counter_events(rec if "bins" in rec else binned(rec), base):
+                    f.write(",\n")
+                    f.write(line)
+                for line in future_events(rec, base):
                     f.write(",\n")
                     f.write(line)
             for line in flow_events(checked, base):  # an arrow per migration
@@ -156,7 +160,7 @@ def _check_records(records: object) -> list[dict[str, Any]]:
             raise ShoalError(f"write_trace: the record of PE {pe} has malformed bins (expected the "
                              "SummaryTracer.export() mapping with a width > 0 and an origin in seconds)")
         for kind, (size, at) in _SHAPES.items():
-            for ev in full[kind]:
+            for ev in full.get(kind, ()):
                 if not _well_formed(ev, size, at, kind, len(full["names"])):
                     raise ShoalError(f"write_trace: PE {pe}: malformed {kind} event {ev!r}: {_WHY[kind]}")
         for key in ("start", "end"):  # where absent: the first and the last event
@@ -173,7 +177,7 @@ def _check_records(records: object) -> list[dict[str, Any]]:
 
 #: per list of a record: its tuples' length and the places of their times
 _SHAPES = {"entries": (3, (1, 2)), "idle": (2, (0, 1)), "sends": (3, (0,)), "migrations": (6, (0, 1)),
-           "balances": (5, (0, 1)), "marks": (3, (1,))}
+           "balances": (5, (0, 1)), "marks": (3, (1,)), "futures": (4, (0, 1))}
 #: the lists whose tuples may hold one item more (an entry's element, a round's reason)
 _LONGER = ("entries", "balances")
 _WHY = {
@@ -183,6 +187,7 @@ _WHY = {
     "migrations": "expected (t0, t1, what, src_pe, dst_pe, nbytes), finite seconds with t0 <= t1",
     "balances": "expected (t0, t1, collection, moved, strategy[, reason dict]), finite seconds with t0 <= t1",
     "marks": "expected (name, t, args dict or None), t finite seconds",
+    "futures": "expected (t_made, t_value, number, origin), finite seconds with t_made <= t_value",
 }
 
 
@@ -210,7 +215,7 @@ def _times(rec: Mapping[str, Any]) -> Iterator[float]:
     for ev in rec["entries"]:
         yield ev[1]
         yield ev[2]
-    for ev in (*rec["idle"], *rec["migrations"], *rec["balances"]):
+    for ev in (*rec["idle"], *rec["migrations"], *rec["balances"], *rec.get("futures", ())):
         yield ev[0]
         yield ev[1]
     for ev in rec["sends"]:

@@ -24,7 +24,8 @@ An exported record is a plain dict of lists of tuples (picklable, no per-event d
      "sends": [(t, dest_pe, nbytes), ...],
      "migrations": [(t0, t1, what, src_pe, dst_pe, nbytes), ...],
      "balances": [(t0, t1, collection, moved, strategy[, reason]), ...],   # reason: a dict
-     "marks": [(name, t, args_or_None), ...]}
+     "marks": [(name, t, args_or_None), ...],
+     "futures": [(t_made, t_value, number, origin), ...]}   # optional (trace_futures)
 
 Times are seconds of the PE's own clock (``time.perf_counter``). Clocks of different
 processes need not agree: ``offset`` (seconds, default 0) is added to every time of its
@@ -63,7 +64,7 @@ class Tracer:
     """
 
     __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked",
-                 "_idle", "_sends", "_migrations", "_balances", "_marks")
+                 "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
         if not isinstance(pe, int) or isinstance(pe, bool) or pe < 0:
@@ -86,6 +87,9 @@ class Tracer:
         self._migrations: list[tuple[float, float, str, int, int, int]] = []
         self._balances: list[tuple[Any, ...]] = []
         self._marks: list[tuple[str, float, dict[str, Any] | None]] = []
+        #: futures whose value came (:mod:`.trace_futures`), and those still waiting: number -> made at
+        self._futures: list[tuple[float, float, int, str]] = []
+        self._open_futures: dict[int, float] = {}
 
     def entry(self, name: str, t0: float, t1: float) -> None:
         """Entry method ``name`` (``"Tile.step"``) ran from ``t0`` to ``t1``."""
@@ -163,7 +167,7 @@ class Tracer:
     def __len__(self) -> int:
         """Events recorded so far."""
         return (len(self._entries) + len(self._ticked) + len(self._idle) + len(self._sends) + len(self._migrations)
-                + len(self._balances) + len(self._marks))
+                + len(self._balances) + len(self._marks) + len(self._futures))
 
     def export(self, offset: float = 0.0) -> dict[str, Any]:
         """This PE's events as a picklable record (see the module's docstring); a snapshot:
@@ -174,5 +178,5 @@ class Tracer:
             "cpu": time.process_time() - self.cpu_start,
             "names": list(self._names), "entries": entries, "idle": list(self._idle),
             "sends": list(self._sends), "migrations": list(self._migrations), "balances": list(self._balances),
-            "marks": list(self._marks),
+            "marks": list(self._marks), "futures": list(self._futures),
         }
