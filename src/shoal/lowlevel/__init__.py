@@ -6,6 +6,15 @@ launcher through these names only, never through ``shoal._runtime`` (as
 to it). Each name says what a layer may do with it and what it promises; the runtime
 keeps those promises when its private modules change. Programs should not need them.
 
+* the job on this PE (``job.py``): whether one runs, a key for a layer's state of it,
+  its settings, ending it with an error, the time its restart took;
+* futures (``futures.py``): made for a caller, resolved here, outcomes passed on,
+  handles of other PEs' futures;
+* waiting (``waiting.py``): whether the caller may block, and who is waiting;
+* proxies (``proxies.py``): entry-method types with call options of a layer's own, the
+  elements a proxy covers, the element objects on this PE;
+* launching: whether a launcher started this process, and starting ``mpiexec``.
+
 Importing this package costs nothing: each name loads its module on first use (PEP 562),
 so a PE that imports a layer built on it pays only for the names that layer uses, and a
 PE never loads the launcher.
@@ -19,13 +28,22 @@ if _TYPE_CHECKING:  # the names of _LAZY below, for type checkers
 
     from .._runtime.engine import launcher_size, under_mpi_launcher
     from ..launcher import find_mpiexec, launch_mpi
-    from .job import current_settings, restore_seconds
+    from .futures import Failure, ask_owner, has_value, local_future, new_future, outcome, owner_key, resolve
+    from .job import current_settings, fail_job, in_job, job_key, restore_seconds
+    from .proxies import (
+        ElementEntry, Entry, EntryRef, add_call_option, call_element, elements_of, local_branch, local_element, union,
+    )
+    from .waiting import in_thread, may_block, running_element, threads_waiting_in
 
 #: the names, by the module that defines each; loaded on first use, then kept here.
 #: Type checkers read the same names from the imports under ``_TYPE_CHECKING`` above
 #: (tests/project/test_exports.py checks that the two agree).
 _LAZY = {
-    ".job": ("current_settings", "restore_seconds"),
+    ".job": ("in_job", "job_key", "current_settings", "fail_job", "restore_seconds"),
+    ".futures": ("Failure", "new_future", "local_future", "resolve", "has_value", "outcome", "owner_key", "ask_owner"),
+    ".waiting": ("in_thread", "may_block", "running_element", "threads_waiting_in"),
+    ".proxies": ("Entry", "ElementEntry", "EntryRef", "add_call_option", "call_element", "union", "elements_of",
+                 "local_element", "local_branch"),
     ".._runtime.engine": ("under_mpi_launcher", "launcher_size"),
     "..launcher": ("launch_mpi", "find_mpiexec"),
 }
