@@ -51,8 +51,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "shoal": {"errors", "version", "_runtime", "pool", "remote"},
     "stencil": BASE | {"shoal", "lowlevel"},
     "remote": RUNTIME | {"shoal", "lowlevel", "stencil"},  # the server runs stencil grids on the runtime
-    # the Charm4py layer still reaches private runtime names that shoal.lowlevel does not offer yet
-    "compat": BASE | {"shoal", "pool", "lowlevel", "_runtime"},
+    "compat": BASE | {"shoal", "pool", "lowlevel"},  # the Charm4py layer: the runtime through shoal.lowlevel
     TRACES: BASE | {"_runtime", TRACES},  # _runtime.tracing defines the format they read
     "bench": BASE | LAUNCH | {"shoal", "pool", "lowlevel", "stencil", "remote", "commands", TRACES},
     "program": RUNTIME | {"compat"},

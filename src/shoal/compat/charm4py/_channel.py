@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import shoal
-from ..._runtime.futures import Future
+from ... import Future
 from ._futures import refuse_wait
 
 __all__ = ["Channel"]

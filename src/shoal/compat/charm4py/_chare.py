@@ -7,10 +7,7 @@ import sys
 from typing import Any, Callable
 
 import shoal
-from ..._runtime import conditions, threads
-from ..._runtime.chare import Chare as _ShoalChare
-from ..._runtime.context import current
-from ..._runtime.proxy import CollectionProxy, EntryRef
+from ...lowlevel import EntryRef, in_thread, threads_waiting_in
 from . import _readonlies
 from ._futures import as_handle, refuse_wait
 from ._proxies import KINDS
@@ -87,7 +84,7 @@ def _target(callback: Any, empty: bool) -> Any:
     return callback
 
 
-class Chare(_ShoalChare):
+class Chare(shoal.Chare):
     """Charm4py's Chare: ``thisIndex``, ``thisProxy``, ``contribute``, ``reduce``,
     ``allreduce``, ``wait``, ``AtSync``, ``migrate``; ``Chare(C, onPE=p)`` makes a single chare."""
 
@@ -95,7 +92,7 @@ class Chare(_ShoalChare):
     _shoal_proxy_kinds = KINDS
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if args and isinstance(args[0], type) and issubclass(args[0], _ShoalChare):
+        if args and isinstance(args[0], type) and issubclass(args[0], shoal.Chare):
             return _single(args[0], *args[1:], **kwargs)
         return super().__new__(cls)
 
@@ -108,8 +105,7 @@ class Chare(_ShoalChare):
     @property
     def _numthreads(self) -> int:
         """How many threaded entry methods of this element are suspended now."""
-        rt = current("_numthreads")
-        return sum(1 for t in rt.suspended if isinstance(t, threads.Thread) and t.element is self)
+        return threads_waiting_in(self, "_numthreads")
 
     @property
     def thisIndex(self) -> Any:
@@ -127,15 +123,15 @@ class Chare(_ShoalChare):
         pre = getattr(r, "pre", None)
         if pre is not None:
             data = pre(data, self)
-        current("contribute()").reductions.contribute(self, data, r, _target(callback, empty), section)
+        shoal.Chare.contribute(self, data, r, _target(callback, empty), section)
 
     def reduce(self, callback: Any, data: Any = None, reducer: Any = None, section: Any = None) -> None:
         self.contribute(data, reducer, callback, section)
 
     def allreduce(self, data: Any = None, reducer: Any = None, section: Any = None) -> Any:  # type: ignore[override]
         if reducer is None:
-            return as_handle(_ShoalChare.allreduce(self, data, shoal.reducers.nop, section))
-        return as_handle(_ShoalChare.allreduce(self, data, as_reducer(reducer), section))
+            return as_handle(shoal.Chare.allreduce(self, data, shoal.reducers.nop, section))
+        return as_handle(shoal.Chare.allreduce(self, data, as_reducer(reducer), section))
 
     def wait(self, cond: str) -> None:
         """Block this (threaded) method until ``cond`` — Python source over ``self`` and
@@ -150,7 +146,7 @@ class Chare(_ShoalChare):
             test = tests[cond] = eval(f"lambda self: ({cond})", env)  # noqa: S307
         if not test(self):
             refuse_wait(f"self.wait({cond!r})")
-            conditions.wait_until(self, test)
+            shoal.wait_until(self, test)
 
     def c4p_ping(self) -> None:
         """Answers awaitCreation: the element exists."""
@@ -172,7 +168,7 @@ class Chare(_ShoalChare):
             resume()
 
     def migrate(self, toPe: int) -> None:
-        CollectionProxy.migrate(self.collection, self.index, toPe)  # the proxy's own, not an entry method
+        shoal.CollectionProxy.migrate(self.collection, self.index, toPe)  # the proxy's own, not an entry method
 
     migrate._shoal_entry = True  # type: ignore[attr-defined]
 
@@ -196,7 +192,7 @@ def _main_threaded(init: Callable) -> Callable:
 
     @functools.wraps(init)
     def run(self: Any, *args: Any, **kwargs: Any) -> None:
-        if type(self.collection._info.placement) is MainPlacement and threads.in_thread() is None:
+        if type(self.collection._info.placement) is MainPlacement and not in_thread():
             threaded_init(self, *args, **kwargs)
         else:
             init(self, *args, **kwargs)
@@ -214,7 +210,7 @@ def _sync_readonlies() -> None:
 def _single(cls: type, args: Any = (), onPE: int = -1) -> Any:
     """``Chare(C, args, onPE)``: one chare of ``C`` on PE ``onPE`` (this PE when -1); its proxy."""
     _sync_readonlies()
-    pe = current("Chare(C, onPE=...)").pe if onPE < 0 else onPE
+    pe = shoal.my_pe() if onPE < 0 else onPE
     placement = MainPlacement() if onPE == -2 else OnPE(pe)
     return shoal.Array(cls, 1, args=tuple(args), placement=placement)[0]
 

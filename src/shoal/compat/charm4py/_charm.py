@@ -9,9 +9,8 @@ import types
 from typing import Any, Callable, Iterable, Iterator
 
 import shoal
-from ..._runtime.context import current
-from ..._runtime.futures import Failure, Future
-from ..._runtime.proxy import _element, _parts_of, union
+from ... import Future
+from ...lowlevel import elements_of, fail_job, has_value, new_future, outcome, resolve, union
 from ...pool._spawn import start_spawn, start_submit
 from ...pool._tasks import start_map
 from ._chare import Chare, _single
@@ -133,8 +132,7 @@ class _Charm:
 
     def abort(self, message: str) -> None:
         """End the job with an error, ``message`` its text."""
-        rt = current("charm.abort()")
-        rt.fail(RuntimeError(message), "charm.abort()")
+        fail_job(RuntimeError(message), "charm.abort()")
         raise SystemExit(1)
 
     def numPes(self) -> int:
@@ -158,7 +156,7 @@ class _Charm:
             ready = [o for o in pending if _ready(o)]
             if not ready:
                 refuse_wait("charm.iwait()/charm.wait()")
-                any_ready = Future(_depth=2)
+                any_ready = new_future()
                 for o in pending:
                     _on_ready(o, any_ready)
                 any_ready.get()
@@ -180,7 +178,7 @@ class _Charm:
     def sleep(self, secs: float) -> None:
         """Pause the calling (threaded) method or main for ``secs`` seconds; the PE serves meanwhile."""
         refuse_wait("charm.sleep()")
-        fut = Future(_depth=2)
+        fut = new_future()
         self.scheduleCallableAfter(fut, secs)
         fut.get()
 
@@ -278,7 +276,7 @@ def _ready(o: Any) -> bool:
 def _on_ready(o: Any, fut: Future) -> None:
     def wake(_: Any) -> None:
         if not fut.done():
-            fut._resolve(None)
+            resolve(fut, None)
 
     on = getattr(o, "waitReady", None)
     if on is not None:
@@ -290,14 +288,13 @@ def _on_ready(o: Any, fut: Future) -> None:
 def _split_by(proxy: Any, numsections: int, section_func: Callable) -> list:
     """Ask every element which section(s) it is in (-1 or []: none); the sections."""
     answers = proxy.c4p_section_of(section_func, ret=True).get()  # in the order of the members
-    members = [(info, m) for info, ms in _parts_of(proxy, shoal.num_pes()) for m in ms]
     out: list = [[] for _ in range(numsections)]
-    for (info, index), answer in zip(members, answers):
+    for element, answer in zip(elements_of(proxy, "charm.split()"), answers):
         if isinstance(answer, BaseException):
             raise answer
         for s in (answer if isinstance(answer, (list, tuple, set)) else [answer]):
             if s is not None and 0 <= s < numsections:
-                out[s].append(_element(info, index))
+                out[s].append(element)
     return [union(*elements) for elements in out]
 
 
@@ -344,8 +341,8 @@ def _apply(task: tuple) -> Any:
 
 
 def _first(fut: Future) -> Future:
-    out = Future(_depth=3)
-    fut.add_done_callback(lambda f: out._resolve(f.result()[0] if f._state == 1 else Failure(f._error())))
+    out = new_future(1)
+    fut.add_done_callback(lambda f: resolve(out, f.result()[0] if has_value(f) else outcome(f)))
     return as_handle(out)
 
 

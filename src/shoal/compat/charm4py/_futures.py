@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import shoal
+from ... import Future
 from ...errors import BlockingCallError
-from ..._runtime import context, threads
-from ..._runtime.futures import Failure, Future
+from ...lowlevel import Failure, may_block, running_element
 
 __all__ = ["CompatFuture", "as_handle", "refuse_wait"]
 
@@ -15,13 +16,12 @@ __all__ = ["CompatFuture", "as_handle", "refuse_wait"]
 def refuse_wait(what: str) -> None:
     """Raise BlockingCallError if the caller may not wait: a plain entry method (not
     ``@coro``/``@threaded``), which Charm4py refuses to suspend too."""
-    rt = context._current
-    if rt is not None and rt.counts.depth and threads.in_thread() is None:
-        el = rt.current_element
+    if not may_block():
+        el = running_element()
         where = f" (here: an entry method of {type(el).__qualname__})" if el is not None else ""
         raise BlockingCallError(
             f"{what} waits, which an entry method may do only if it is decorated with @coro "
-            f"(or @threaded){where}; a plain one would stop PE {rt.pe}. Decorate the method with "
+            f"(or @threaded){where}; a plain one would stop PE {shoal.my_pe()}. Decorate the method with "
             "@coro, or pass the future on and let a @coro method or main() wait on it"
         )
 
@@ -43,7 +43,7 @@ class _Handle(Future):
 
     def get(self) -> Any:
         """The value, waiting for it (in main() or a @coro/@threaded method)."""
-        if self._state != 0:
+        if self.done():
             return self.result()  # a value already there: no wait (Charm4py's too)
         refuse_wait("Future.get()")
         return Future.get(self)

@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..._runtime import context
-from ..._runtime import proxy as _proxy
-from ..._runtime.context import current
-from ..._runtime.futures import Failure, Future
-from ..._runtime.proxy import (
-    CollectionProxy, ElementProxy, SectionProxy, _BoundElementEntry, _BoundEntry, add_call_option,
-)
+import shoal
+from ... import CollectionProxy, ElementProxy, Future, SectionProxy
 from ...lazy_numpy import np
+from ...lowlevel import (
+    ElementEntry, Entry, add_call_option, call_element, has_value, local_branch, local_element, new_future, outcome,
+    resolve,
+)
 from ._futures import as_handle
 
 __all__ = ["KINDS", "as_index", "completion"]
@@ -34,16 +33,16 @@ def as_index(index: Any) -> Any:
 
 def completion(fut: Future) -> Future:
     """A future that resolves to None when ``fut`` does (``awaitable=True``): errors pass."""
-    out = Future(_depth=3)
+    out = new_future(1)
 
     def done(f: Future) -> None:
-        out._resolve(None if f._state == 1 else Failure(f._error()))
+        resolve(out, None if has_value(f) else outcome(f))
 
     fut.add_done_callback(done)
     return as_handle(out)
 
 
-class _ElementEntry(_BoundElementEntry):
+class _ElementEntry(ElementEntry):
     """A Charm4py element proxy's entry method: ``ret=`` and ``awaitable=``. Where this
     process runs a compiled core, shoal's compiled element entry stands in for it (no
     Python frame between a call and MPI_Isend) and hands calls with ``ret``/``awaitable``
@@ -55,27 +54,21 @@ class _ElementEntry(_BoundElementEntry):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:  # the common call: shoal's own (compiled, where a core runs) element entry
-            native = _proxy._native_descriptor
-            if native is not None:
-                return native(self.entry, self.name).__get__(self.proxy, None)(*args)
-            return _BoundElementEntry.__call__(self, *args)
+            return call_element(self, args)
         return self._call(args, **kwargs)
 
     def _call(self, args: tuple, /, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
-        rt = context._current
-        if rt is None:
-            rt = current("calling an entry method")
-        fut = rt.invoke(self.proxy, self.entry, self.name, args, kwargs, ret or awaitable)  # type: ignore[arg-type]
+        fut = ElementEntry.__call__(self, *args, ret=ret or awaitable, **kwargs)
         return completion(fut) if awaitable and not ret and fut is not None else as_handle(fut)
 
 
-class _Entry(_BoundEntry):
+class _Entry(Entry):
     __slots__ = ()
 
     def __call__(self, *args: Any, ret: bool = False, awaitable: bool = False, **kwargs: Any) -> Any:
         if ret:  # Charm4py's list of results holds the exception of each element that raised
             return as_handle(self.outcomes(*args, **kwargs))
-        fut = self.proxy._invoke(self.entry, self.name, args, kwargs, awaitable)  # type: ignore[attr-defined]
+        fut = Entry.__call__(self, *args, ret=awaitable, **kwargs)
         return completion(fut) if awaitable else fut
 
 
@@ -98,11 +91,10 @@ class Element(ElementProxy):
 
     def ckLocal(self) -> Any:
         """The element object itself if it is on this PE, else None."""
-        cs = current("ckLocal()").colls.get(self._info.id)
-        return None if cs is None else cs.elements.get(self._index)
+        return local_element(self, "ckLocal()")
 
     def ckLocalBranch(self) -> Any:
-        return _local_branch(self._info)
+        return _local_branch(self)
 
     @property
     def elemIdx(self) -> Any:
@@ -124,7 +116,7 @@ class Collection(CollectionProxy):
 
     def ckLocalBranch(self) -> Any:
         """This PE's element of a Group."""
-        return _local_branch(self._info)
+        return _local_branch(self)
 
     def ckInsert(self, index: Any, args: Any = (), onPE: int = -1, useAtSync: bool = False) -> None:
         if onPE != -1:
@@ -151,12 +143,10 @@ class Section(SectionProxy):
 KINDS = ((Element, _ElementEntry), (Collection, _Entry), (Section, _Entry))
 
 
-def _local_branch(info: Any) -> Any:
-    rt = current("ckLocalBranch()")
-    if info.kind != "group":
+def _local_branch(proxy: Any) -> Any:
+    if proxy._info.kind != "group":
         raise TypeError("ckLocalBranch() is for Group proxies; use proxy[i].ckLocal() for array elements")
-    cs = rt.colls.get(info.id)
-    return None if cs is None else cs.elements.get((rt.pe,))
+    return local_branch(proxy, "ckLocalBranch()")
 
 
 def _sliced(info: Any, index: Any) -> list:
@@ -164,7 +154,7 @@ def _sliced(info: Any, index: Any) -> list:
     import itertools
 
     if info.kind == "group":
-        shape: tuple = (current("slicing a proxy").npes,)
+        shape: tuple = (shoal.num_pes(),)
     elif info.shape is None:
         raise TypeError("a sparse array proxy cannot be sliced: its elements are not known ahead")
     else:

@@ -14,7 +14,8 @@ import types
 import weakref
 from typing import Any
 
-from ..._runtime import context, threads
+import shoal
+from ...lowlevel import in_job, job_key, may_block
 from . import readonlies
 
 __all__ = ["sync", "receive"]
@@ -31,15 +32,15 @@ def _values() -> dict[str, Any]:
 def sync(remote: Any) -> None:
     """Send the readonlies to every PE if this is PE 0 and they changed (``remote``: the
     ``charm.thisProxy`` Group, None before the job started)."""
-    rt = context._current
-    if rt is None or rt.pe != 0 or remote is None or rt.npes == 1:
+    if not in_job() or shoal.my_pe() != 0 or remote is None or shoal.num_pes() == 1:
         return
     values = _values()
     ids = {k: id(v) for k, v in values.items()}
-    if ids == _sent.get(rt, {}):
+    job = job_key()
+    if ids == _sent.get(job, {}):
         return
-    _sent[rt] = ids
-    if rt.counts.depth and threads.in_thread() is None:
+    _sent[job] = ids
+    if not may_block():
         remote.c4p_readonlies(values)  # a plain entry method cannot wait: sent ahead
     else:
         remote.c4p_readonlies(values, awaitable=True).get()

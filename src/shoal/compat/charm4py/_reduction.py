@@ -11,23 +11,17 @@ from typing import Any, Callable
 import numpy as np
 
 import shoal
-from ..._runtime.reducers import _CLOSED, _fold
-from ..._runtime.reducers import Reducer as _Reducer
 
 __all__ = ["Reducer", "as_reducer"]
 
 
 def _elementwise(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
     """Combine scalars with ``op``; lists, tuples and ``array.array`` element by element;
-    NumPy arrays with ``ufunc`` (as Charm4py's reducers do; sums, products, maxima and
-    minima of arrays as shoal's own reducers fold them: into one accumulator, in place)."""
-    fold = _fold(ufunc, op) if ufunc in _CLOSED else None
+    NumPy arrays with ``ufunc.reduce`` (as Charm4py's reducers do)."""
 
     def combine(values: list) -> Any:
         first = values[0]
         if isinstance(first, (np.ndarray, np.generic)):
-            if fold is not None and all(type(v) is np.ndarray for v in values):
-                return fold(values)
             return ufunc.reduce(values)
         if isinstance(first, array.array):
             out = array.array(first.typecode, first)
@@ -46,7 +40,7 @@ def _elementwise(ufunc: Any, op: Callable[[Any, Any], Any]) -> Callable[[list], 
     return combine
 
 
-class _Named(_Reducer):
+class _Named(shoal.Reducer):
     """A Charm4py reducer: it travels by name (every PE registers the same ones)."""
 
     __slots__ = ("pre",)
@@ -104,9 +98,9 @@ Reducer = _Reducers()
 
 def as_reducer(reducer: Any) -> Any:
     """A shoal reducer for what a Charm4py program passes (a Reducer.x, or a plain function)."""
-    if isinstance(reducer, _Reducer):
+    if isinstance(reducer, shoal.Reducer):
         return reducer
     if callable(reducer):
-        return _Reducer(getattr(reducer, "__name__", "custom"), reducer)
+        return shoal.Reducer(getattr(reducer, "__name__", "custom"), reducer)
     raise TypeError(f"{reducer!r} is not a reducer: use Reducer.sum, Reducer.gather, ... or "
                     "a function registered with Reducer.addReducer")

@@ -119,7 +119,7 @@ def _partition(groups: list, parts: int) -> list:
 
 
 def _world() -> Any:
-    from ..._runtime.engine import under_mpi_launcher
+    from ...lowlevel import under_mpi_launcher
 
     if not under_mpi_launcher():
         return None

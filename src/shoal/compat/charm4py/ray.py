@@ -17,8 +17,8 @@ import weakref
 from typing import Any, Callable, Iterable
 
 import shoal
-from ..._runtime.context import current
-from ..._runtime.futures import _DONE, Future
+from ... import Future
+from ...lowlevel import ask_owner, has_value, job_key, local_future, new_future, owner_key, resolve
 from ...pool._spawn import start_submit
 from ._chare import Chare, _single
 from ._futures import _Handle, refuse_wait
@@ -38,11 +38,11 @@ class ObjectRef(_Handle):
     __slots__ = ()
 
     def __reduce__(self) -> tuple:
-        if self._state == _DONE:
-            return (_ready_ref, (self._value,))
-        rt = self._rt
-        if rt is not None:  # the owner: keep it, others may ask for its value at any time
-            _kept.setdefault(rt, []).append(self)
+        if has_value(self):
+            return (_ready_ref, (self.result(),))
+        owner = owner_key(self)
+        if owner is not None:  # the owner: keep it, others may ask for its value at any time
+            _kept.setdefault(owner, []).append(self)
         fn, args = Future.__reduce__(self)  # type: ignore[misc]
         return (_rebuild_ref, (fn, args))
 
@@ -51,8 +51,8 @@ _kept: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
 
 
 def _ready_ref(value: Any) -> "ObjectRef":
-    ref = Future.local(current("an ObjectRef"), "an ObjectRef that arrived with its value")
-    ref._resolve(value)
+    ref = local_future("an ObjectRef that arrived with its value", "an ObjectRef")
+    resolve(ref, value)
     return _as_ref(ref)
 
 
@@ -84,16 +84,16 @@ _initialized: "weakref.WeakSet[Any]" = weakref.WeakSet()  # the runtimes where i
 def init(*args: Any, **kwargs: Any) -> None:
     """Ray's ``init``: accepted with any arguments (address, num_cpus, …) and ignored:
     the job and its PEs already run."""
-    _initialized.add(current("ray.init()"))
+    _initialized.add(job_key("ray.init()"))
 
 
 def is_initialized() -> bool:
-    return current("ray.is_initialized()") in _initialized
+    return job_key("ray.is_initialized()") in _initialized
 
 
 def shutdown() -> None:
     """Accepted; the job ends with ``charm.exit()``."""
-    _initialized.discard(current("ray.shutdown()"))
+    _initialized.discard(job_key("ray.shutdown()"))
 
 
 def cluster_resources() -> dict:
@@ -192,10 +192,10 @@ class ActorClass:
         """Create the actor on the next PE in turn (each PE counts its own); its handle."""
         if kwargs:
             raise TypeError(f"{self.__name__}.remote(): charm4py.ray passes constructor arguments by position only")
-        rt = current(f"{self.__name__}.remote()")
-        k = self._placed.get(rt, 0)
-        self._placed[rt] = k + 1
-        return ActorHandle(_single(self.chare_class, args=args, onPE=k % rt.npes))
+        job = job_key(f"{self.__name__}.remote()")
+        k = self._placed.get(job, 0)
+        self._placed[job] = k + 1
+        return ActorHandle(_single(self.chare_class, args=args, onPE=k % shoal.num_pes()))
 
     def options(self, **options: Any) -> "ActorClass":
         _check_options(options)
@@ -260,8 +260,8 @@ class _ActorMethod:
 
 def put(value: Any) -> ObjectRef:
     """An ObjectRef holding ``value`` (resolved at once)."""
-    ref = _as_ref(Future(_depth=3))
-    ref._resolve(value)
+    ref = _as_ref(new_future(1))
+    resolve(ref, value)
     return ref
 
 
@@ -301,20 +301,18 @@ def wait(refs: Iterable[Any], num_returns: int = 1, timeout: float | None = None
 
 def _wait_for(refs: list, count: int, timeout: float | None, timeout_error: bool = True) -> None:
     """Wait until ``count`` of ``refs`` are done (or ``timeout`` seconds pass)."""
-    rt = current("ray.get()/ray.wait()")
-    wake = Future(_depth=3)
+    wake = new_future(1)
 
     def check(_: Any = None) -> None:
         if not wake.done() and sum(r.done() for r in refs) >= count:
-            wake._resolve(True)
+            resolve(wake, True)
 
     for r in refs:
         if not r.done():
-            if r._rt is None:  # a reference made on another PE: ask its owner for the value
-                rt.await_remote(r)
+            ask_owner(r, "ray.get()/ray.wait()")  # a reference made on another PE: its owner sends the value
             r.add_done_callback(check)
     check()
     if timeout is not None:
-        shoal.call_later(max(timeout, 0.0), lambda: None if wake.done() else wake._resolve(False))
+        shoal.call_later(max(timeout, 0.0), lambda: None if wake.done() else resolve(wake, False))
     if not wake.get() and timeout_error:
         raise TimeoutError(f"ray.get(): the ObjectRefs were not ready within {timeout} s")

@@ -2,6 +2,6 @@
 ``NotThreadedError``, what a wait outside a ``@coro``/``@threaded`` method raises."""
 
 from ...errors import BlockingCallError as NotThreadedError
-from ..._runtime.futures import Future
+from ... import Future
 
 __all__ = ["Future", "NotThreadedError"]
