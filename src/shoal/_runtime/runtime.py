@@ -184,10 +184,12 @@ class Runtime(Receiving, Sending, RunningState):
         self._core_send = core.send if core is not None else None
         #: ``new_future(back)``: Future() in the frame ``back`` above the caller's
         self._new_future = core.new_future if core is not None else new_future
-        if self.tracer is not None and not settings.trace_summary:  # each future's life on the timeline
+        if self.tracer is not None and not settings.trace_summary:  # futures and the queue on the timeline
             from .trace_futures import watch_futures
+            from .trace_queue import watch_queue
 
             watch_futures(self, self.tracer)
+            watch_queue(self, self.tracer)
         info = CollectionInfo(SYSTEM_ID, System, "group", None, 1, None, 0)
         self.infos[SYSTEM_ID] = info
         self.system: "CollectionProxy" = proxy_classes(System)[1](info)

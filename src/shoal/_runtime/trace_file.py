@@ -17,6 +17,7 @@ from ..errors import ShoalError
 from .trace_bins import SummaryTracer, binned, counter_events, summary_description
 from .trace_flows import flow_events
 from .trace_futures import future_events
+from .trace_queue import queue_events
 from .tracing import BALANCE, ENTRY, FORMAT, IDLE, MARK, MIGRATION, SEND, TRACE_PID, Tracer, _LISTS
 
 __all__ = ["new_tracer", "write_trace"]
@@ -83,7 +84,7 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                 for line in counter_events(rec if "bins" in rec else binned(rec), base):
                     f.write(",\n")
                     f.write(line)
-                for line in future_events(rec, base):
+                for line in (*future_events(rec, base), *queue_events(rec, base)):
                     f.write(",\n")
                     f.write(line)
             for line in flow_events(checked, base):  # an arrow per migration
@@ -177,7 +178,8 @@ def _check_records(records: object) -> list[dict[str, Any]]:
 
 #: per list of a record: its tuples' length and the places of their times
 _SHAPES = {"entries": (3, (1, 2)), "idle": (2, (0, 1)), "sends": (3, (0,)), "migrations": (6, (0, 1)),
-           "balances": (5, (0, 1)), "marks": (3, (1,)), "futures": (4, (0, 1))}
+           "balances": (5, (0, 1)), "marks": (3, (1,)), "futures": (4, (0, 1)),
+           "queue": (2, (0,))}
 #: the lists whose tuples may hold one item more (an entry's element, a round's reason)
 _LONGER = ("entries", "balances")
 _WHY = {
@@ -188,6 +190,7 @@ _WHY = {
     "balances": "expected (t0, t1, collection, moved, strategy[, reason dict]), finite seconds with t0 <= t1",
     "marks": "expected (name, t, args dict or None), t finite seconds",
     "futures": "expected (t_made, t_value, number, origin), finite seconds with t_made <= t_value",
+    "queue": "expected (t, length), t finite seconds, length an int >= 0",
 }
 
 
@@ -201,6 +204,8 @@ def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: i
         return isinstance(ev[0], int) and 0 <= ev[0] < names
     if kind == "marks":
         return ev[2] is None or isinstance(ev[2], Mapping)
+    if kind == "queue":
+        return isinstance(ev[1], int) and ev[1] >= 0
     if kind == "balances" and len(ev) > size:
         return ev[size] is None or isinstance(ev[size], Mapping)
     return True
@@ -218,7 +223,7 @@ def _times(rec: Mapping[str, Any]) -> Iterator[float]:
     for ev in (*rec["idle"], *rec["migrations"], *rec["balances"], *rec.get("futures", ())):
         yield ev[0]
         yield ev[1]
-    for ev in rec["sends"]:
+    for ev in (*rec["sends"], *rec.get("queue", ())):
         yield ev[0]
     for ev in rec["marks"]:
         yield ev[1]

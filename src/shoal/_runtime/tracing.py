@@ -25,7 +25,8 @@ An exported record is a plain dict of lists of tuples (picklable, no per-event d
      "migrations": [(t0, t1, what, src_pe, dst_pe, nbytes), ...],
      "balances": [(t0, t1, collection, moved, strategy[, reason]), ...],   # reason: a dict
      "marks": [(name, t, args_or_None), ...],
-     "futures": [(t_made, t_value, number, origin), ...]}   # optional (trace_futures)
+     "futures": [(t_made, t_value, number, origin), ...],   # optional (trace_futures)
+     "queue": [(t, length), ...]}              # optional (trace_queue)
 
 Times are seconds of the PE's own clock (``time.perf_counter``). Clocks of different
 processes need not agree: ``offset`` (seconds, default 0) is added to every time of its
@@ -64,7 +65,8 @@ class Tracer:
     """
 
     __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked",
-                 "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures")
+                 "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures",
+                 "_queue", "_queued_last")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
         if not isinstance(pe, int) or isinstance(pe, bool) or pe < 0:
@@ -90,6 +92,9 @@ class Tracer:
         #: futures whose value came (:mod:`.trace_futures`), and those still waiting: number -> made at
         self._futures: list[tuple[float, float, int, str]] = []
         self._open_futures: dict[int, float] = {}
+        #: the scheduler queue's length where it changed (:mod:`.trace_queue`): (t, length)
+        self._queue: list[tuple[float, int]] = []
+        self._queued_last = 0
 
     def entry(self, name: str, t0: float, t1: float) -> None:
         """Entry method ``name`` (``"Tile.step"``) ran from ``t0`` to ``t1``."""
@@ -179,4 +184,5 @@ class Tracer:
             "names": list(self._names), "entries": entries, "idle": list(self._idle),
             "sends": list(self._sends), "migrations": list(self._migrations), "balances": list(self._balances),
             "marks": list(self._marks), "futures": list(self._futures),
+            "queue": list(self._queue),
         }
