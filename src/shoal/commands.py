@@ -264,7 +264,7 @@ def _run(ns: argparse.Namespace) -> int:
 def _run_recovering(ns: argparse.Namespace) -> int:
     """Run the job; when a PE dies, run it again from the last checkpoint, ``--max-restarts``
     times, on as many PEs as mpiexec can start (:func:`_relaunch`)."""
-    from ._runtime.checkpoint import latest, read_manifest
+    from .lowlevel import newest_checkpoint, read_manifest
     from .errors import CheckpointError
     from .jobreport import pe_list
     from .launcher import run_job
@@ -276,7 +276,7 @@ def _run_recovering(ns: argparse.Namespace) -> int:
         if job.code == 0 or not job.died:
             return job.code
         try:
-            found = latest(folder)
+            found = newest_checkpoint(folder)
             if found is None:
                 raise CheckpointError(f"{folder} holds none")
             manifest = read_manifest(found)
@@ -333,7 +333,7 @@ def _serve(ns: argparse.Namespace, argv: list[str]) -> int:
     options.options_from(ns)  # refuse bad options here, before any PE starts
     program = os.path.join(os.path.dirname(server.__file__), "_program.py")
     args = _server_args(argv)
-    from ._runtime.engine import under_mpi_launcher
+    from .lowlevel import under_mpi_launcher
 
     if under_mpi_launcher() or ns.transport == "inproc":  # `mpiexec -n N python -m shoal serve`: a PE
         if ns.transport == "inproc":
@@ -493,11 +493,11 @@ def _cache(ns: argparse.Namespace) -> int:
 
 
 def _checkpoint(ns: argparse.Namespace) -> int:
-    from ._runtime.checkpoint import resume_command, verify
+    from .lowlevel import resume_command, verify_checkpoint
     from .errors import ShoalError
 
     try:
-        m = verify(ns.path)
+        m = verify_checkpoint(ns.path)
     except ShoalError as exc:
         print(f"shoal checkpoint inspect: {exc}", file=sys.stderr)
         return 2

@@ -16,9 +16,9 @@ __all__ = ["duration", "restart_path", "check_settings", "launching", "launcher_
 
 def restart_path(text: str) -> str:
     """``--restart``'s value for the PEs: ``auto`` as it is, a path made absolute."""
-    from ._runtime.checkpoint import AUTO
+    from .lowlevel import RESTART_AUTO
 
-    return text if text == AUTO else os.path.abspath(text)
+    return text if text == RESTART_AUTO else os.path.abspath(text)
 
 
 def launching(program: str | None = None) -> bool:

@@ -8,7 +8,9 @@ every package and top-level module of shoal, and the C sources.
 A module may import from its own component and from the components :data:`MAY_IMPORT`
 names for it; imports inside functions and under ``TYPE_CHECKING`` count too (a layer
 that needs a name only lazily still depends on it). Every module of shoal must belong to a
-component in the table, so a new module is placed on purpose.
+component in the table, so a new module is placed on purpose. Only the components of
+:data:`RUNTIME_SIDE`, each with its reason, import ``shoal._runtime``; the upper layers reach
+it through the public namespace and ``shoal.lowlevel``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from support import SRC, TESTS
 
 
 BASE = {"errors", "version", "bytecode", "settings", "lazy_numpy", "banners", "process", "compiler", "native", "_native_build", "gpu"}
-RUNTIME = BASE | {"_transport", "jobwatch", "_runtime"}
+BELOW_RUNTIME = BASE | {"_transport", "jobwatch"}
+RUNTIME = BELOW_RUNTIME | {"_runtime"}
 LAUNCH = BASE | {"jobwatch", "jobreport", "launchers", "launcher"}
 TRACES = "trace"  # the readers of a timeline (summary, plot, report)
 
@@ -55,10 +58,25 @@ MAY_IMPORT: dict[str, set[str]] = {
     TRACES: BASE | {"_runtime", TRACES},  # _runtime.tracing defines the format they read
     "bench": BASE | LAUNCH | {"shoal", "pool", "lowlevel", "stencil", "remote", "commands", TRACES},
     "program": RUNTIME | {"compat"},
-    "options": RUNTIME | {"program"},
-    "commands": RUNTIME | LAUNCH | {"shoal", "pool", "lowlevel", "stencil", "remote", "program", "options", TRACES},
-    "cli": RUNTIME | LAUNCH | {"program", "options", "commands", "bench"},
+    "options": BELOW_RUNTIME | {"lowlevel", "program"},
+    "commands": BELOW_RUNTIME | LAUNCH | {"shoal", "pool", "lowlevel", "stencil", "remote", "program", "options", TRACES},
+    "cli": BELOW_RUNTIME | LAUNCH | {"program", "options", "commands", "bench"},
     "__main__": {"cli"},
+}
+
+#: the components that may import ``shoal._runtime`` itself, and why; every other one reaches
+#: the runtime through the public namespace (``shoal``) and ``shoal.lowlevel`` only, so that
+#: the runtime's private modules change without touching them
+RUNTIME_SIDE = {
+    "_runtime": "the runtime itself",
+    "shoal": "the public namespace: the runtime's public names, each loaded from its module on first use",
+    "lowlevel": "the upper layers' internal API: each of its names is a line over the runtime's private ones",
+    "pool": "public API beside the namespace (shoal.pool, shoal.Executor): its tasks run in the runtime's "
+            "threads on a Group of its own",
+    "program": "a program on a PE (python -m shoal prog.py): it starts the engine, the runtime's own start-up",
+    "remote": "shoal serve's PE 0 is a service of the runtime: it takes over the engine's idle sleep, reads its "
+              "transport and runs each client's requests in a runtime thread",
+    TRACES: "the readers of a timeline read the format that the runtime's recorder (_runtime/tracing.py) writes",
 }
 
 #: edges left out of the check for cycles: the public namespace re-exports names of a layer above
@@ -124,6 +142,19 @@ def test_layer_imports_only_downwards(layer):
         if wrong:
             bad.append(f"{path.relative_to(SRC)} imports shoal.{', shoal.'.join(sorted(wrong))}")
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def test_only_the_runtime_side_imports_the_runtime():
+    """No module outside :data:`RUNTIME_SIDE` imports ``shoal._runtime`` (not inside a
+    function, not for type checking), and the table of layers lets no other component."""
+    allowed = {c for c, deps in MAY_IMPORT.items() if "_runtime" in deps} | {"_runtime"}
+    assert allowed == set(RUNTIME_SIDE), (
+        f"MAY_IMPORT lets {sorted(allowed - set(RUNTIME_SIDE))} import shoal._runtime without a reason in "
+        f"RUNTIME_SIDE; RUNTIME_SIDE names {sorted(set(RUNTIME_SIDE) - allowed)} that MAY_IMPORT does not let")
+    bad = sorted(str(p.relative_to(SRC)) for p in _modules()
+                 if component(p) not in RUNTIME_SIDE and "_runtime" in shoal_imports(p))
+    assert not bad, ("modules that import shoal._runtime directly (use the public namespace or shoal.lowlevel, "
+                     "and add to lowlevel what is missing):\n" + "\n".join(bad))
 
 
 def cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -13,6 +13,7 @@ keeps those promises when its private modules change. Programs should not need t
 * waiting (``waiting.py``): whether the caller may block, and who is waiting;
 * proxies (``proxies.py``): entry-method types with call options of a layer's own, the
   elements a proxy covers, the element objects on this PE;
+* checkpoints (``checkpoints.py``): reading them on disk, for the command line;
 * launching: whether a launcher started this process, and starting ``mpiexec``.
 
 Importing this package costs nothing: each name loads its module on first use (PEP 562),
@@ -28,6 +29,7 @@ if _TYPE_CHECKING:  # the names of _LAZY below, for type checkers
 
     from .._runtime.engine import launcher_size, under_mpi_launcher
     from ..launcher import find_mpiexec, launch_mpi
+    from .checkpoints import RESTART_AUTO, newest_checkpoint, read_manifest, resume_command, verify_checkpoint
     from .futures import Failure, ask_owner, has_value, local_future, new_future, outcome, owner_key, resolve
     from .job import current_settings, fail_job, in_job, job_key, restore_seconds
     from .proxies import (
@@ -44,6 +46,7 @@ _LAZY = {
     ".waiting": ("in_thread", "may_block", "running_element", "threads_waiting_in"),
     ".proxies": ("Entry", "ElementEntry", "EntryRef", "add_call_option", "call_element", "union", "elements_of",
                  "local_element", "local_branch"),
+    ".checkpoints": ("RESTART_AUTO", "newest_checkpoint", "read_manifest", "verify_checkpoint", "resume_command"),
     ".._runtime.engine": ("under_mpi_launcher", "launcher_size"),
     "..launcher": ("launch_mpi", "find_mpiexec"),
 }
