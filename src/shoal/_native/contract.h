@@ -26,7 +26,7 @@ typedef struct {
     Py_ssize_t future_state, future_value, future_callbacks, future_fid,          /* Future */
         future_rt, future_owner, future_origin;
     Py_ssize_t set_channels, set_buffers, set_remaining, set_item;                /* ReceiveSet */
-    Py_ssize_t chare_load, chare_held, chare_collection;                          /* Chare */
+    Py_ssize_t chare_load, chare_held, chare_collection, chare_index, chare_seq;  /* Chare */
     Py_ssize_t task_rt, task_coro, task_on_done, task_waiting, task_wake,         /* Task */
         task_wake_now, task_load, task_element;
     Py_ssize_t rt_current_element, rt_suspended;                                  /* the Runtime (RunningState) */
@@ -40,11 +40,12 @@ typedef struct {
     PyObject *funcs, *channels;                                                   /* a chare class, an element */
     PyObject *append, *popleft;                                                   /* deques */
     PyObject *index, *ret_adopt, *ret_gathered, *ret_unsendable;                  /* broadcasts, reductions */
-    PyObject *waiters, *remote_waiters, *shoal_away, *shoal_seq, *combine,        /* all-reduces */
+    PyObject *waiters, *remote_waiters, *shoal_away, *combine,                    /* all-reduces */
         *finish, *wake, *resolve;
     PyObject *current;                                                            /* context: the running runtime */
     PyObject *call_slow;                                                          /* a proxy class's own call options */
     PyObject *resume_now, *add_done_callback, *refuse, *result;                  /* tasks */
+    PyObject *has_own, *add_own, *disagree, *twice;                               /* contributions */
 } Names;
 
 extern Slots shoal_slots;

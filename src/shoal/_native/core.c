@@ -137,6 +137,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->fut_done);
     exchanges_free(self->exchanges);
     broadcasts_free(self->broadcasts);
+    contributions_free(self->contributions);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -230,6 +231,15 @@ static PyMethodDef Core_methods[] = {
     {"gather_offer", (PyCFunction)(void (*)(void))Core_gather_offer, METH_FASTCALL,
      "gather_offer(coll, fid, src, first, values) -> bool: a reply that came the Python way, if the core's"},
     {"gathers_under_way", (PyCFunction)Core_gathers_under_way, METH_NOARGS, "gathers_under_way() -> [(coll, src, fid, got, expected)]"},
+    {"use_contributions", (PyCFunction)(void (*)(void))Core_use_contributions, METH_FASTCALL,
+     "use_contributions(manager, check_target, EntryRef, context, Chare): contributions to reductions compiled"},
+    {"contribute", (PyCFunction)(void (*)(void))Core_contribute, METH_FASTCALL,
+     "contribute(el, value, reducer, target) -> bool: taken, or not a compiled case"},
+    {"contributions_release", (PyCFunction)Core_contributions_release, METH_O,
+     "contributions_release(coll): hand a collection's contributions here to the manager (an element moved)"},
+    {"contributions_forget", (PyCFunction)Core_contributions_forget, METH_O, "contributions_forget(coll): drop a destroyed collection's"},
+    {"contributions_under_way", (PyCFunction)Core_contributions_under_way, METH_NOARGS,
+     "contributions_under_way() -> [(coll, seq, got, reducer, target)]"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };
@@ -431,6 +441,8 @@ static PyObject *Core_load_numpy(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef core_functions[] = {
+    {"contribute_method", (PyCFunction)(void (*)(void))Core_contribute_method, METH_FASTCALL,
+     "contribute_method(Chare, fallback) -> the compiled Chare.contribute (fallback: the Python method)"},
     {"load_numpy", Core_load_numpy, METH_NOARGS, "load_numpy() -> None: load NumPy's C API (when the process imports NumPy)"},
     {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
     {"pickle_simple", (PyCFunction)(void (*)(void))Core_pickle_simple, METH_FASTCALL, "pickle_simple(args) -> the pickle of a tuple of None, bools, floats and 64-bit ints, else None"},

@@ -53,6 +53,7 @@ static inline int is_exact_array(PyObject *o) { return NUMPY_LOADED && PyArray_C
 typedef struct Core Core;
 typedef struct Exchanges Exchanges;
 typedef struct Broadcasts Broadcasts;
+typedef struct Contributions Contributions;
 extern PyTypeObject CoreType;
 
 /* A received eager frame for the runtime: 1 delivered; 0 not a case the compiled path
@@ -110,6 +111,7 @@ struct Core {
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
     Broadcasts *broadcasts;  /* the compiled broadcasts (broadcasts.c), once use_broadcasts() was called */
+    Contributions *contributions; /* the compiled contributions (contribute.c), once use_contributions() was called */
     uint32_t pe;
     long long sent, received, depth, calls;
     double busy;             /* ticks in outermost entry methods: the PE's busy time (background load) */
@@ -190,6 +192,19 @@ static inline void add_load(Core *c, PyObject *el, uint64_t ticks) {
     if (load && Py_IS_TYPE(load, &LoadType)) ((Load *)load)->v[1] += (double)ticks;
 }
 
+/* Element `el`'s count of contributions to its collection's reductions (Chare._shoal_seq,
+ * a slot; unset, as in an element made outside a collection: 0), or -1 with an error. */
+static inline long element_seq(PyObject *el) {
+    PyObject *seq = SLOT(el, shoal_slots.chare_seq);
+    return seq ? PyLong_AsLong(seq) : 0;
+}
+/* Set it to `seq`. 0, or -1 with an error. */
+static inline int set_element_seq(PyObject *el, long seq) {
+    PyObject *obj = PyLong_FromLong(seq);
+    if (!obj) return -1;
+    Py_XSETREF(SLOT(el, shoal_slots.chare_seq), obj);
+    return 0;
+}
 /* Whether future `fut` is still pending: 1 yes, 0 no (or its state is unset), -1 error. */
 static inline int future_pending(Core *c, PyObject *fut) {
     PyObject *state = SLOT(fut, shoal_slots.future_state);
@@ -298,6 +313,20 @@ PyObject *Core_exchange_arrive(Core *c, PyObject *const *args, Py_ssize_t nargs)
 PyObject *Core_exchange_forget(Core *c, PyObject *coll);
 PyObject *Core_exchanges_under_way(Core *c, PyObject *unused);
 PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs);
+/* The number of built-in reducer `reducer` (R_SUM ... R_EXACT in exchange.c), or -1. */
+int builtin_reducer(Exchanges *x, PyObject *reducer);
+/* `lo` and `hi` combined as reducer.combine([lo, hi]) does (a new reference, NULL with an error). */
+PyObject *combine_two(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject *hi);
+/* contribute.c */
+void contributions_free(Contributions *k);
+PyObject *Core_use_contributions(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_contributions_release(Core *c, PyObject *coll);
+PyObject *Core_contributions_forget(Core *c, PyObject *coll);
+PyObject *Core_contributions_under_way(Core *c, PyObject *unused);
+PyObject *Core_contribute_method(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+/* proxies.c: whether `a` and `b` are compiled bound entry methods of one proxy object and entry */
+int bound_entries_same(PyObject *a, PyObject *b);
 
 /* broadcasts.c */
 /* A BROADCAST message passed on down the tree and run here (its frame in the receive

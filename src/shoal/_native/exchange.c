@@ -112,7 +112,8 @@ static int fetch_ufuncs(Exchanges *x) {
     return 0;
 }
 
-static int builtin_id(Exchanges *x, PyObject *reducer) {
+int builtin_reducer(Exchanges *x, PyObject *reducer) {
+    if (!x) return -1;
     for (int i = 0; i < R_BUILTINS; i++)
         if (reducer == x->builtin[i]) return i;
     return -1;
@@ -158,8 +159,8 @@ static int combine_plain(int k, PyArrayObject *a, PyArrayObject *b, PyObject **r
 
 /* `lo` and `hi` combined (the lower PE's value first), as reducer.combine([lo, hi]) does:
  * the built-ins' common cases here (reducers._fold), anything else by the reducer. */
-static PyObject *combine(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject *hi) {
-    int k = builtin_id(x, reducer);
+PyObject *combine_two(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject *hi) {
+    int k = builtin_reducer(x, reducer);
     if (k == R_NOP) Py_RETURN_NONE;
     if (k >= 0 && k <= R_OR) {
         int alo = is_array(lo), ahi = is_array(hi);
@@ -227,7 +228,7 @@ static int resolve(Core *c, PyObject *fut, PyObject *value) {
 /* The all-reduce is complete here with `value` (a new reference, stolen): finish it, and
  * hand it to whoever waits (the manager's _wake for waiters it keeps, then `fut`). */
 static int complete(Core *c, Exchanges *x, uint64_t coll, uint32_t seq, PyObject *reducer, PyObject *value, PyObject *fut) {
-    int k = builtin_id(x, reducer);
+    int k = builtin_reducer(x, reducer);
     if (k < 0 || k == R_EXACT) {
         PyObject *finish = PyObject_GetAttr(reducer, shoal_names.finish);
         if (!finish) { Py_DECREF(value); return -1; }
@@ -295,7 +296,7 @@ static int advance(Core *c, Exchanges *x, Exchange *e) {
             Py_SETREF(e->value, w);
         } else {
             PyObject *mine = Py_NewRef(e->value), *reducer = Py_NewRef(e->reducer);
-            PyObject *v = c->pe < s.peer ? combine(x, reducer, mine, w) : combine(x, reducer, w, mine);
+            PyObject *v = c->pe < s.peer ? combine_two(x, reducer, mine, w) : combine_two(x, reducer, w, mine);
             Py_DECREF(mine);
             Py_DECREF(reducer);
             Py_DECREF(w);
@@ -495,7 +496,7 @@ PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     PyObject *el = args[0], *value = args[1], *reducer = args[2] == Py_None && x ? x->builtin[R_SUM] : args[2];
-    if (!x || active != c || builtin_id(x, reducer) < 0 || !PyObject_TypeCheck(el, (PyTypeObject *)x->chare_cls))
+    if (!x || active != c || builtin_reducer(x, reducer) < 0 || !PyObject_TypeCheck(el, (PyTypeObject *)x->chare_cls))
         Py_RETURN_NONE;
     PyObject *now = PyDict_GetItemWithError(x->context, shoal_names.current);
     if (now != c->rt) {
@@ -520,16 +521,8 @@ PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if ((uint64_t)nhosts != x->npes) Py_RETURN_NONE;
     unsigned long long coll = PyLong_AsUnsignedLongLong(id);
     if (PyErr_Occurred()) return NULL;
-    /* the element's next contribution number: el._shoal_seq += 1 */
-    PyObject *seq_obj = PyObject_GetAttr(el, shoal_names.shoal_seq);
-    if (!seq_obj) return NULL;
-    unsigned long seq = PyLong_AsUnsignedLong(seq_obj);
-    Py_DECREF(seq_obj);
-    if (PyErr_Occurred()) return NULL;
-    PyObject *next = PyLong_FromUnsignedLong(seq + 1);
-    int set = next ? PyObject_SetAttr(el, shoal_names.shoal_seq, next) : -1;
-    Py_XDECREF(next);
-    if (set < 0) return NULL;
+    long seq = element_seq(el); /* the element's next contribution number: el._shoal_seq += 1 */
+    if ((seq < 0 && PyErr_Occurred()) || set_element_seq(el, seq + 1) < 0) return NULL;
     PyObject *fut = new_future(c, x, el);
     if (!fut) return NULL;
     if (start(c, x, coll, (uint32_t)seq, value, reducer, fut) < 0) { Py_DECREF(fut); return NULL; }

@@ -35,6 +35,12 @@ typedef struct {
 
 static PyTypeObject BoundEntryType, EntryDescriptorType;
 
+int bound_entries_same(PyObject *a, PyObject *b) {
+    if (!Py_IS_TYPE(a, &BoundEntryType) || !Py_IS_TYPE(b, &BoundEntryType)) return 0;
+    BoundEntry *x = (BoundEntry *)a, *y = (BoundEntry *)b;
+    return x->proxy == y->proxy && x->entry == y->entry && x->vectorcall == y->vectorcall;
+}
+
 static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 /* hook(proxy, entry, name, args, kwargs) with the call's positional and keyword arguments */

@@ -114,7 +114,7 @@ class Chare:
 
     # What every element has lives in slots, not in a __dict__: a million elements of a
     # class that sets no attributes of its own then cost no dict each (issue: cost at scale).
-    __slots__ = ("_shoal_load", "_shoal_held", "index", "collection", "_shoal_proxy", "__dict__", "__weakref__")
+    __slots__ = ("_shoal_load", "_shoal_held", "index", "collection", "_shoal_seq", "__dict__", "__weakref__")
     #: the element's load counters, [seconds timed by the Python paths, clock ticks timed
     #: by the compiled ones] (a slot, so that C reaches it at a fixed offset); reset at
     #: every balancing step
@@ -125,11 +125,12 @@ class Chare:
     index: Any
     #: the collection's proxy, one object shared by the PE's elements of the collection
     collection: "CollectionProxy"
-    _shoal_proxy: "ElementProxy | None"  # made on first use of .proxy
     _shoal_funcs: tuple
     #: False (on the class or an element): balancing rounds leave the element on its PE
     migratable = True
-    _shoal_seq = 0  # contributions made to the collection's reductions (reductions.py)
+    #: contributions made to the collection's reductions (reductions.py): a slot, which
+    #: the compiled contribute reaches at a fixed offset, and no __dict__ for it
+    _shoal_seq: int
     _shoal_seqs: dict | None = None  # section -> contributions made to its reductions
     _shoal_channels: dict | None = None
     # Runtime state kept on an element, read with getattr (class defaults here): reading an
@@ -144,6 +145,9 @@ class Chare:
     _shoal_syncs = 0  # at_sync() calls
     _shoal_synced = False  # waiting in at_sync() for the round
     _shoal_pending: list | None = None  # calls and waits held until a condition holds (conditions.py)
+    #: the element's own proxy, made on first use of .proxy (not a slot: an element that
+    #: never asks for it pays nothing, and one more slot would cost every element 16 bytes)
+    _shoal_proxy: "ElementProxy | None" = None
 
     @property
     def proxy(self) -> "ElementProxy":
@@ -204,3 +208,9 @@ class Chare:
     def __repr__(self) -> str:
         index = getattr(self, "index", "?")
         return f"<{type(self).__qualname__} element {index!r}>"
+
+
+#: Chare.contribute as defined above (the reference): while a runtime's compiled core
+#: serves, the core's method stands in its place (core_contract.make_core; Runtime.close
+#: puts this one back), so that a contribution costs no Python frame
+PYTHON_CONTRIBUTE = Chare.contribute

@@ -32,7 +32,7 @@ from .location import Locations
 from .proxy import CALL_OPTIONS, CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
-from .reductions import PENDING, Block, _ResultFuture
+from .reductions import PENDING, Block, _check_target, _ResultFuture
 from .tree import Tree
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ SLOTS: tuple[tuple[str, type, str], ...] = (
     ("set_channels", ReceiveSet, "channels"), ("set_buffers", ReceiveSet, "buffers"),
     ("set_remaining", ReceiveSet, "remaining"), ("set_item", ReceiveSet, "item"),
     ("chare_load", Chare, "_shoal_load"), ("chare_held", Chare, "_shoal_held"), ("chare_collection", Chare, "collection"),
+    ("chare_index", Chare, "index"), ("chare_seq", Chare, "_shoal_seq"),
     ("task_rt", Task, "rt"), ("task_coro", Task, "coro"), ("task_on_done", Task, "on_done"),
     ("task_waiting", Task, "waiting"), ("task_wake", Task, "wake"), ("task_wake_now", Task, "wake_now"),
     ("task_load", Task, "load"), ("task_element", Task, "element"),
@@ -77,11 +78,13 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("append", "append"), ("popleft", "popleft"),
     ("index", "index"), ("ret_adopt", "ret_adopt"), ("ret_gathered", "ret_gathered"), ("ret_unsendable", "ret_unsendable"),
     ("waiters", "waiters"), ("remote_waiters", "remote_waiters"), ("shoal_away", "_shoal_away"),
-    ("shoal_seq", "_shoal_seq"), ("combine", "combine"), ("finish", "finish"), ("wake", "_wake"), ("resolve", "_resolve"),
+    ("combine", "combine"), ("finish", "finish"), ("wake", "_wake"), ("resolve", "_resolve"),
     ("current", "_current"),
     ("call_slow", "_call_slow"),
     ("resume_now", "_resume_now"),
     ("add_done_callback", "add_done_callback"), ("refuse", "_refuse"), ("result", "result"),
+    ("has_own", "has_own"), ("add_own", "add_own"), ("disagree", "contributions_disagree"),
+    ("twice", "contributed_twice"),
 )
 
 #: the built-in reducers whose all-reduces the core runs, in the order of exchange.c's
@@ -174,9 +177,11 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS),
     )
     core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING)
+    core.use_contributions(rt.reductions, _check_target, EntryRef, vars(context), Chare)
     rt.reductions.use_core(core)
     # across nodes an all-reduce goes up and down the node-aware tree, not the butterfly
     chare.compiled_allreduce = core.allreduce if rt.nodes is None else None
+    Chare.contribute = module.contribute_method(Chare, chare.PYTHON_CONTRIBUTE)  # type: ignore[method-assign]
     message.pickle_simple = module.pickle_simple
     use_native_entries(module.EntryDescriptor, module.BoundEntry)
     return core

@@ -161,7 +161,7 @@ class Lifecycle:
             el = new(cls)
             el._shoal_load = load() if load is not None else None
             el._shoal_held = None
-            el._shoal_proxy = None
+            el._shoal_seq = 0
             el.index = index[0] if group else index
             el.collection = collection
             elements[index] = el

@@ -47,13 +47,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Migration", "RUNTIME_ATTRS", "SENT_ON"]
 
-#: what the runtime keeps in an element's ``__dict__`` and moves with it, whatever the
-#: class's ``__getstate__`` returns
+#: what the runtime keeps in an element's ``__dict__`` (and its ``_shoal_seq`` slot) and
+#: moves with it, whatever the class's ``__getstate__`` returns
 RUNTIME_ATTRS = (
     "_shoal_seq", "_shoal_seqs", "_shoal_channels", "_shoal_channel_early", "_shoal_channel_counts",
     "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced",
 )
-_SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "collection", "_shoal_away", "_shoal_comm"))
+_SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "_shoal_proxy", "collection", "_shoal_away", "_shoal_comm"))
 
 #: the key, in an element's held messages (``Chare._shoal_held``: sender PE -> messages),
 #: of the messages from senders without a hold of their own while its arrival's sweep is
@@ -115,6 +115,7 @@ class Migration:
             channels._moving = False
         del cs.elements[index]
         cs.first = -1  # no longer the PE's block in order
+        rt.reductions.release_own(info.id)
         rt.send_raw(dest, pack_header(Kind.MIGRATE, plan, rt.pe, moves, info.id, index), segments, info.id)
         rt.locations.depart(info, index, dest, moves)
         self._send_queued(info.id, index, dest)
@@ -198,6 +199,7 @@ class Migration:
         routes = sorted({old, forwarded} - {rt.pe})
         cs.elements[index] = el
         cs.first = -1
+        rt.reductions.release_own(coll)
         rt.locations.arrive(info, index, moves)
         if routes:  # sweep them: hold what comes straight here until each fence is back
             el._shoal_held = {rt.pe: [], ANY: []}
@@ -318,6 +320,7 @@ def pack(el: Chare) -> tuple:
     """What an element moves with: its class, the runtime's attributes, and its state."""
     d = el.__dict__
     runtime = {k: d[k] for k in RUNTIME_ATTRS if k in d}
+    runtime["_shoal_seq"] = el._shoal_seq  # (a slot)
     early = runtime.get("_shoal_channel_early")
     if early:
         runtime["_shoal_channel_early"] = {tag: [(seq, portable_message(m)) for seq, m in msgs]
@@ -336,7 +339,7 @@ def unpack(rt: "Runtime", cs: "CollectionState", index: tuple, packed: tuple) ->
     el = cls.__new__(cls)
     el._shoal_load = rt.new_load() if rt.new_load is not None else None
     el._shoal_held = None
-    el._shoal_proxy = None
+    el._shoal_seq = 0
     el.index = index
     el.collection = cs.proxy
     # attribute by attribute, not __dict__.update: a touched __dict__ makes CPython drop

@@ -57,12 +57,13 @@ class _Partial:
     the child PE that sent it; values combine in that order, not as they arrived, so a
     float sum gives the same bits on every run with the same PEs and elements."""
 
-    __slots__ = ("values", "keys", "got", "reducer", "target", "section", "entry")
+    __slots__ = ("values", "keys", "got", "own", "reducer", "target", "section", "entry")
 
     def __init__(self, reducer: Reducer, target: Any, section: Any):
         self.values: list = []
         self.keys: list = []
         self.got = 0
+        self.own = 0  # of `got`: contributions of this PE's own elements (not children's partials)
         self.reducer = reducer
         self.target = target
         self.section = section
@@ -178,6 +179,53 @@ class ReductionManager:
         if self.core is not None:
             self.core.exchange_forget(coll)
             self.core.gathers_forget(coll)
+            self.core.contributions_forget(coll)
+
+    def release_own(self, coll: int) -> None:
+        """An element of collection ``coll`` moved in or out: the contributions of this PE's
+        elements that the compiled core gathered come here (see :meth:`add_own`), and its
+        reductions take this path from now on."""
+        if self.core is not None:
+            self.core.contributions_release(coll)
+
+    # -- contributions the compiled core gathered (_native/contribute.c) ----------
+    def has_own(self, coll: int, seq: int) -> bool:
+        """Whether reduction ``seq`` of collection ``coll`` holds contributions of this PE's
+        own elements here (the core then leaves the others to this path too)."""
+        p = self.partials.get(((coll,), seq))
+        return p is not None and p.own > 0
+
+    def add_own(self, coll: int, seq: int, values: list, numbers: list, count: int, reducer: Reducer,
+                target: Any) -> None:
+        """``count`` contributions of this PE's elements to reduction ``seq`` of collection
+        ``coll``, gathered by the core: ``values`` combined in element order into one (at the
+        element number of the first), or one value per element number of ``numbers``."""
+        key = ((coll,), seq)
+        p = self._partial(key, reducer, target, None)
+        p.values.extend(values)
+        if _keyed(reducer):  # where they go among the others: their elements' indices
+            shape = self.rt.infos[coll].shape
+            p.keys.extend((0, next(row_major(shape, n, n + 1))) for n in numbers)
+        p.got += count
+        p.own += count
+        self._maybe_done(key, p, None)
+
+    def contributions_disagree(self, domain: tuple, seq: int, reducer: Reducer, target: Any, other: Reducer,
+                               other_target: Any) -> ReductionError:
+        """The error of a contribution to reduction ``seq`` of ``domain`` unlike the first."""
+        return ReductionError(
+            f"PE {self.rt.pe}: contributions to reduction #{seq} of {self._name(domain)} disagree: "
+            f"reducer {reducer.name} with target {target!r}, then reducer {other.name} "
+            f"with target {other_target!r}; every element must contribute alike"
+        )
+
+    def contributed_twice(self, el: "Chare", coll: int, seq: int, reducer: Reducer, target: Any) -> ReductionError:
+        """The error of a second contribution of ``el`` in one call (see :meth:`_check_once`)."""
+        return ReductionError(
+            f"{el!r} contributed twice in one call to reductions of {self._name((coll,))} with reducer "
+            f"{reducer.name} and target {target!r} (#{seq - 1} and #{seq}); every element contributes once "
+            "per reduction. Contribute once per call, or give a second, separate reduction its own target"
+        )
 
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
@@ -194,9 +242,9 @@ class ReductionManager:
             if target is ALLREDUCE:  # it waits for the result there
                 self.remote_waiters.setdefault((domain, seq), set()).add(payload[4])
             key = None if payload[5] is None else (0, payload[5])
-        else:
-            key = (1, src) if _keyed(reducer) else None
-        self.add(domain, seq, value, reducer, target, 1, section, key)
+            self.add(domain, seq, value, reducer, target, 1, section, key, own=1)
+            return
+        self.add(domain, seq, value, reducer, target, 1, section, (1, src) if _keyed(reducer) else None)
 
     def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
         """A child's RET_BLOCK reply to ret=True broadcast ``fid`` of PE ``src``: the values
@@ -300,7 +348,7 @@ class ReductionManager:
         if _keyed(reducer):  # where its value goes among the others
             key = el.index if section is None else _order_key(el, section)
         if not el._shoal_away:
-            self.add(domain, seq, value, reducer, target, 1, section, None if key is None else (0, key))
+            self.add(domain, seq, value, reducer, target, 1, section, None if key is None else (0, key), own=1)
             return
         home = el.collection._info.home(el.proxy._index, self.rt.npes)
         payload = (domain, _pack_reducer(reducer), _pack_target(target), value, section, self.rt.pe, key)
@@ -322,11 +370,7 @@ class ReductionManager:
         key = (id(el), domain)
         last = marks.get(key)
         if last is not None and last[0] == reducer.name and (last[1] is target or last[1] == target):
-            raise ReductionError(
-                f"{el!r} contributed twice in one call to reductions of {self._name(domain)} with reducer "
-                f"{reducer.name} and target {target!r} (#{seq - 1} and #{seq}); every element contributes once "
-                "per reduction. Contribute once per call, or give a second, separate reduction its own target"
-            )
+            raise self.contributed_twice(el, domain[0], seq, reducer, target)
         marks[key] = (reducer.name, target)
 
     def contribute_block(self, domain: tuple, block: Block, pending: int, target: Future) -> None:
@@ -377,26 +421,32 @@ class ReductionManager:
 
     # -- combining ---------------------------------------------------------------
     def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any,
-            order: Any = None) -> None:
+            order: Any = None, own: int = 0) -> None:
         """Add ``value`` worth ``count`` arrivals (1 local contribution or 1 child), at
-        ``order`` among the others (an unordered reducer's; see :class:`_Partial`)."""
+        ``order`` among the others (an unordered reducer's; see :class:`_Partial`); ``own``:
+        of this PE's own elements."""
         key = (domain, seq)
+        p = self.partials.get(key)
+        if p is None or p.reducer is not reducer or p.target is not target:
+            p = self._partial(key, reducer, target, section)
+        p.values.append(value)
+        if order is not None:
+            p.keys.append(order)
+        p.got += count
+        p.own += own
+        self._maybe_done(key, p, section)
+
+    def _partial(self, key: tuple, reducer: Reducer, target: Any, section: Any) -> _Partial:
+        """The partial of reduction ``key`` here (made if new), whose reducer and target
+        must be ``reducer`` and ``target``."""
         p = self.partials.get(key)
         if p is None:
             p = self.partials[key] = _Partial(reducer, target, section)
         elif (reducer is not p.reducer and reducer.name != p.reducer.name) or (
             target is not p.target and target != p.target
         ):
-            raise ReductionError(
-                f"PE {self.rt.pe}: contributions to reduction #{seq} of {self._name(domain)} disagree: "
-                f"reducer {p.reducer.name} with target {p.target!r}, then reducer {reducer.name} "
-                f"with target {target!r}; every element must contribute alike"
-            )
-        p.values.append(value)
-        if order is not None:
-            p.keys.append(order)
-        p.got += count
-        self._maybe_done(key, p, section)
+            raise self.contributions_disagree(key[0], key[1], p.reducer, p.target, reducer, target)
+        return p
 
     def resume_collection(self, coll: int) -> None:
         """Re-check the partials of collection ``coll`` once its tree became known here."""
@@ -561,18 +611,21 @@ class ReductionManager:
         count of contributions, ``_shoal_seq``, has not passed the reduction's number)."""
         lines = []
         pe = self.rt.pe
-        for (domain, seq), p in self.partials.items():
+        begun = {key: [p.got, p.reducer, p.target] for key, p in self.partials.items()}
+        for coll, seq, got, reducer, target in self.core.contributions_under_way() if self.core is not None else ():
+            begun.setdefault(((coll,), seq), [0, reducer, target])[0] += got  # gathered by the core
+        for (domain, seq), (got, reducer, target) in begun.items():
             if len(domain) > 1 and domain[1] == "ret":
                 continue  # a ret=True broadcast's replies: its caller's future is in the report
-            to = "an all-reduce" if p.target is ALLREDUCE else f"to {p.target!r}"
-            head = f"PE {pe}: reduction #{seq} of {self._name(domain)} ({p.reducer.name}, {to})"
+            to = "an all-reduce" if target is ALLREDUCE else f"to {target!r}"
+            head = f"PE {pe}: reduction #{seq} of {self._name(domain)} ({reducer.name}, {to})"
             cs = self.rt.colls.get(domain[0])
             if len(domain) > 1 or cs is None or cs.span is None:
-                lines.append(f"{head} has {p.got} contribution(s) here and waits for more")
+                lines.append(f"{head} has {got} contribution(s) here and waits for more")
                 continue
             missing = [index for index, el in cs.elements.items() if el._shoal_seq <= seq and not el._shoal_away]
             below = len(cs.span.children)
-            text = (f"{head} has {p.got} of the {cs.count + below} contribution(s) it waits for here "
+            text = (f"{head} has {got} of the {cs.count + below} contribution(s) it waits for here "
                     f"({cs.count} from its elements, {below} from PEs below it in the tree)")
             if missing:
                 shown = ", ".join(str(i[0] if len(i) == 1 else i) for i in missing[:8])

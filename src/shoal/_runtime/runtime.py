@@ -245,6 +245,7 @@ class Runtime(Receiving, Sending, RunningState):
         if self._core is not None:
             self._core.detach()
             chare.compiled_allreduce = None
+            chare.Chare.contribute = chare.PYTHON_CONTRIBUTE  # type: ignore[method-assign]
 
     def stop(self, code: int) -> None:
         self.stopped = True

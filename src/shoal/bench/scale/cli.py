@@ -3,7 +3,8 @@
 * ``elements``: an Array of ``--elements`` trivial elements on ``-n`` PEs (a real MPI
   job, :mod:`.worker`): the time to create it and answer its first ``ret=True``
   broadcast, resident memory per element, and the time per element of further
-  broadcasts (``ret=True``, and completed by a ``nop`` reduction), medians of ``--trials``.
+  broadcasts (``ret=True``, completed by a ``nop`` reduction, and by a ``sum`` of floats),
+  medians of ``--trials``.
 * ``startup``: ``shoal run -n P hello.py`` against ``mpiexec -n P python -c "from mpi4py
   import MPI"``, interleaved, ``--trials`` each: medians with bootstrap 95% CIs, and the
   ratio of medians; also the same PEs under ``mpiexec`` without shoal's launcher (the
@@ -48,8 +49,10 @@ def _elements(ns: argparse.Namespace) -> int:
     print(f"elements: {n:,} on {r['pes']} PEs" + (f" (--lb {ns.lb}: elements keep load counters)" if ns.lb else ""))
     print(f"  create + first ret=True broadcast  {r['create_and_first_broadcast_s']:.3f} s")
     print(f"  resident memory per element        {r['bytes_per_element']:.0f} B")
+    print(f"  the same, after the reductions     {r['bytes_per_element_after_reductions']:.0f} B")
     print(f"  ret=True broadcast, per element    {median(r['ret_broadcast_s']) / n * 1e9:.1f} ns  (median of {ns.trials})")
     print(f"  broadcast + nop reduction, per el. {median(r['nop_broadcast_s']) / n * 1e9:.1f} ns  (median of {ns.trials})")
+    print(f"  broadcast + sum of floats, per el. {median(r['sum_broadcast_s']) / n * 1e9:.1f} ns  (median of {ns.trials})")
     if ns.json:
         print(json.dumps(r))
     return 0

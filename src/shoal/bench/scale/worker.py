@@ -1,9 +1,10 @@
 """The shoal program of ``shoal bench scale elements`` (see :mod:`.cli`).
 
 Creates an Array of N trivial elements, then times ``ret=True`` broadcasts to all of
-them, and broadcasts whose completion is a ``nop`` reduction. Memory per element is
+them, broadcasts whose completion is a ``nop`` reduction, and broadcasts answered by a
+``sum`` of one float per element. Memory per element is
 the growth of the PEs' resident set across the creation (summed over PEs, from
-``/proc/self/statm``), read by a Group broadcast that each PE runs after it built its
+``/proc/self/statm``), and again once every element has contributed to reductions, read by a Group broadcast that each PE runs after it built its
 elements. Prints one JSON line.
 """
 
@@ -40,6 +41,9 @@ class Element(shoal.Chare):
     def touch(self, done: shoal.Future) -> None:
         self.contribute(None, shoal.reducers.nop, done)
 
+    def add(self, total: shoal.Future) -> None:
+        self.contribute(0.5, shoal.reducers.sum, total)
+
 
 def main(args: list) -> None:
     n, trials = int(args[1]), int(args[2])
@@ -51,7 +55,7 @@ def main(args: list) -> None:
     first = arr.ping(1, ret=True).get()
     created = time.perf_counter() - t0
     assert len(first) == n and first[0] == first[-1] == 1
-    ret, nop = [], []
+    ret, nop, sums = [], [], []
     for _ in range(trials):
         t = time.perf_counter()
         arr.ping(2, ret=True).get()
@@ -61,9 +65,17 @@ def main(args: list) -> None:
         arr.touch(done)
         done.get()
         nop.append(time.perf_counter() - t)
+        total = shoal.Future()
+        t = time.perf_counter()
+        arr.add(total)
+        assert total.get() == 0.5 * n
+        sums.append(time.perf_counter() - t)
+    settled = sum(probe.resident(ret=True).get())  # every element has contributed since
     print(json.dumps({
         "pes": shoal.num_pes(), "elements": n, "create_and_first_broadcast_s": created,
-        "bytes_per_element": (after - before) / n, "ret_broadcast_s": ret, "nop_broadcast_s": nop,
+        "bytes_per_element": (after - before) / n,
+        "bytes_per_element_after_reductions": (settled - before) / n, "ret_broadcast_s": ret, "nop_broadcast_s": nop,
+        "sum_broadcast_s": sums,
         "load_balancing": bool(os.environ.get("SHOAL_LB")),
     }))
     sys.stdout.flush()
