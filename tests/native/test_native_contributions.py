@@ -26,7 +26,7 @@ _REDUCERS = """
 
     class W(shoal.Chare):
         def go(self, futures):
-            i = self.index[0]
+            i = self.index if isinstance(self.index, int) else self.index[0]
             v = VALUES[i]
             r = shoal.reducers
             mixed = v if i % 2 else int(v)
@@ -46,6 +46,8 @@ _REDUCERS = """
         def done(self, total):
             if self.index == (0,):
                 print("entry", total)
+            elif self.index == 0:
+                print("group entry", total)
 
     class One(shoal.Chare):
         def go(self, f):
@@ -67,6 +69,11 @@ _REDUCERS = """
             for i in order:
                 workers[i].go(futures)
             print("round", [show(f.get()) for f in futures])
+        group = shoal.Group(W)
+        for round in range(2):
+            futures = [shoal.Future() for _ in range(11)]
+            group.go(futures)
+            print("group round", [show(f.get()) for f in futures])
         one = shoal.Future()
         shoal.Array(One, 1).go(one)
         print("lone nop", one.get())
@@ -85,36 +92,43 @@ _REDUCERS = """
 def test_contributions_give_the_python_results(mpi_job):
     """Every built-in reducer of the core (sum, product, max, min, logical, nop) over
     floats whose total depends on their order, ints and floats mixed, NaN, complex
-    numbers and arrays, with a future and an entry method as targets, elements called
-    in a shuffled order on 3 PEs: the compiled contributions print exactly what the
-    Python path prints, and no element's contribution enters the Python manager."""
+    numbers and arrays, with a future and an entry method as targets, elements of an
+    Array called in a shuffled order and of a Group, on 3 PEs (a root with two children
+    in the tree): the compiled contributions print exactly what the Python path prints,
+    and no element's contribution enters the Python manager."""
     runs = {native: mpi_job(_REDUCERS, n=3, env={"SHOAL_NATIVE": native}) for native in ("1", "0")}
     out = {}
     for native, job in runs.items():
         assert job.returncode == 0, job
         lines = job.stdout.splitlines()
-        out[native] = [line for line in lines if line.startswith(("round", "lone"))]
+        out[native] = [line for line in lines if line.startswith(("round", "group round", "lone"))]
         assert lines.count("entry 66") == 3, job.stdout  # (as the entry method runs: among the others)
-    assert len(out["1"]) == 4, runs["1"].stdout
+        assert lines.count("group entry 3") == 2, job.stdout
+    assert len(out["1"]) == 6, runs["1"].stdout
     assert out["1"] == out["0"], "the compiled contributions differ from the Python path"
     assert "lone nop 41" in out["1"], out["1"]  # a lone contribution to nop stands, as on the Python path
     assert "python took 0" in runs["1"].stdout, runs["1"].stdout
     assert "python took 0" not in runs["0"].stdout, runs["0"].stdout
 
 
-@pytest.mark.parametrize("native", ["1", "0"])
-def test_an_element_that_moves_mid_reduction_hands_it_over(mpi_job, native):
-    """An element contributes, then moves while its PE still waits for the others: the
-    contributions gathered in the core go to the Python manager with their elements'
-    places, and the float sum keeps its bits."""
+def test_elements_that_move_mid_reduction_hand_it_over(mpi_job):
+    """On 3 PEs, elements contribute, then two move between PEs 1 and 2 while those PEs
+    still wait for the others: their contributions gathered in the core go to the Python
+    manager with their elements' places, PE 0 goes on gathering in the core and takes
+    its children's partials from the Python path, and the float sums and array sums keep
+    their bits: the same as without the moves, and as on the Python path."""
     program = """
+        import os
+        import numpy as np
         import shoal
 
-        VALUES = [1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9]
+        VALUES = [1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9, 4e15]
 
         class W(shoal.Chare):
-            def go(self, f):
-                self.contribute(VALUES[self.index[0]], shoal.reducers.sum, f)
+            def go(self, f, g):
+                v = VALUES[self.index[0]]
+                self.contribute(v, shoal.reducers.sum, f)
+                self.contribute(np.array([v, v / 3]), shoal.reducers.sum, g)
 
             def where(self):
                 return shoal.my_pe()
@@ -122,28 +136,31 @@ def test_an_element_that_moves_mid_reduction_hands_it_over(mpi_job, native):
         def main(args):
             arr = shoal.Array(W, len(VALUES))
             for round in range(2):
-                f = shoal.Future()
-                for i in (0, 2, 5, 7):
-                    arr[i].go(f)
-                if round == 0:  # each PE holds two contributions of round 0 as two elements move
+                f, g = shoal.Future(), shoal.Future()
+                for i in (0, 3, 5, 7):
+                    arr[i].go(f, g)
+                if round == 0 and os.environ.get("MOVE") == "1":
+                    shoal.quiescence().get()  # PEs 1 and 2 hold two contributions each
+                    arr.migrate(3, 2)
+                    arr.migrate(7, 1)
                     shoal.quiescence().get()
-                    arr.migrate(0, 1)
-                    arr.migrate(5, 0)
-                    shoal.quiescence().get()
-                for i in (1, 3, 4, 6):
-                    arr[i].go(f)
-                print("sum", f.get().hex())
+                for i in (1, 2, 4, 6, 8):
+                    arr[i].go(f, g)
+                print("sum", f.get().hex(), g.get().tobytes().hex())
             print("places", arr.where(ret=True).get())
 
         shoal.start(main)
         """
-    job = mpi_job(program, n=2, env={"SHOAL_NATIVE": native})
-    assert job.returncode == 0, job
-    v = [1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9]
-    home_order = (((v[0] + v[1]) + v[2]) + v[3]) + (((v[4] + v[5]) + v[6]) + v[7])  # each PE's, then the child's
-    sums = [line for line in job.stdout.splitlines() if line.startswith("sum")]
-    assert sums == [f"sum {home_order.hex()}"] * 2, job.stdout
-    assert "places [1, 0, 0, 0, 1, 0, 1, 1]" in job.stdout, job.stdout
+    runs = {(native, move): mpi_job(program, n=3, env={"SHOAL_NATIVE": native, "MOVE": move})
+            for native in ("1", "0") for move in ("1", "0")}
+    sums = {}
+    for key, job in runs.items():
+        assert job.returncode == 0, (key, job)
+        sums[key] = [line for line in job.stdout.splitlines() if line.startswith("sum")]
+        assert len(sums[key]) == 2, (key, job.stdout)
+        moved = "places [0, 0, 0, 2, 1, 1, 2, 1, 2]" in job.stdout
+        assert moved == (key[1] == "1"), (key, job.stdout)
+    assert len({tuple(s) for s in sums.values()}) == 1, sums
 
 
 @pytest.mark.parametrize("case", ["reducer", "target"])
@@ -171,3 +188,49 @@ def test_contributions_that_disagree_fail_on_the_compiled_path(mpi_job, case):
     job = mpi_job(program, n=2)
     assert job.returncode != 0, job
     assert "disagree: reducer sum with target" in job.stderr, job.stderr
+
+
+def test_broadcasts_and_calls_that_carry_a_future_take_the_compiled_path(mpi_job):
+    """A future among simple arguments travels in the compiled pickle (as Future.__reduce__
+    says: the same future on its owner, one handle elsewhere): a broadcast carrying one
+    leaves the Python broadcast alone, and the reduction it starts resolves the future;
+    a future whose origin is too long for it goes the Python way, and works alike."""
+    program = """
+        import shoal
+        from shoal._runtime import sending
+
+        python_broadcasts = []
+        broadcast = sending.Sending.broadcast
+        def counted(self, *args, **kwargs):
+            python_broadcasts.append(args[2])
+            return broadcast(self, *args, **kwargs)
+        sending.Sending.broadcast = counted
+
+        class W(shoal.Chare):
+            def go(self, f, x):
+                self.contribute(x, shoal.reducers.sum, f)
+
+            def same(self, f, g):
+                return f is g and f == g
+
+        def main(args):
+            arr = shoal.Array(W, 6)
+            totals = []
+            for x in (1, 2.5):
+                f = shoal.Future()
+                arr.go(f, x)
+                totals.append(f.get())
+            print("totals", totals, "python broadcasts", len(python_broadcasts))
+            f = shoal.Future()
+            print("one handle", all(arr[5].same(f, f, ret=True).get() for _ in range(2)))
+            f._origin = "x" * 300  # too long for the compiled pickle
+            arr.go(f, 1)
+            print("long origin", f.get(), "python broadcasts", len(python_broadcasts))
+
+        shoal.start(main)
+        """
+    job = mpi_job(program, n=2)
+    assert job.returncode == 0, job
+    assert "totals [6, 15.0] python broadcasts 0" in job.stdout, job.stdout
+    assert "one handle True" in job.stdout, job.stdout
+    assert "long origin 6 python broadcasts 1" in job.stdout, job.stdout

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pytest
 
 import shoal
-from shoal._runtime import balancing, futures, message, system
+from shoal._runtime import balancing, futures, message, reductions, system
 from shoal._runtime.channels import Channel
 from shoal._runtime.message import Kind
 
@@ -113,6 +113,9 @@ def expected() -> dict[str, tuple[str, int]]:
         "FRAME_SEG": ("transport.mpi._SEG.size", mpi["_SEG"].size),
         "SEQ_MASK": ("the wrap of Channel.sent (Channel._send)", channel_wrap()[0]),
         "COMM_SAMPLE": ("balancing.COMM_SAMPLE", balancing.COMM_SAMPLE),
+        "RET_GATHER": ("reductions.RET_GATHER", reductions.RET_GATHER),
+        "RET_BLOCK": ("reductions.RET_BLOCK", reductions.RET_BLOCK),
+        "TO_FUTURE": ("reductions.TO_FUTURE", reductions.TO_FUTURE),
     }
     for i, name in enumerate(_HEADER_FIELDS):
         want[name] = (f"the offset of field {i} of message.HEADER ({message.HEADER.format})", offsets[i])
@@ -129,7 +132,8 @@ def test_c_constants_match_python() -> None:
     unknown = sorted(n for n in defines if n.startswith("KIND_") and n not in want)
     assert not unknown, f"C constants with no Python definition to check against: {unknown}"
     missing = sorted({"HSIZE", "MAX_INDEX", "KIND_ARRAYS", "KIND_KWARGS", "KIND_MASK", "KIND_FWD", "SYSTEM_ID", "NO_COLL",
-                      "FRAME_TAG", "FRAME_PREFIX", "FRAME_SEG", "SEQ_MASK", "COMM_SAMPLE", *_HEADER_FIELDS} - mirrored)
+                      "FRAME_TAG", "FRAME_PREFIX", "FRAME_SEG", "SEQ_MASK", "COMM_SAMPLE", "RET_GATHER", "RET_BLOCK",
+                      "TO_FUTURE", *_HEADER_FIELDS} - mirrored)
     assert not missing, f"C constants this test checks were not found in {NATIVE}: {missing}"
     wrong = [
         f"{name} = {defines[name][0]} in {defines[name][1]}, but {want[name][0]} = {want[name][1]}"

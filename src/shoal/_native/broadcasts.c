@@ -168,7 +168,7 @@ static int by_first(const void *x, const void *y) {
 
 /* The caller's future, of this PE, resolved with `result` (Runtime.send_future's local
  * case, Future._resolve): 1 done; 0 the Python way (not a plain pending Future here); -1 error. */
-static int resolve_here(Core *c, uint32_t fid, PyObject *result) {
+int resolve_here(Core *c, uint32_t fid, PyObject *result) {
     PyObject *key = PyLong_FromUnsignedLong(fid);
     if (!key) return -1;
     PyObject *fut = PyDict_GetItemWithError(c->futures, key);

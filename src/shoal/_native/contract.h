@@ -16,7 +16,7 @@
 typedef struct {
     Py_ssize_t proxy_info, proxy_index, proxy_dest, proxy_epoch;                  /* ElementProxy */
     Py_ssize_t locations_epoch;                                                   /* Locations */
-    Py_ssize_t info_id, info_root, info_shape;                                    /* CollectionInfo */
+    Py_ssize_t info_id, info_root, info_shape, info_kind;                         /* CollectionInfo */
     Py_ssize_t state_info, state_elements, state_done, state_count, state_first,  /* CollectionState */
         state_span, state_hosts;
     Py_ssize_t tree_parent, tree_children;                                        /* Tree */
@@ -45,7 +45,8 @@ typedef struct {
     PyObject *current;                                                            /* context: the running runtime */
     PyObject *call_slow;                                                          /* a proxy class's own call options */
     PyObject *resume_now, *add_done_callback, *refuse, *result;                  /* tasks */
-    PyObject *has_own, *add_own, *disagree, *twice;                               /* contributions */
+    PyObject *holds, *add_own, *disagree, *twice, *send;                          /* contributions */
+    PyObject *reduce, *module, *qualname;                                         /* a future, pickled */
 } Names;
 
 extern Slots shoal_slots;

@@ -313,8 +313,10 @@ PyObject *Core_exchange_arrive(Core *c, PyObject *const *args, Py_ssize_t nargs)
 PyObject *Core_exchange_forget(Core *c, PyObject *coll);
 PyObject *Core_exchanges_under_way(Core *c, PyObject *unused);
 PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs);
-/* The number of built-in reducer `reducer` (R_SUM ... R_EXACT in exchange.c), or -1. */
+/* The number of built-in reducer `reducer` (R_SUM ... R_EXACT in exchange.c), or -1; and
+ * the reducer of a number (borrowed; NULL if none). */
 int builtin_reducer(Exchanges *x, PyObject *reducer);
+PyObject *exchange_reducer(Exchanges *x, int rid);
 /* `lo` and `hi` combined as reducer.combine([lo, hi]) does (a new reference, NULL with an error). */
 PyObject *combine_two(Exchanges *x, PyObject *reducer, PyObject *lo, PyObject *hi);
 /* contribute.c */
@@ -325,6 +327,11 @@ PyObject *Core_contributions_release(Core *c, PyObject *coll);
 PyObject *Core_contributions_forget(Core *c, PyObject *coll);
 PyObject *Core_contributions_under_way(Core *c, PyObject *unused);
 PyObject *Core_contribute_method(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_contribution_offer(Core *c, PyObject *const *args, Py_ssize_t nargs);
+/* A compact REDUCE of a child's partial to a future (entry TO_FUTURE + reducer, value
+ * `item`): 1 taken; 0 the Python path (nothing done); -1 error. */
+int contribution_deliver(Core *c, uint16_t entry, uint32_t src, uint32_t seq, uint64_t coll, PyObject *item);
+#define TO_FUTURE 0x100 /* reductions.TO_FUTURE */
 /* proxies.c: whether `a` and `b` are compiled bound entry methods of one proxy object and entry */
 int bound_entries_same(PyObject *a, PyObject *b);
 
@@ -348,6 +355,9 @@ PyObject *Core_gather_offer(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_gathers_under_way(Core *c, PyObject *unused);
 #define RET_GATHER 0xFFFF /* reductions.RET_GATHER */
 #define RET_BLOCK 0xFFFE  /* reductions.RET_BLOCK */
+/* The caller's future `fid`, of this PE, resolved with `result` (Future._resolve): 1 done;
+ * 0 the Python way (not a plain pending Future here); -1 error. */
+int resolve_here(Core *c, uint32_t fid, PyObject *result);
 
 /* sets.c */
 /* Land one array message (descriptor `desc`, `nbytes` of `data`) in the buffer that set

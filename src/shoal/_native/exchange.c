@@ -112,6 +112,8 @@ static int fetch_ufuncs(Exchanges *x) {
     return 0;
 }
 
+PyObject *exchange_reducer(Exchanges *x, int rid) { return x && rid >= 0 && rid < R_BUILTINS ? x->builtin[rid] : NULL; }
+
 int builtin_reducer(Exchanges *x, PyObject *reducer) {
     if (!x) return -1;
     for (int i = 0; i < R_BUILTINS; i++)

@@ -222,9 +222,12 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t src, ui
     if (!args) return 0;
     if (PyTuple_GET_SIZE(args) != 1 || frames_restart(frames)) { Py_DECREF(args); return PyErr_Occurred() ? -1 : 0; }
     if (coll != SYSTEM_ID) c->received++;
-    if ((kind & KIND_MASK) == KIND_EXCHANGE || ((kind & KIND_MASK) == KIND_REDUCE && entry == RET_GATHER)) {
-        int done = (kind & KIND_MASK) == KIND_EXCHANGE ? exchange_deliver(c, entry, aux, coll, PyTuple_GET_ITEM(args, 0))
-                                                       : gather_items_deliver(c, aux, coll, PyTuple_GET_ITEM(args, 0));
+    int k = kind & KIND_MASK;
+    if (k == KIND_EXCHANGE || (k == KIND_REDUCE && (entry == RET_GATHER || (entry & 0xFF00) == TO_FUTURE))) {
+        PyObject *value = PyTuple_GET_ITEM(args, 0);
+        int done = k == KIND_EXCHANGE ? exchange_deliver(c, entry, aux, coll, value)
+                 : entry == RET_GATHER ? gather_items_deliver(c, aux, coll, value)
+                 : contribution_deliver(c, entry, src, aux, coll, value);
         if (done) { Py_DECREF(args); return done; }
     }
     PyObject *r = PyObject_CallFunction(c->on_value, "iIIIKO", kind & KIND_MASK, (unsigned)entry, (unsigned)src, (unsigned)aux,

@@ -266,21 +266,86 @@ int core_send_kw(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py_
     return sent;
 }
 
-/* Room for the pickle of MAX_ARGS simple values: 2 + 10 each + 3. */
-#define SIMPLE_PICKLE_MAX (8 + 10 * MAX_ARGS)
+/* Room for the pickle of MAX_ARGS simple values (2 + 10 each + 3) and of a few pending
+ * futures (about 300 bytes each: pickle_future checks). */
+#define SIMPLE_PICKLE_MAX 1024
+
+/* An int of 64 bits (`v`) as pickle writes it, at `p`: the end of what was written. */
+static char *pickle_int(char *p, long long v) {
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+        int32_t w = (int32_t)v; /* BININT: 4 bytes, little-endian, signed */
+        *p++ = 'J';
+        for (int k = 0; k < 4; k++) *p++ = (char)((uint32_t)w >> (8 * k));
+    } else {
+        *p++ = '\x8a'; /* LONG1: 8 bytes, little-endian two's complement */
+        *p++ = 8;
+        for (int k = 0; k < 8; k++) *p++ = (char)((uint64_t)v >> (8 * k));
+    }
+    return p;
+}
+
+/* A str of at most 255 bytes of UTF-8 as pickle writes it (SHORT_BINUNICODE), at `p` with
+ * room to `end`: the end of what was written, or NULL (too long, or no room). */
+static char *pickle_str(char *p, char *end, PyObject *s) {
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+    if (!utf8 || n > 255 || end - p < n + 2) { PyErr_Clear(); return NULL; }
+    *p++ = '\x8c';
+    *p++ = (char)n;
+    memcpy(p, utf8, (size_t)n);
+    return p + n;
+}
+
+/* A pending Future (shoal's own class, not a subclass) as pickle writes it: what its
+ * __reduce__ returns (which also keeps it where its owner answers waiters elsewhere),
+ * _rebuild_future(owner, fid, origin), as STACK_GLOBAL and REDUCE. At `p` with room to
+ * `end`: the end of what was written, or NULL (not such a future, or no room). */
+static char *pickle_future(char *p, char *end, PyObject *fut) {
+    PyObject *r = PyObject_CallMethodNoArgs(fut, shoal_names.reduce), *fn, *args, *module = NULL, *name = NULL;
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyTuple_Check(args = PyTuple_GET_ITEM(r, 1)) ||
+        PyTuple_GET_SIZE(args) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(args, 0)) || !PyLong_CheckExact(PyTuple_GET_ITEM(args, 1))) {
+        PyErr_Clear();
+        Py_XDECREF(r);
+        return NULL;
+    }
+    fn = PyTuple_GET_ITEM(r, 0);
+    module = PyObject_GetAttr(fn, shoal_names.module);
+    name = module ? PyObject_GetAttr(fn, shoal_names.qualname) : NULL;
+    long long owner = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 0)), fid = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 1));
+    char *q = name && !PyErr_Occurred() ? pickle_str(p, end, module) : NULL;
+    if (q) q = pickle_str(q, end, name);
+    if (q && end - q < 1 + 2 * 10) q = NULL;
+    if (q) {
+        *q++ = '\x93'; /* STACK_GLOBAL */
+        q = pickle_int(pickle_int(q, owner), fid);
+        q = pickle_str(q, end, PyTuple_GET_ITEM(args, 2));
+    }
+    if (q && end - q < 2) q = NULL;
+    if (q) {
+        *q++ = '\x87'; /* TUPLE3 */
+        *q++ = 'R';     /* REDUCE */
+    }
+    PyErr_Clear();
+    Py_XDECREF(module);
+    Py_XDECREF(name);
+    Py_DECREF(r);
+    return q;
+}
 
 /* The tuple `args` as pickle.loads reads it (protocol 5, the opcodes pickle.dumps uses),
- * written here when every item is None, a bool, a float or an int of 64 bits: the
- * arguments of most calls that carry no arrays, and the values of most reductions, go
- * out without the Python encoder. Its length, or 0 if an item is of another kind. */
+ * written here when every item is None, a bool, a float, an int of 64 bits or a pending
+ * future: the arguments of most calls that carry no arrays (a reduction's target among
+ * them), and the values of most reductions, go out without the Python encoder. Its
+ * length, or 0 if an item is of another kind. */
 static Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs > MAX_ARGS) return 0;
-    char *p = out;
+    char *p = out, *end = out + SIMPLE_PICKLE_MAX - 3;
     *p++ = '\x80'; /* PROTO 5 */
     *p++ = 5;
     if (nargs > 3) *p++ = '('; /* MARK */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *o = args[i];
+        if (end - p < 10) return 0;
         if (o == Py_None) *p++ = 'N';
         else if (o == Py_True) *p++ = '\x88'; /* NEWTRUE */
         else if (o == Py_False) *p++ = '\x89'; /* NEWFALSE */
@@ -292,16 +357,11 @@ static Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nar
             int overflow;
             long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
             if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
-            if (v >= INT32_MIN && v <= INT32_MAX) {
-                int32_t w = (int32_t)v; /* BININT: 4 bytes, little-endian, signed */
-                *p++ = 'J';
-                for (int k = 0; k < 4; k++) *p++ = (char)((uint32_t)w >> (8 * k));
-            } else {
-                *p++ = '\x8a'; /* LONG1: 8 bytes, little-endian two's complement */
-                *p++ = 8;
-                for (int k = 0; k < 8; k++) *p++ = (char)((uint64_t)v >> (8 * k));
-            }
+            p = pickle_int(p, v);
+        } else if (active && Py_IS_TYPE(o, (PyTypeObject *)active->future_cls) && future_pending(active, o) == 1) {
+            if (!(p = pickle_future(p, end, o))) return 0;
         } else {
+            PyErr_Clear();
             return 0;
         }
     }

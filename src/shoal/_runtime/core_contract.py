@@ -27,12 +27,12 @@ from . import chare, context, message
 from .channels import Channel
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState
-from .futures import _DONE, _PENDING, Future, Task
+from .futures import _DONE, _PENDING, Future, Task, future_handle
 from .location import Locations
 from .proxy import CALL_OPTIONS, CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
-from .reductions import PENDING, Block, _check_target, _ResultFuture
+from .reductions import EXCHANGE_REDUCERS, PENDING, Block, _check_target, _ResultFuture
 from .tree import Tree
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ SLOTS: tuple[tuple[str, type, str], ...] = (
     ("proxy_dest", ElementProxy, "_dest"), ("proxy_epoch", ElementProxy, "_epoch"),
     ("locations_epoch", Locations, "epoch"),
     ("info_id", CollectionInfo, "id"), ("info_root", CollectionInfo, "root"), ("info_shape", CollectionInfo, "shape"),
+    ("info_kind", CollectionInfo, "kind"),
     ("state_info", CollectionState, "info"), ("state_elements", CollectionState, "elements"),
     ("state_done", CollectionState, "done"), ("state_count", CollectionState, "count"),
     ("state_first", CollectionState, "first"), ("state_span", CollectionState, "span"),
@@ -83,14 +84,11 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("call_slow", "_call_slow"),
     ("resume_now", "_resume_now"),
     ("add_done_callback", "add_done_callback"), ("refuse", "_refuse"), ("result", "result"),
-    ("has_own", "has_own"), ("add_own", "add_own"), ("disagree", "contributions_disagree"),
-    ("twice", "contributed_twice"),
+    ("holds", "holds"), ("add_own", "add_own"), ("disagree", "contributions_disagree"),
+    ("twice", "contributed_twice"), ("send", "send"),
+    ("reduce", "__reduce__"), ("module", "__module__"), ("qualname", "__qualname__"),
 )
 
-#: the built-in reducers whose all-reduces the core runs, in the order of exchange.c's
-#: R_SUM ... R_EXACT (the ufuncs given with them: add, multiply, maximum, minimum); it
-#: combines all but exact_sum itself
-EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum")
 
 
 class TickClock:
@@ -177,7 +175,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS),
     )
     core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING)
-    core.use_contributions(rt.reductions, _check_target, EntryRef, vars(context), Chare)
+    core.use_contributions(rt.reductions, _check_target, EntryRef, vars(context), Chare, future_handle)
     rt.reductions.use_core(core)
     # across nodes an all-reduce goes up and down the node-aware tree, not the butterfly
     chare.compiled_allreduce = core.allreduce if rt.nodes is None else None

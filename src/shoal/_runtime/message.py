@@ -355,8 +355,9 @@ def _encode_arrays(args: tuple) -> list | None:
     return [desc, *args]
 
 
-#: ``pickle_simple(args)``: the compiled core's pickle of a tuple of None, bools, floats
-#: and 64-bit ints (None for anything else), once a core runs here (core_contract.py)
+#: ``pickle_simple(args)``: the compiled core's pickle of a tuple of None, bools, floats,
+#: 64-bit ints and pending futures (None for anything else), once a core runs here
+#: (core_contract.py)
 pickle_simple: Any = None
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .runtime import Runtime
 
-__all__ = ["Reducer", "reducers", "as_reducer", "ReductionManager", "ALLREDUCE"]
+__all__ = ["Reducer", "reducers", "as_reducer", "ReductionManager", "ALLREDUCE", "EXCHANGE_REDUCERS", "TO_FUTURE"]
 
 
 class _AllReduce:
@@ -107,6 +107,13 @@ _LAST = 0xFFFF  # the round that hands the result to a PE outside the power of t
 #: its values as the message's arguments and (the broadcast's PE, first) as its index
 RET_GATHER = 0xFFFF
 RET_BLOCK = 0xFFFE
+#: the built-in reducers the compiled core combines, by its numbers (exchange.c's R_SUM ...
+#: R_EXACT; the ufuncs given with them: add, multiply, maximum, minimum); it runs the
+#: all-reduces of all, and gathers the contributions of all but exact_sum
+EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum")
+#: the entry field of a compact REDUCE carrying a child's partial of a reduction to a
+#: future, plus the reducer's number in EXCHANGE_REDUCERS: its value (owner, fid, partial)
+TO_FUTURE = 0x100
 _MISSING = object()
 #: built-ins whose result does not depend on the order values combine in: their values
 #: need no key (see _Partial); the others' do (floats round, NaN payloads and max's ties differ)
@@ -189,25 +196,29 @@ class ReductionManager:
             self.core.contributions_release(coll)
 
     # -- contributions the compiled core gathered (_native/contribute.c) ----------
-    def has_own(self, coll: int, seq: int) -> bool:
-        """Whether reduction ``seq`` of collection ``coll`` holds contributions of this PE's
-        own elements here (the core then leaves the others to this path too)."""
+    def holds(self, coll: int, seq: int) -> int:
+        """What this path holds of reduction ``seq`` of collection ``coll`` here: 0 nothing,
+        1 children's partials only, 2 contributions of this PE's own elements too (the core
+        then leaves the others to this path)."""
         p = self.partials.get(((coll,), seq))
-        return p is not None and p.own > 0
+        return 0 if p is None else 2 if p.own else 1
 
-    def add_own(self, coll: int, seq: int, values: list, numbers: list, count: int, reducer: Reducer,
-                target: Any) -> None:
-        """``count`` contributions of this PE's elements to reduction ``seq`` of collection
-        ``coll``, gathered by the core: ``values`` combined in element order into one (at the
-        element number of the first), or one value per element number of ``numbers``."""
+    def add_own(self, coll: int, seq: int, values: list, numbers: list, own: int, count: int, reducer: Reducer,
+                target: Any, children: list) -> None:
+        """``count`` arrivals of reduction ``seq`` of collection ``coll`` that the core gathered,
+        ``own`` of them of this PE's elements: ``values`` combined in element order, then
+        children's, into one (at the element number of the first), or one value per element
+        number of ``numbers``, and ``children``, (PE, partial) pairs not combined."""
         key = ((coll,), seq)
         p = self._partial(key, reducer, target, None)
         p.values.extend(values)
-        if _keyed(reducer):  # where they go among the others: their elements' indices
+        p.values.extend(value for _, value in children)
+        if _keyed(reducer):  # where they go among the others: their elements' indices, then PEs
             shape = self.rt.infos[coll].shape
-            p.keys.extend((0, next(row_major(shape, n, n + 1))) for n in numbers)
+            p.keys.extend((0, n if shape is None else next(row_major(shape, n, n + 1))) for n in numbers)
+            p.keys.extend((1, src) for src, _ in children)
         p.got += count
-        p.own += count
+        p.own += own
         self._maybe_done(key, p, None)
 
     def contributions_disagree(self, domain: tuple, seq: int, reducer: Reducer, target: Any, other: Reducer,
@@ -244,6 +255,9 @@ class ReductionManager:
             key = None if payload[5] is None else (0, payload[5])
             self.add(domain, seq, value, reducer, target, 1, section, key, own=1)
             return
+        core = self.core
+        if core is not None and section is None and len(domain) == 1 and core.contribution_offer(src, domain[0], seq, reducer, target, value):
+            return  # the core gathers this reduction here (_native/contribute.c)
         self.add(domain, seq, value, reducer, target, 1, section, (1, src) if _keyed(reducer) else None)
 
     def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
@@ -298,6 +312,11 @@ class ReductionManager:
             if self.core is not None and self.core.gather_offer(coll, seq, src, -1, replies):
                 return  # the core gathers this broadcast's values here
             self.add((coll, "ret", src, seq), 0, replies, reducers.gather, future_handle(src, seq), 1, None)
+            return
+        if rid >= TO_FUTURE:  # a child's partial of a reduction to a future, that the core did not take
+            owner, fid, value = value
+            reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_FUTURE])
+            self.add((coll,), seq, value, reducer, future_handle(owner, fid), 1, None, (1, src) if _keyed(reducer) else None)
             return
         reducer = BUILTINS[rid - 1]
         self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, (1, src) if _keyed(reducer) else None)
