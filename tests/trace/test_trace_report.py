@@ -258,21 +258,49 @@ class Ticks:
         return self.scale
 
 
+class Core:
+    """Stands for the compiled core's side of tracing (_native/trace.c): what the tracer
+    asked for, and the runs it hands over at export."""
+
+    def __init__(self, runs: list) -> None:
+        self.runs, self.into = runs, None
+
+    def trace_into(self, tracer, origin: int, width: int) -> None:
+        self.into = (tracer, origin, width)
+
+    def trace_flush(self) -> None:
+        runs, self.runs = self.runs, []
+        if runs:
+            self.into[0](runs)
+
+
 @pytest.mark.parametrize("make", [lambda: Tracer(0, Clock(0.0)), lambda: SummaryTracer(0, 0.5, Clock(0.0))])
-def test_the_compiled_paths_entries_in_ticks_become_seconds(make):
+def test_the_compiled_paths_runs_in_ticks_become_seconds(make):
     t = make()
-    t.use_ticks(Ticks())
-    t.ticked(Work((4,)), Work.step, 5500, 6000)  # 2.5 s to 3.0 s
-    t.ticked(Work((4,)), Work.step, 5100, 5200)  # 2.1 s to 2.2 s: inside one bin (summary mode's quick way)
+    core = Core([(Work, Work.step, 5500, 6000, (4,), 1, 500),  # 2.5 s to 3.0 s
+                 (Work, Work.step, 5100, 5200, (4,), 1, 100)])  # 2.1 s to 2.2 s
+    t.use_core(core, Ticks())
     rec = t.export()
-    if "bins" in rec:
+    if "bins" in rec:  # bins of 0.5 s from 0.0 s: 500 ticks from tick 3000
+        assert core.into[1:] == (3000, 500)
         busy = rec["bins"]["busy"][0]
         assert sum(busy) == pytest.approx(0.6) and busy[5] == pytest.approx(0.5) and busy[4] == pytest.approx(0.1)
         assert sum(rec["bins"]["calls"][0]) == 2
     else:
+        assert core.into[1:] == (0, 0)  # every run kept
         assert rec["entries"] == [(0, pytest.approx(2.5), pytest.approx(3.0), (4,)),
                                   (0, pytest.approx(2.1), pytest.approx(2.2), (4,))]
     assert rec["names"] == ["Work.step"]
+
+
+def test_a_summary_takes_a_bins_runs_added_up_and_splits_a_run_over_bins():
+    t = SummaryTracer(0, 0.5, Clock(0.0))
+    core = Core([(Work, Work.step, 5010, 5090, (4,), 3, 60),  # 3 calls in 2.01 s to 2.09 s: 0.06 s busy
+                 (Work, Work.step, 5400, 5600, (1,), 1, 200)])  # 2.4 s to 2.6 s: over the edge at 2.5 s
+    t.use_core(core, Ticks())
+    b = t.export()["bins"]
+    assert b["calls"][0][4] == 4 and b["calls"][0][5] == 0
+    assert b["busy"][0][4] == pytest.approx(0.06 + 0.1) and b["busy"][0][5] == pytest.approx(0.1)
 
 
 def test_summary_events_before_tracing_began_go_to_the_first_bin():
@@ -460,6 +488,40 @@ def test_a_traced_two_pe_job_makes_a_report(mpi_job, tmp_path, summary):
     if not summary:
         assert sorted(set(an.slice_element[i] for i in np.flatnonzero(an.slice_row == 1)
                           if an.methods[an.slice_method[i]] == "W.work")) == [f"[{k}]" for k in range(4, 8)]
+
+
+MANY_RUNS = """
+    import time
+    import shoal
+
+    class W(shoal.Chare):
+        def val(self, x):
+            return x
+
+    def main(args):
+        arr = shoal.Array(W, 400)
+        for k in range(25):
+            assert sum(arr.val(1, ret=True).get()) == 400
+            time.sleep(0.002)  # the runs of the next broadcast go in later bins
+        shoal.exit()
+
+    shoal.start(main)
+    """
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("summary", ["", "0.001"])
+def test_every_run_of_the_compiled_path_is_on_the_timeline(mpi_job, tmp_path, summary):
+    """10,000 entry-method runs of ret=True broadcasts, which the compiled core runs and
+    records itself (_native/trace.c: each run, or in summary mode each method's runs per
+    1 ms bin, added up): the trace counts every one of them, on each PE its share."""
+    trace = tmp_path / "job.json"
+    env = {"SHOAL_TRACE": str(trace), **({"SHOAL_TRACE_SUMMARY": summary} if summary else {})}
+    job = mpi_job(MANY_RUNS, n=2, env=env)
+    assert job.returncode == 0, job
+    an = analyze(read_trace(trace).data)
+    calls = an.calls[:, an.methods.index("W.val")].reshape(2, -1).sum(axis=1)  # per PE
+    assert an.summary_mode == bool(summary) and [round(float(c)) for c in calls] == [5000, 5000], calls
 
 
 @pytest.mark.mpi

@@ -87,6 +87,7 @@ void contributions_free(Contributions *k) {
         k->list = p->next;
         partial_free(p);
     }
+    while (k->nchecked > 0) Py_CLEAR(k->checked[--k->nchecked].target);
     Py_XDECREF(k->manager);
     Py_XDECREF(k->handle);
     Py_XDECREF(k->check_target);
@@ -146,13 +147,18 @@ static void raise_from(PyObject *exc) {
 
 /* Refuse a second contribution of one element in one call to the same reduction
  * (ReductionManager._check_once). 0, or -1 with the manager's error set. */
+/* Forget the contributions of the call that ran last (a new one runs). */
+static void forget_checked(Contributions *k) {
+    while (k->nchecked > 0) Py_CLEAR(k->checked[--k->nchecked].target);
+}
+
 static int check_once(Core *c, Contributions *k, PyObject *el, uint64_t coll, uint32_t seq, int rid,
                       PyObject *reducer, PyObject *target) {
     if (el != k->call_el || c->calls != k->call_calls || c->received != k->call_received) {
         k->call_el = el;
         k->call_calls = c->calls;
         k->call_received = c->received;
-        k->nchecked = 0;
+        forget_checked(k);
     }
     for (int i = 0; i < k->nchecked; i++)
         if (k->checked[i].coll == coll && k->checked[i].rid == rid && same_target(k->checked[i].target, target)) {
@@ -163,7 +169,7 @@ static int check_once(Core *c, Contributions *k, PyObject *el, uint64_t coll, ui
     if (k->nchecked < CHECKED) {
         k->checked[k->nchecked].coll = coll;
         k->checked[k->nchecked].rid = rid;
-        k->checked[k->nchecked].target = target; /* compared while the call runs, which holds it */
+        k->checked[k->nchecked].target = Py_NewRef(target); /* (a bound entry made for the call dies with it) */
         k->nchecked++;
     }
     return 0;

@@ -138,6 +138,7 @@ static void Core_dealloc(Core *self) {
     exchanges_free(self->exchanges);
     broadcasts_free(self->broadcasts);
     contributions_free(self->contributions);
+    trace_runs_free(self->trace_runs);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -146,7 +147,7 @@ static PyMemberDef Core_members[] = {
     {"received", T_LONGLONG, offsetof(Core, received), 0, "program messages received"},
     {"depth", T_LONGLONG, offsetof(Core, depth), 0, "entry methods running (nested) now"},
     {"calls", T_LONGLONG, offsetof(Core, calls), 0, "entry-method runs begun (with `received`, a mark of the running call)"},
-    {"trace", T_OBJECT, offsetof(Core, trace), 0, "trace(el, fn, t0, t1) called after each entry method (ticks); None: off"},
+    {"trace", T_OBJECT, offsetof(Core, trace), READONLY, "the tracer's trace_runs(list) (trace_into sets it), or None: off"},
     {"busy", T_DOUBLE, offsetof(Core, busy), 0, "ticks spent in (outermost) entry methods"},
     {"comm", T_OBJECT, offsetof(Core, comm), 0, "comm(el, proxy, nbytes): one send in COMM_SAMPLE from an element"},
     {NULL}
@@ -242,6 +243,9 @@ static PyMethodDef Core_methods[] = {
     {"contributions_forget", (PyCFunction)Core_contributions_forget, METH_O, "contributions_forget(coll): drop a destroyed collection's"},
     {"contributions_under_way", (PyCFunction)Core_contributions_under_way, METH_NOARGS,
      "contributions_under_way() -> [(coll, seq, got, reducer, target)]"},
+    {"trace_into", (PyCFunction)(void (*)(void))Core_trace_into, METH_FASTCALL,
+     "trace_into(tracer, origin, width): keep the entry methods' runs for tracer(list), in bins of width ticks (0: each)"},
+    {"trace_flush", (PyCFunction)Core_trace_flush, METH_NOARGS, "trace_flush(): the runs kept, to the tracer now"},
     {"detach", (PyCFunction)Core_detach, METH_NOARGS, "stop serving the runtime"},
     {NULL}
 };

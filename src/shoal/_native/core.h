@@ -54,6 +54,7 @@ typedef struct Core Core;
 typedef struct Exchanges Exchanges;
 typedef struct Broadcasts Broadcasts;
 typedef struct Contributions Contributions;
+typedef struct TraceRuns TraceRuns;
 extern PyTypeObject CoreType;
 
 /* A received eager frame for the runtime: 1 delivered; 0 not a case the compiled path
@@ -101,7 +102,8 @@ struct Core {
     PyObject *route;         /* rt.locations.route(proxy) -> PE, caching it on the proxy */
     PyObject *send_future;   /* rt.send_future(owner, fid, value) */
     PyObject *replier;       /* rt._replier(owner, fid) -> the reply callable of a ret=True call */
-    PyObject *trace;         /* trace(el, fn, t0, t1) after each entry method (ticks), or NULL: tracing off */
+    PyObject *trace;         /* the tracer's trace_runs(list), or NULL: tracing off (trace.c) */
+    TraceRuns *trace_runs;   /* the runs of entry methods kept for it (trace.c), or NULL */
     PyObject *comm;          /* comm(el, proxy, nbytes): one in COMM_SAMPLE sends from an element, or NULL */
     PyObject *current;       /* the element whose entry method runs now (borrowed), or NULL */
     long comm_countdown;     /* sends until the next one sampled */
@@ -332,6 +334,11 @@ PyObject *Core_contribution_offer(Core *c, PyObject *const *args, Py_ssize_t nar
  * `item`): 1 taken; 0 the Python path (nothing done); -1 error. */
 int contribution_deliver(Core *c, uint16_t entry, uint32_t src, uint32_t seq, uint64_t coll, PyObject *item);
 #define TO_FUTURE 0x100 /* reductions.TO_FUTURE */
+/* trace.c: record a run of entry method `fn` of `el` (c->trace_runs is set) */
+void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1);
+void trace_runs_free(TraceRuns *t);
+PyObject *Core_trace_into(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_trace_flush(Core *c, PyObject *unused);
 /* proxies.c: whether `a` and `b` are compiled bound entry methods of one proxy object and entry */
 int bound_entries_same(PyObject *a, PyObject *b);
 

@@ -104,13 +104,7 @@ static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyO
     add_load(c, el, t1 - t0);
     c->current = caller;
     if (--c->depth == 0) c->busy += (double)(t1 - t0);
-    if (c->trace && c->trace != Py_None) { /* a timeline is recorded (SHOAL_TRACE) */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyObject *done = PyObject_CallFunction(c->trace, "OOKK", el, fn, (unsigned long long)t0, (unsigned long long)t1);
-        if (done) Py_DECREF(done); else PyErr_Clear();
-        PyErr_Restore(type, value, tb);
-    }
+    if (c->trace_runs) trace_run(c, el, fn, t0, t1); /* a timeline is recorded (SHOAL_TRACE) */
     if (r != NULL && !PyCoro_CheckExact(r)) {
         if (into) {
             int err = PyList_Append(into->collect, r);

@@ -170,8 +170,7 @@ class Runtime(Receiving, Sending, RunningState):
 
             self.tracer = new_tracer(self.pe, settings.trace_summary, settings.restart)
             if core is not None:
-                self.tracer.use_ticks(self.ticks)
-                core.trace = self.tracer.ticked
+                self.tracer.use_core(core, self.ticks)
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
         #: ``channel_recv(channel, fallback, future_class)``: a channel's compiled ``recv``

@@ -29,8 +29,7 @@ MAX_BINS = 4096
 class SummaryTracer(Tracer):
     """A :class:`Tracer` that adds time into bins instead of keeping every event."""
 
-    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins",
-                 "_countdown")
+    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins")
 
     def __init__(self, pe: int, width: float, clock: Callable[[], float] = time.perf_counter,
                  cap: int = MAX_BINS) -> None:
@@ -49,7 +48,6 @@ class SummaryTracer(Tracer):
         self._msgs: list[int] = []
         self._to: dict[int, list[int]] = {}  # destination PE -> [messages, bytes]
         self._nbins = 0
-        self._countdown = 0  # ticked() calls until the tick rate is read again
 
     # -- bins ------------------------------------------------------------------
     def _bin(self, t: float) -> int:
@@ -117,24 +115,35 @@ class SummaryTracer(Tracer):
         self._spread(self._busy[i], t0, t1)
         self._calls[i][self._bin(t0)] += 1
 
-    def ticked(self, el: Any, fn: Any, t0: int, t1: int) -> None:
-        """:meth:`run` for the compiled path (times in ticks of :attr:`ticks`; made seconds
-        here with the tick rate as last measured: the bins need the time now; the rate is
-        measured again every 65,536 calls, at most once a second)."""
-        self._countdown -= 1
-        if self._countdown < 0:
-            self._countdown = 65536
-            self.ticks.seconds_per_tick()  # the first call: the first rate (a 10 ms span at least)
-        origin = self.ticks.origin
-        scale = self.ticks.scale
-        s0, s1 = origin[1] + (t0 - origin[0]) * scale, origin[1] + (t1 - origin[0]) * scale
-        i = self._runs.get((type(el), fn))
-        b = int((s0 - self.origin) / self.width)
-        if i is not None and 0 <= b < self._nbins and int((s1 - self.origin) / self.width) == b:
-            self._busy[i][b] += s1 - s0  # the common case, as in run(), without its call
-            self._calls[i][b] += 1
-            return
-        self.run(el, fn, s0, s1)
+    def use_core(self, core: Any, ticks: Any) -> None:
+        """As :meth:`Tracer.use_core`, with the core adding up its runs per entry method in
+        bins of this tracer's width (in ticks: the tick rate is measured now, over 10 ms):
+        it hands over one run per entry method and bin, when a later bin begins."""
+        self.ticks = ticks
+        self.core = core
+        scale = ticks.seconds_per_tick()
+        tick0, second0 = ticks.origin
+        core.trace_into(self.ticked_runs, max(0, round(tick0 + (self.origin - second0) / scale)),
+                        max(1, round(self.width / scale)))
+
+    def ticked_runs(self, runs: list) -> None:
+        """The compiled core's runs (``(class, function, t0, t1, index, calls, busy)``, times
+        in ticks): each a bin's calls of one entry method and their busy ticks, or one call
+        that spans bins (split here). The tick rate is measured again at most once a second."""
+        ticks = self.ticks
+        ticks.seconds_per_tick()
+        (tick0, second0), scale = ticks.origin, ticks.scale
+        for cls, fn, t0, t1, _, calls, busy in runs:
+            i = self._name_of(cls, fn)
+            self._method(i)
+            s0 = second0 + (t0 - tick0) * scale
+            if calls == 1:
+                self._spread(self._busy[i], s0, second0 + (t1 - tick0) * scale)
+                self._calls[i][self._bin(s0)] += 1
+            else:
+                b = self._bin(s0)
+                self._busy[i][b] += busy * scale
+                self._calls[i][b] += calls
 
     def idle(self, t0: float, t1: float) -> None:
         b = int((t0 - self.origin) / self.width)

@@ -64,7 +64,7 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
-    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "_ids", "_runs", "_names", "_entries", "_ticked",
+    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "core", "_ids", "_runs", "_names", "_entries", "_ticked",
                  "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures",
                  "_queue", "_queued_last")
 
@@ -77,8 +77,10 @@ class Tracer:
         #: this process's CPU time then: at export, CPU time against wall time tells
         #: whether other processes took the PE's core (an oversubscribed machine)
         self.cpu_start = time.process_time()
-        #: the compiled path's clock (``core_contract.TickClock``) for :meth:`ticked`'s times
+        #: the compiled path's clock (``core_contract.TickClock``) for :meth:`ticked_runs`' times
         self.ticks: Any = None
+        #: the compiled core that keeps its entry methods' runs for this tracer (``_native/trace.c``)
+        self.core: Any = None
         self._ids: dict[str, int] = {}
         self._runs: dict[tuple[type, Any], int] = {}  # (element class, function) -> name index
         self._names: list[str] = []
@@ -113,22 +115,31 @@ class Tracer:
             i = self._runs[key] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
         self._entries.append((i, t0, t1, getattr(el, "index", None)))
 
-    def use_ticks(self, ticks: Any) -> None:
-        """Take the compiled path's entries (:meth:`ticked`) in units of ``ticks``
-        (``core_contract.TickClock``, whose first reading is taken when the core is made):
-        at export the tick rate is measured over the whole job."""
+    def use_core(self, core: Any, ticks: Any) -> None:
+        """Record the entry methods that the compiled ``core`` runs: it keeps their runs
+        (:meth:`ticked_runs`, in units of ``ticks``, a ``core_contract.TickClock`` whose
+        first reading is taken when the core is made) until this tracer exports, when the
+        tick rate is measured over the whole job."""
         self.ticks = ticks
+        self.core = core
+        core.trace_into(self.ticked_runs, 0, 0)
 
-    def ticked(self, el: Any, fn: Any, t0: int, t1: int) -> None:
-        """:meth:`run` for the compiled path, which calls it with times in ticks of
-        :attr:`ticks` (``core.trace``), made seconds at export with the best-measured tick
-        rate. The tuple holds ints only (and the element's index): a tuple holding the
-        function would stay tracked by the cyclic GC, whose passes over millions of them
-        cost more than the name's lookup here (654 against 167 ns an event at 10^6 events)."""
-        i = self._runs.get((type(el), fn))
+    def _name_of(self, cls: type, fn: Any) -> int:
+        """The name index of entry method ``fn`` of class ``cls`` (made once per pair)."""
+        i = self._runs.get((cls, fn))
         if i is None:
-            i = self._runs[type(el), fn] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
-        self._ticked.append((i, t0, t1, getattr(el, "index", None)))
+            i = self._runs[cls, fn] = self._intern(f"{cls.__qualname__}.{getattr(fn, '__name__', '?')}")
+        return i
+
+    def ticked_runs(self, runs: list) -> None:
+        """The compiled core's runs of entry methods, each ``(class, function, t0, t1,
+        index, calls, busy)`` with times in ticks of :attr:`ticks`, one call each here
+        (made seconds at export with the best-measured tick rate). The tuples kept hold
+        ints only (and the element's index): a tuple holding the function would stay
+        tracked by the cyclic GC, whose passes over millions of them cost more."""
+        name_of, keep = self._name_of, self._ticked.append
+        for cls, fn, t0, t1, index, _, _ in runs:
+            keep((name_of(cls, fn), t0, t1, index))
 
     def _seconds(self) -> list[tuple[Any, ...]]:
         """The compiled path's entries with times in seconds of :attr:`clock`."""
@@ -177,6 +188,8 @@ class Tracer:
     def export(self, offset: float = 0.0) -> dict[str, Any]:
         """This PE's events as a picklable record (see the module's docstring); a snapshot:
         recording may go on. ``offset``: seconds to add to every time of the record."""
+        if self.core is not None:
+            self.core.trace_flush()  # the runs the compiled core still keeps
         entries = self._entries + self._seconds()
         return {
             "format": FORMAT, "pe": self.pe, "start": self.start, "end": self.clock(), "offset": offset,
