@@ -4,6 +4,7 @@ input (one line on stderr, never a traceback), a real 2-PE job, and the page in 
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -522,6 +523,47 @@ def test_every_run_of_the_compiled_path_is_on_the_timeline(mpi_job, tmp_path, su
     an = analyze(read_trace(trace).data)
     calls = an.calls[:, an.methods.index("W.val")].reshape(2, -1).sum(axis=1)  # per PE
     assert an.summary_mode == bool(summary) and [round(float(c)) for c in calls] == [5000, 5000], calls
+
+
+PING_PONG = """
+    import shoal
+    from shoal._runtime.context import current
+
+    class P(shoal.Chare):
+        def ping(self, n):
+            if n:
+                self.collection[1 - self.index].ping(n - 1)
+
+        def waits(self):
+            tracer = current().tracer
+            tracer.core.trace_flush()
+            return len(tracer._idle_ticked), tracer.idle_in_core
+
+    def main(args):
+        pair = shoal.Group(P)
+        pair[0].ping(20000)
+        shoal.quiescence().get()
+        print("waits", pair.waits(ret=True).get())
+
+    shoal.start(main)
+    """
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64", "i386", "i686"),
+                    reason="the core records the serve loop's waits where its stamps are the time-stamp counter (x86)")
+def test_a_traced_job_serves_messages_in_c_and_its_waits_are_on_the_timeline(mpi_job, tmp_path):
+    """With a full timeline the engine keeps the compiled serve loop (frames.c), whose
+    waits for messages the core records (trace.c): a ping-pong of 20,000 messages leaves
+    waits of the serve loop on both PEs, as idle periods in the file."""
+    trace = tmp_path / "job.json"
+    job = mpi_job(PING_PONG, n=2, env={"SHOAL_TRACE": str(trace)})
+    assert job.returncode == 0, job
+    waits = eval(job.stdout.split("waits", 1)[1].strip())  # [(count, idle_in_core)] per PE
+    assert all(recorded and count > 0 for count, recorded in waits), waits
+    events = json.loads(trace.read_text())["traceEvents"]
+    idle = [ev for ev in events if ev.get("name") == "idle"]
+    assert {ev["tid"] for ev in idle} == {1, 2} and len(idle) >= sum(count for count, _ in waits), len(idle)
 
 
 @pytest.mark.mpi

@@ -103,6 +103,7 @@ static PyObject *Core_detach(Core *self, PyObject *unused) {
     if (self->frames && self->frames->hook_owner == self) {
         self->frames->hook = NULL;
         self->frames->hook_owner = NULL;
+        self->frames->idle_hook = NULL;
     }
     if (active == self) active = NULL;
     Py_RETURN_NONE;

@@ -387,7 +387,10 @@ static PyObject *Frames_serve(Frames *self, PyObject *const *args, Py_ssize_t na
         if (n < 0) return NULL;
         if (n == 0) break;
         total += n;
-        if (self->first_at > 0) waited += self->first_at - start;
+        if (self->first_at > 0) {
+            waited += self->first_at - start;
+            if (self->idle_hook) self->idle_hook(self->hook_owner, (uint64_t)start, (uint64_t)self->first_at);
+        }
         start = stamp();
         /* (timers are on time.monotonic's clock: now() only where one is set) */
         int work = python_has_work(args[5], args[6], args[7], PyList_GET_SIZE(args[7]) ? now() : 0.0);

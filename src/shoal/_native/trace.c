@@ -11,6 +11,9 @@
  *   from its first start to its last end) and hands the bin's runs over when a run
  *   starts in a later bin: once a bin, however many entry methods ran in it.
  *
+ * The waits of the compiled serve loop (frames.c) are kept alike, as runs of None: so a
+ * traced job serves messages in C as an untraced one does, its idle periods recorded.
+ *
  * The tracer takes them as a list of (class, function, t0, t1, index, calls, busy ticks)
  * (Tracer.ticked_runs). */
 #include "core.h"
@@ -68,9 +71,10 @@ static int hand_runs(Core *c) {
     return 0;
 }
 
-/* Record that entry method `fn` of element `el` ran from tick `t0` to `t1`. An error
- * of the tracer's is dropped: the timeline loses a run, the program goes on. */
-void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1) {
+/* Record that `fn` of an element of class `cls` ran from tick `t0` to `t1` (both None:
+ * the PE waited idle then). An error of the tracer's is dropped: the timeline loses a
+ * run, the program goes on. */
+static void record(Core *c, PyObject *cls, PyObject *fn, PyObject *index, uint64_t t0, uint64_t t1) {
     TraceRuns *t = c->trace_runs;
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
@@ -86,7 +90,7 @@ void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1) {
         if (!spans) {
             for (Py_ssize_t i = 0; i < t->n; i++) {
                 Run *r = &t->runs[i];
-                if (r->fn == fn && r->cls == (PyObject *)Py_TYPE(el)) {
+                if (r->fn == fn && r->cls == cls) {
                     r->t1 = t1;
                     r->busy += t1 - t0;
                     r->calls++;
@@ -106,9 +110,9 @@ void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1) {
         t->capacity = cap;
     }
     Run *r = &t->runs[t->n++];
-    r->cls = Py_NewRef((PyObject *)Py_TYPE(el));
+    r->cls = Py_NewRef(cls);
     r->fn = Py_NewRef(fn);
-    r->index = Py_XNewRef(SLOT(el, shoal_slots.chare_index));
+    r->index = Py_XNewRef(index);
     r->t0 = t0;
     r->t1 = t1;
     r->busy = t1 - t0;
@@ -117,9 +121,20 @@ void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1) {
     PyErr_Restore(type, value, tb);
 }
 
-/* trace_into(tracer, origin, width): record the compiled path's runs for `tracer`
+void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1) {
+    record(c, (PyObject *)Py_TYPE(el), fn, SLOT(el, shoal_slots.chare_index), t0, t1);
+}
+
+/* The frames' idle hook: the PE waited from tick `t0` to `t1` inside serve(). */
+static void idle_hook(void *core, uint64_t t0, uint64_t t1) {
+    Core *c = core;
+    if (c->trace_runs && t1 > t0) record(c, Py_None, Py_None, NULL, t0, t1);
+}
+
+/* trace_into(tracer, origin, width) -> bool: record the compiled path's runs for `tracer`
  * (a callable taking lists of runs), in bins of `width` ticks from tick `origin`, or
- * (width 0) every run; trace_into(None, 0, 0): stop (what is kept goes first). */
+ * (width 0) every run; trace_into(None, 0, 0): stop (what is kept goes first). True
+ * where the waits of the compiled serve loop are recorded too (as runs of None). */
 PyObject *Core_trace_into(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "trace_into(tracer, origin, width)");
@@ -132,14 +147,17 @@ PyObject *Core_trace_into(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         trace_runs_free(c->trace_runs);
         c->trace_runs = NULL;
         Py_CLEAR(c->trace);
-        Py_RETURN_NONE;
+        if (c->frames) c->frames->idle_hook = NULL;
+        Py_RETURN_FALSE;
     }
     if (!c->trace_runs && !(c->trace_runs = PyMem_Calloc(1, sizeof(TraceRuns)))) return PyErr_NoMemory();
     c->trace_runs->origin = origin;
     c->trace_runs->width = width;
     c->trace_runs->bin = 0;
     Py_XSETREF(c->trace, Py_NewRef(args[0]));
-    Py_RETURN_NONE;
+    if (!STAMPS_ARE_TICKS || !c->frames || c->frames->hook_owner != c) Py_RETURN_FALSE;
+    c->frames->idle_hook = idle_hook;
+    Py_RETURN_TRUE;
 }
 
 /* trace_flush(): the runs kept, to the tracer now (the job exports its trace). */

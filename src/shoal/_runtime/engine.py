@@ -156,8 +156,9 @@ class Engine:
         self.idle_since = None
         wakeups = [rt.wakeups for rt in rts]
         serve_done = None if woken else done
-        # the compiled serve loop keeps no timeline and reads the real clock
-        serves = not tracing and self.clock is time.monotonic
+        # the compiled serve loop reads the real clock, and keeps a timeline only where the
+        # core records its waits (_native/trace.c)
+        serves = self.clock is time.monotonic and (not tracing or all(rt.tracer is not None and rt.tracer.idle_in_core for rt in rts))
         try:
             while True:
                 for woke in wakeups:  # emptied before done() is asked: a later wakeup is seen
@@ -214,6 +215,8 @@ class Engine:
                         # loop has work again: idle before the serve and between its messages
                         if served[0]:
                             rt.idle_time += now - self.idle_since + served[1]
+                            if tracing:  # (the waits inside the serve: the core's record)
+                                _trace_idle(rt, now - self.idle_since, self.clock() - now)
                             self.idle_since = served[2] or None  # a last wait that ended with none
                     elif rt.wait(budget):
                         # what arrives in the wait runs inside it: idle until the wait began

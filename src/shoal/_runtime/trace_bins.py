@@ -123,20 +123,27 @@ class SummaryTracer(Tracer):
         self.core = core
         scale = ticks.seconds_per_tick()
         tick0, second0 = ticks.origin
-        core.trace_into(self.ticked_runs, max(0, round(tick0 + (self.origin - second0) / scale)),
-                        max(1, round(self.width / scale)))
+        self.idle_in_core = core.trace_into(self.ticked_runs, max(0, round(tick0 + (self.origin - second0) / scale)),
+                                            max(1, round(self.width / scale)))
 
     def ticked_runs(self, runs: list) -> None:
         """The compiled core's runs (``(class, function, t0, t1, index, calls, busy)``, times
         in ticks): each a bin's calls of one entry method and their busy ticks, or one call
-        that spans bins (split here). The tick rate is measured again at most once a second."""
+        that spans bins (split here); runs of None are the compiled serve loop's waits. The
+        tick rate is measured again at most once a second."""
         ticks = self.ticks
         ticks.seconds_per_tick()
         (tick0, second0), scale = ticks.origin, ticks.scale
         for cls, fn, t0, t1, _, calls, busy in runs:
+            s0 = second0 + (t0 - tick0) * scale
+            if cls is None:  # waits
+                if calls == 1:
+                    self._spread(self._idle_bins, s0, second0 + (t1 - tick0) * scale)
+                else:
+                    self._idle_bins[self._bin(s0)] += busy * scale
+                continue
             i = self._name_of(cls, fn)
             self._method(i)
-            s0 = second0 + (t0 - tick0) * scale
             if calls == 1:
                 self._spread(self._busy[i], s0, second0 + (t1 - tick0) * scale)
                 self._calls[i][self._bin(s0)] += 1

@@ -64,7 +64,8 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
-    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "core", "_ids", "_runs", "_names", "_entries", "_ticked",
+    __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "core", "idle_in_core", "_ids", "_runs", "_names",
+                 "_entries", "_ticked", "_idle_ticked",
                  "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures",
                  "_queue", "_queued_last")
 
@@ -81,11 +82,14 @@ class Tracer:
         self.ticks: Any = None
         #: the compiled core that keeps its entry methods' runs for this tracer (``_native/trace.c``)
         self.core: Any = None
+        #: whether the core records the waits of its serve loop too (the engine may then use it)
+        self.idle_in_core = False
         self._ids: dict[str, int] = {}
         self._runs: dict[tuple[type, Any], int] = {}  # (element class, function) -> name index
         self._names: list[str] = []
         self._entries: list[tuple[Any, ...]] = []
         self._ticked: list[tuple[Any, ...]] = []  # the compiled path's, in ticks until export
+        self._idle_ticked: list[tuple[int, int]] = []  # the compiled serve loop's waits, in ticks
         self._idle: list[tuple[float, float]] = []
         self._sends: list[tuple[float, int, int]] = []
         self._migrations: list[tuple[float, float, str, int, int, int]] = []
@@ -122,7 +126,7 @@ class Tracer:
         tick rate is measured over the whole job."""
         self.ticks = ticks
         self.core = core
-        core.trace_into(self.ticked_runs, 0, 0)
+        self.idle_in_core = core.trace_into(self.ticked_runs, 0, 0)
 
     def _name_of(self, cls: type, fn: Any) -> int:
         """The name index of entry method ``fn`` of class ``cls`` (made once per pair)."""
@@ -134,12 +138,16 @@ class Tracer:
     def ticked_runs(self, runs: list) -> None:
         """The compiled core's runs of entry methods, each ``(class, function, t0, t1,
         index, calls, busy)`` with times in ticks of :attr:`ticks`, one call each here
-        (made seconds at export with the best-measured tick rate). The tuples kept hold
-        ints only (and the element's index): a tuple holding the function would stay
-        tracked by the cyclic GC, whose passes over millions of them cost more."""
+        (made seconds at export with the best-measured tick rate); a run of None is a wait
+        of the compiled serve loop. The tuples kept hold ints only (and the element's
+        index): a tuple holding the function would stay tracked by the cyclic GC, whose
+        passes over millions of them cost more."""
         name_of, keep = self._name_of, self._ticked.append
         for cls, fn, t0, t1, index, _, _ in runs:
-            keep((name_of(cls, fn), t0, t1, index))
+            if cls is None:
+                self._idle_ticked.append((t0, t1))
+            else:
+                keep((name_of(cls, fn), t0, t1, index))
 
     def _seconds(self) -> list[tuple[Any, ...]]:
         """The compiled path's entries with times in seconds of :attr:`clock`."""
@@ -149,6 +157,14 @@ class Tracer:
         tick0, second0 = self.ticks.origin
         return [(i, second0 + (a - tick0) * scale, second0 + (b - tick0) * scale, index)
                 for i, a, b, index in self._ticked]
+
+    def _idle_seconds(self) -> list[tuple[float, float]]:
+        """The compiled serve loop's waits with times in seconds of :attr:`clock`."""
+        if not self._idle_ticked:
+            return []
+        scale = self.ticks.seconds_per_tick()
+        tick0, second0 = self.ticks.origin
+        return [(second0 + (a - tick0) * scale, second0 + (b - tick0) * scale) for a, b in self._idle_ticked]
 
     def _intern(self, name: str) -> int:
         i = self._ids.get(name)
@@ -194,7 +210,7 @@ class Tracer:
         return {
             "format": FORMAT, "pe": self.pe, "start": self.start, "end": self.clock(), "offset": offset,
             "cpu": time.process_time() - self.cpu_start,
-            "names": list(self._names), "entries": entries, "idle": list(self._idle),
+            "names": list(self._names), "entries": entries, "idle": sorted(self._idle + self._idle_seconds()),
             "sends": list(self._sends), "migrations": list(self._migrations), "balances": list(self._balances),
             "marks": list(self._marks), "futures": list(self._futures),
             "queue": list(self._queue),
