@@ -1,9 +1,8 @@
 """shoal: message-driven, migratable Python objects (chares) over MPI."""
 
 _TYPE_CHECKING = False  # typing is for type checkers: `shoal run` and a PE's start-up skip its import
-if _TYPE_CHECKING:
-    from typing import Any as _Any
 
+from ._lazy_names import lazy_names as _lazy_names
 from .errors import (
     BlockingCallError,
     ChannelError,
@@ -69,21 +68,7 @@ _LAZY = {
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
 
-def __getattr__(name: str) -> "_Any":
-    """Load a public name of the runtime on first use (PEP 562), then keep it here."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'shoal' has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(where, __name__)
-    value = module if where == "." + name else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)  # the runtime's names, loaded on first use
 
 
 from .version import __version__

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support import EXAMPLES
+from support.browser import chromium, rendered
 
 pytest.importorskip("scipy", reason="benchmark statistics need scipy: pip install 'shoal[bench]'")
 pytest.importorskip("matplotlib", reason="report figures need matplotlib: pip install 'shoal[bench]'")
@@ -222,17 +222,12 @@ def test_report_writes_figures_and_a_self_contained_html(tmp_path: Path, capsys:
 
 
 def test_report_in_a_headless_browser(tmp_path: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("no Chromium on this machine (chromium/chromium-browser not on PATH): "
-                    "the HTML report is not rendered in a headless browser here")
+    chromium()
     src = tmp_path / "hand.csv"
     write_results(src)
     assert report_main([str(src), "-o", str(tmp_path / "rep")]) == 0
-    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--dump-dom",
-                          (tmp_path / "rep" / "report.html").as_uri()], capture_output=True, text=True, timeout=60)
-    assert dom.returncode == 0, dom.stderr
-    assert "Strong scaling" in dom.stdout and dom.stdout.count("<img") == 2
+    dom = rendered(tmp_path / "rep" / "report.html")
+    assert "Strong scaling" in dom and dom.count("<img") == 2
 
 
 # ------------------------------------------------------------------ bad input

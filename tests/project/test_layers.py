@@ -23,7 +23,8 @@ import pytest
 from support import SRC, TESTS
 
 
-BASE = {"errors", "version", "bytecode", "settings", "lazy_numpy", "banners", "process", "compiler", "native", "_native_build", "gpu"}
+BASE = {"errors", "version", "bytecode", "settings", "lazy_numpy", "_lazy_names", "banners", "process", "compiler", "native",
+        "_native_build", "gpu"}
 BELOW_RUNTIME = BASE | {"_transport", "jobwatch"}
 RUNTIME = BELOW_RUNTIME | {"_runtime"}
 LAUNCH = BASE | {"jobwatch", "jobreport", "launchers", "launcher"}
@@ -36,6 +37,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "bytecode": set(),
     "settings": set(),
     "lazy_numpy": set(),
+    "_lazy_names": set(),  # a package's names loaded on first use (shoal, lowlevel, remote)
     "banners": set(),
     "process": set(),
     "_native_build": set(),
@@ -51,7 +53,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "pool": RUNTIME,
     "lowlevel": RUNTIME | LAUNCH,
     # the public namespace: the runtime's names, and shoal.connect / %load_ext shoal from remote
-    "shoal": {"errors", "version", "_runtime", "pool", "remote"},
+    "shoal": {"errors", "version", "_lazy_names", "_runtime", "pool", "remote"},
     "stencil": BASE | {"shoal", "lowlevel"},
     "remote": RUNTIME | {"shoal", "lowlevel", "stencil"},  # the server runs stencil grids on the runtime
     "compat": BASE | {"shoal", "pool", "lowlevel"},  # the Charm4py layer: the runtime through shoal.lowlevel
@@ -235,7 +237,7 @@ def test_the_runtime_modules_import_each_other_without_a_circle():
 #: the folders of tests/: one per layer of the diagram above (the compiled core beside the
 #: runtime it serves), one for launching and ending jobs, and one for the project as a whole
 TEST_FOLDERS = {
-    "base": "errors, settings, the compiler service, bytecode, lazy NumPy, child processes, packaging",
+    "base": "errors, settings, the compiler service, bytecode, lazy NumPy and lazy names, child processes, packaging",
     "transport": "the transport contract, the wire format, nodes and hosts, rendezvous",
     "native": "the compiled core and its contract with the Python runtime",
     "runtime": "the programming model: chares, collections, reductions, migration, checkpoints, devices",

@@ -4,13 +4,13 @@ words and rounds table, and on the page as Chromium draws it."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 from support import EXAMPLES
+from support.browser import chromium, rendered
 from support.commands import clean_env
 
 pytest.importorskip("plotly", reason="shoal trace report draws with Plotly (pip install plotly, or shoal[test])")
@@ -100,18 +100,11 @@ def test_a_traced_auto_run_records_its_reasons(tmp_path):
 
 
 def test_reasons_render_in_headless_chromium(tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("no Chromium on this machine (chromium/chromium-browser not on PATH)")
+    chromium()
     page = tmp_path / "r.html"
     write_report(_trace(tmp_path), page)
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=5000"]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr
-    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert not [line for line in console if "rror" in line or "Uncaught" in line], console
-    words = dom.stdout[dom.stdout.index('id="words"'):]
+    dom = rendered(page)
+    words = dom[dom.index('id="words"'):]
     assert "round 1: auto moved nothing — imbalance 1.5% under the 5% threshold" in words
-    start = dom.stdout.index('id="plot-timeline"')
-    assert 'class="main-svg"' in dom.stdout[start:start + 3000]
+    start = dom.index('id="plot-timeline"')
+    assert 'class="main-svg"' in dom[start:start + 3000]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import platform
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 from support.commands import clean_env
 from support import EXAMPLES
+from support.browser import chromium, rendered, screenshot
 
 pytest.importorskip("plotly", reason="shoal trace report draws with Plotly (pip install plotly, or shoal[test])")
 
@@ -584,25 +584,15 @@ def test_checkpoints_and_a_restart_are_marked(mpi_job, tmp_path):
 
 # -- in a browser ---------------------------------------------------------------------------------
 def test_report_renders_in_headless_chromium(tmp_path):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("no Chromium on this machine (chromium/chromium-browser not on PATH): "
-                    "the report is not rendered in a headless browser here")
+    chromium()
     page = tmp_path / "r.html"
     write_report(_trace(tmp_path, _imbalanced()), page)
-    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=5000"]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr
-    console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert not [line for line in console if "rror" in line or "Uncaught" in line], console
+    dom = rendered(page)
     for view in VIEWS:  # each view's div holds the SVG Plotly drew into it
-        start = dom.stdout.index(f'id="plot-{view}"')
-        assert 'class="main-svg"' in dom.stdout[start:start + 3000], view
+        start = dom.index(f'id="plot-{view}"')
+        assert 'class="main-svg"' in dom[start:start + 3000], view
     shot = tmp_path / "shot.png"
-    taken = subprocess.run([*flags, "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
-                           capture_output=True, text=True, timeout=120)
-    assert shot.exists(), taken.stderr
+    screenshot(page, shot)
     from matplotlib.image import imread
 
     pixels = imread(shot)

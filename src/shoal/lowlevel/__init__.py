@@ -23,10 +23,10 @@ PE never loads the launcher.
 
 from __future__ import annotations
 
+from .._lazy_names import lazy_names as _lazy_names
+
 _TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 if _TYPE_CHECKING:  # the names of _LAZY below, for type checkers
-    from typing import Any as _Any
-
     from .._runtime.engine import launcher_size, under_mpi_launcher
     from ..launcher import find_mpiexec, launch_mpi
     from .checkpoints import RESTART_AUTO, newest_checkpoint, read_manifest, resume_command, verify_checkpoint
@@ -55,17 +55,4 @@ _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 __all__ = [*_WHERE]
 
 
-def __getattr__(name: str) -> "_Any":
-    """Load a name on first use (PEP 562), then keep it here."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'shoal.lowlevel' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)  # each name loaded on first use

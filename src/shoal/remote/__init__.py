@@ -11,7 +11,7 @@ stencil DSL) it would not use.
 
 from __future__ import annotations
 
-from typing import Any as _Any
+from .._lazy_names import lazy_names as _lazy_names
 
 __all__ = ["connect", "local", "Connection", "RemoteFuture", "ServerError", "AuthenticationError",
            "ProtocolError", "VersionMismatchError"]
@@ -21,17 +21,4 @@ _LAZY = {"connect": ".client", "local": ".client", "Connection": ".client", "Rem
          "VersionMismatchError": ".protocol"}
 
 
-def __getattr__(name: str) -> _Any:
-    """Load a public name on first use, then keep it here."""
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'shoal.remote' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)  # each public name loaded on first use
