@@ -69,7 +69,7 @@ typedef struct {
     void *hook_owner;
     /* Where serve() tells each wait that ended with a frame (its start and end stamps, time-
      * stamp counter ticks): a timeline's idle periods (the core's trace.c), or NULL. Set only
-     * where the stamps are the ticks the core times entry methods with (STAMPS_ARE_TICKS). */
+     * where the stamps are the ticks the core times entry methods with (stamps_are_ticks). */
     void (*idle_hook)(void *hook_owner, uint64_t t0, uint64_t t1);
     /* serve(): when the first frame of a receive that had to wait arrived (0: it waited not) */
     int stamp_first;
@@ -79,11 +79,13 @@ typedef struct {
 extern PyTypeObject FramesType;
 
 /* Whether serve()'s stamps are the time-stamp counter, the core's ticks (frames.c). */
+static inline int stamps_are_ticks(void) {
 #if defined(__x86_64__) || defined(__i386__)
-#define STAMPS_ARE_TICKS 1
+    return 1;
 #else
-#define STAMPS_ARE_TICKS 0
+    return 0;
 #endif
+}
 
 /* Send one frame whose segments all go inline. 1: sent; 0: too large for an eager
  * frame (the caller uses the Python path); -1: error set. */

@@ -155,7 +155,7 @@ PyObject *Core_trace_into(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     c->trace_runs->width = width;
     c->trace_runs->bin = 0;
     Py_XSETREF(c->trace, Py_NewRef(args[0]));
-    if (!STAMPS_ARE_TICKS || !c->frames || c->frames->hook_owner != c) Py_RETURN_FALSE;
+    if (!stamps_are_ticks() || !c->frames || c->frames->hook_owner != c) Py_RETURN_FALSE;
     c->frames->idle_hook = idle_hook;
     Py_RETURN_TRUE;
 }

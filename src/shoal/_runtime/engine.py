@@ -218,6 +218,8 @@ class Engine:
                             if tracing:  # (the waits inside the serve: the core's record)
                                 _trace_idle(rt, now - self.idle_since, self.clock() - now)
                             self.idle_since = served[2] or None  # a last wait that ended with none
+                            if self.idle_since is not None:
+                                last = self.clock()  # that wait found nothing until now (not the look before the serve)
                     elif rt.wait(budget):
                         # what arrives in the wait runs inside it: idle until the wait began
                         rt.idle_time += now - self.idle_since
@@ -237,6 +239,8 @@ class Engine:
 
     def _idle_ended(self, since: float, end: float) -> None:
         """This process's PEs were idle from ``since`` to ``end`` (engine clock)."""
+        if end <= since:
+            return
         for rt in self.runtimes:
             rt.idle_time += end - since
             if rt.tracer is not None:
