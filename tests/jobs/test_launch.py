@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.commands import clean_env
+from support.commands import clean_env, mpiexec_env
 
 
 HANG_GUARD = 60
@@ -315,7 +315,7 @@ def test_pes_end_the_job_when_their_launcher_is_gone(tmp_path):
     stand_in = subprocess.Popen(["sleep", "300"])
     folder = tmp_path / "job"
     folder.mkdir()
-    env = clean_env(SHOAL_JOB_DIR=str(folder), SHOAL_LAUNCHER=f"{stand_in.pid}:{process_start(stand_in.pid)}")
+    env = mpiexec_env(SHOAL_JOB_DIR=str(folder), SHOAL_LAUNCHER=f"{stand_in.pid}:{process_start(stand_in.pid)}")
     job = subprocess.Popen([find_mpiexec(), "-n", "2", sys.executable, "-m", "shoal", str(prog)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support import ROOT
+from support.commands import mpiexec_env
 
 import shoal
 from shoal.remote import AuthenticationError, ServerError, VersionMismatchError
@@ -590,7 +591,7 @@ def test_a_server_started_by_mpiexec_itself(tmp_path):
     conn_file = tmp_path / "s.json"
     proc = subprocess.Popen([find_mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "serve",
                              "--connection-file", str(conn_file)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, env=mpiexec_env())
     try:
         deadline = time.monotonic() + 60
         while not conn_file.exists():

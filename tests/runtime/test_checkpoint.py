@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.commands import clean_env
+from support.commands import clean_env, mpiexec_env
 from support import PROGRAMS
 from support.jobs import Job
 
@@ -217,7 +217,7 @@ def undisturbed(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _in(tmp: Path, *cmd: str | Path) -> subprocess.CompletedProcess:
     shutil.copy(RECOVERY, tmp / RECOVERY.name)
     return subprocess.run([str(c) for c in cmd], cwd=tmp, capture_output=True, text=True, timeout=120,
-                          env=clean_env())
+                          env=mpiexec_env())
 
 
 @MPI

@@ -6,15 +6,27 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-__all__ = ["clean_env", "run_shoal", "last_line", "soak", "soak_ok"]
+__all__ = ["clean_env", "mpiexec_env", "run_shoal", "last_line", "soak", "soak_ok"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This environment without ``SHOAL_*`` settings, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
     env.update(extra)
+    return env
+
+
+def mpiexec_env(**extra: str) -> dict[str, str]:
+    """:func:`clean_env` for a test that runs ``mpiexec`` itself, not through ``shoal run``:
+    Open MPI's session directory (its PMIx sockets) in a new folder, as ``shoal run`` gives
+    each job. One that a killed ``mpiexec`` left in /tmp, named by its pid, makes a later
+    one given the same pid fail to start ("The PMIx server's listener thread failed to
+    start"), and the tests kill launchers on purpose."""
+    env = clean_env(**extra)
+    env.setdefault("PRTE_MCA_prte_tmpdir_base", tempfile.mkdtemp(prefix="ompi-"))
     return env
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.commands import clean_env
+from support.commands import mpiexec_env
 from support import transport_contract as contract
 
 from shoal._transport import TRANSPORTS
@@ -105,7 +105,7 @@ def _mpiexec() -> str:
 
 
 def _run_script(n: int, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = clean_env()
+    env = mpiexec_env()
     cmd = [_mpiexec(), "-n", str(n), sys.executable, str(SCRIPT), *args]
     return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=env)
 
