@@ -19,7 +19,7 @@ from support.jobs import run_inproc, tree_levels
 import shoal
 from shoal._runtime.message import KIND_MASK, Kind
 from shoal._transport.inproc import InprocTransport
-from shoal._runtime.reductions import PENDING, Block, in_order
+from shoal._runtime.partials import PENDING, Block, in_order
 
 
 class Recorder:

@@ -603,7 +603,7 @@ def test_row_major_numbers_indices_as_numpy_does(shape):
 
 def test_a_block_pairs_its_values_with_their_indices():
     """A ret=True broadcast's run of values from one PE, some of which came separately."""
-    from shoal._runtime.reductions import PENDING, Block
+    from shoal._runtime.partials import PENDING, Block
 
     assert Block(4, ["a", PENDING, "c", "d"], (3, 3)).pairs() == [((1, 1), "a"), ((2, 0), "c"), ((2, 1), "d")]
     assert Block(2, [PENDING, "x"], (9,)).pairs() == [((3,), "x")]

@@ -38,8 +38,8 @@ struct Broadcasts {
     PyObject *manager;      /* the ReductionManager */
     PyObject *tree_from;    /* rt.tree_from(root) -> Tree */
     PyObject *holding;      /* rt.balancer.holding: Arrays whose broadcasts their root holds */
-    PyObject *block_cls;    /* reductions.Block */
-    PyObject *pending;      /* reductions.PENDING */
+    PyObject *block_cls;    /* partials.Block */
+    PyObject *pending;      /* partials.PENDING */
     long tree_root;         /* the root whose children `tree_children` are */
     PyObject *tree_children;
     Gather *list;

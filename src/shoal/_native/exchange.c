@@ -13,9 +13,9 @@
  * to the manager's _wake as well. */
 #include "core.h"
 
-#define LAST_ROUND 0xFFFF          /* reductions._LAST: the result, to a PE outside the power of two */
+#define LAST_ROUND 0xFFFF          /* butterfly.LAST: the result, to a PE outside the power of two */
 #define ROUNDS 34                  /* rounds 0..32 and the last */
-enum { STEP_RECV = 0, STEP_SEND = 1, STEP_SENDRECV = 2 }; /* reductions._RECV, _SEND, _SENDRECV */
+enum { STEP_RECV = 0, STEP_SEND = 1, STEP_SENDRECV = 2 }; /* butterfly.RECV, SEND, SENDRECV */
 enum { R_SUM, R_PRODUCT, R_MAX, R_MIN, R_AND, R_OR, R_NOP, R_EXACT, R_BUILTINS }; /* R_EXACT: combined and finished by Python */
 
 typedef struct {
@@ -24,7 +24,7 @@ typedef struct {
     uint32_t peer;
 } Step;
 
-/* One PE's progress in one all-reduce (reductions._Exchange). */
+/* One PE's progress in one all-reduce (butterfly._Exchange). */
 typedef struct Exchange {
     struct Exchange *next;
     uint64_t coll;
@@ -51,7 +51,7 @@ struct Exchanges {
 };
 
 
-/* This PE's steps (reductions._butterfly). */
+/* This PE's steps (butterfly.steps_of). */
 static int make_steps(Exchanges *x, uint32_t pe) {
     uint32_t npes = x->npes, p2 = 1;
     while ((uint64_t)p2 * 2 <= npes) p2 *= 2;

@@ -32,7 +32,8 @@ from .location import Locations
 from .proxy import CALL_OPTIONS, CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
-from .reductions import EXCHANGE_REDUCERS, PENDING, Block, _check_target, _ResultFuture
+from .partials import PENDING, Block
+from .reductions import EXCHANGE_REDUCERS, _check_target, _ResultFuture
 from .tree import Tree
 
 if TYPE_CHECKING:

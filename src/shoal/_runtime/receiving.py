@@ -27,7 +27,8 @@ from .collections import CollectionInfo, CollectionState
 from .futures import Failure, Future, Task, annotate, future_handle
 from .location import Locations, Route
 from .message import FWD, HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
-from .reductions import PENDING, RET_BLOCK, Block
+from .partials import PENDING, Block
+from .reductions import RET_BLOCK
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:

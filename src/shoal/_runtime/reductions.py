@@ -7,18 +7,15 @@ those of its children in the domain's tree, and sends one value to its parent; t
 root hands the result to the target. No PE receives more than ``fanout`` messages.
 
 An all-reduce of a whole collection that has elements on every PE, with a built-in
-unordered reducer, skips the tree: the PEs exchange partial values pairwise in
-log2(PEs) rounds (recursive doubling, as MPI libraries do for small all-reduces), so
-the result is ready everywhere after one message per round instead of a trip up the
-tree and back down. Both partners combine the lower PE's value first, so every PE
-ends with the same bits. Across nodes it takes the tree, whose two levels cross between
-nodes once per node where the butterfly's last rounds would cross at every PE.
+unordered reducer, skips the tree: the PEs exchange partial values pairwise
+(:mod:`.butterfly`), so the result is ready everywhere after one message per round
+instead of a trip up the tree and back down. Across nodes it takes the tree, whose two
+levels cross between nodes once per node where the butterfly's last rounds would cross
+at every PE. What a PE holds of one reduction, and the order values combine in, is
+:mod:`.partials`.
 """
 
 from __future__ import annotations
-
-import functools
-import operator
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 if TYPE_CHECKING:
@@ -26,9 +23,11 @@ if TYPE_CHECKING:
 
 from ..errors import ReductionError
 from . import proxy as _proxy
+from .butterfly import Butterflies
 from .collections import row_major
 from .futures import Failure, Future, Outcomes, future_handle
 from .message import Kind, encode_call
+from .partials import PENDING, Block, Partial, by_key, in_order, keyed, order_key
 from .reducers import BUILTIN_IDS, BUILTIN_NAMES, BUILTINS, Reducer, as_reducer, reducers
 
 if TYPE_CHECKING:
@@ -51,44 +50,6 @@ class _AllReduce:
 ALLREDUCE = _AllReduce()
 
 
-class _Partial:
-    """One PE's progress on one reduction. ``keys`` says where each value of an unordered
-    reducer goes: an element's index (its own and those away from home) or, after them,
-    the child PE that sent it; values combine in that order, not as they arrived, so a
-    float sum gives the same bits on every run with the same PEs and elements."""
-
-    __slots__ = ("values", "keys", "got", "own", "reducer", "target", "section", "entry")
-
-    def __init__(self, reducer: Reducer, target: Any, section: Any):
-        self.values: list = []
-        self.keys: list = []
-        self.got = 0
-        self.own = 0  # of `got`: contributions of this PE's own elements (not children's partials)
-        self.reducer = reducer
-        self.target = target
-        self.section = section
-        self.entry = -1  # a ret=True broadcast's: its entry method, to name a reply that cannot travel
-
-
-def _keyed(reducer: Reducer) -> bool:
-    """Whether the values of ``reducer`` carry keys (see :class:`_Partial`): not those of an
-    ordered reducer, which puts them in order itself, nor of one that any order gives alike."""
-    return not (reducer.ordered or reducer in _ORDER_FREE)
-
-
-def _by_key(p: _Partial) -> list:
-    """``p``'s values in the order of their keys (see :class:`_Partial`)."""
-    values, keys = p.values, p.keys
-    if len(keys) != len(values):
-        return values  # no keys: an order-free or ordered reducer
-    try:
-        if all(map(operator.le, keys, keys[1:])):
-            return values  # the common case: they came in order
-        return [values[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
-    except TypeError:  # indices that do not compare: arrival order
-        return values
-
-
 class _ResultFuture(Future):
     """An all-reduce's result here. It resolves mostly as a message is delivered, when
     nothing runs: the coroutine awaiting it then resumes there and then, not a turn of
@@ -99,8 +60,6 @@ class _ResultFuture(Future):
 
 
 _EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum"})
-_SEND, _SENDRECV, _RECV = 1, 2, 0  # what an exchange step does
-_LAST = 0xFFFF  # the round that hands the result to a PE outside the power of two
 #: the entry field of a compact REDUCE message carrying a ret=True broadcast's replies
 #: (built-in reducers' compact all-reduces use 1 + their number there): its value is
 #: (the broadcast's PE, [Blocks and (index, value) pairs]); RET_BLOCK: one PE's Block,
@@ -114,64 +73,22 @@ EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or"
 #: the entry field of a compact REDUCE carrying a child's partial of a reduction to a
 #: future, plus the reducer's number in EXCHANGE_REDUCERS: its value (owner, fid, partial)
 TO_FUTURE = 0x100
-_MISSING = object()
-#: built-ins whose result does not depend on the order values combine in: their values
-#: need no key (see _Partial); the others' do (floats round, NaN payloads and max's ties differ)
-_ORDER_FREE = frozenset({reducers.nop, reducers.logical_and, reducers.logical_or, reducers.exact_sum})
-_EXCHANGE_KIND = int(Kind.EXCHANGE)  # a plain int: an enum member costs a lookup per use
-
-
-@functools.lru_cache(maxsize=64)
-def _butterfly(pe: int, npes: int) -> tuple[tuple[int, int, int], ...]:
-    """This PE's steps of a recursive-doubling all-reduce: (what, partner PE, round).
-
-    PEs beyond the largest power of two first fold their value into ``pe - p2`` and
-    get the result back from it at the end (round ``_LAST``).
-    """
-    p2 = 1 << (npes.bit_length() - 1)
-    if pe >= p2:
-        return ((_SEND, pe - p2, 0), (_RECV, pe - p2, _LAST))
-    steps = [(_RECV, pe + p2, 0)] if pe < npes - p2 else []
-    bit, round = 1, 1
-    while bit < p2:
-        steps.append((_SENDRECV, pe ^ bit, round))
-        bit, round = bit << 1, round + 1
-    if pe < npes - p2:
-        steps.append((_SEND, pe + p2, _LAST))
-    return tuple(steps)
-
-
-class _Exchange:
-    """One PE's progress in one butterfly all-reduce."""
-
-    __slots__ = ("value", "reducer", "steps", "stage", "sent", "early")
-
-    def __init__(self) -> None:
-        self.value: Any = None
-        self.reducer: Reducer | None = None
-        self.steps: tuple | None = None  # None until this PE's own elements have contributed
-        self.stage = 0
-        self.sent = False  # the send of the current step is done
-        self.early: dict[int, Any] = {}  # round -> the partner's value, until this PE gets there
-
-
 class ReductionManager:
     """Per-PE reduction state machine; sends go through the runtime."""
 
     def __init__(self, rt: "Runtime"):
         self.rt = rt
-        self.partials: dict[tuple, _Partial] = {}
+        self.partials: dict[tuple, Partial] = {}
         self.waiters: dict[tuple, list[Future]] = {}  # allreduce results awaited here
-        self.exchanges: dict[tuple, _Exchange] = {}  # butterfly all-reduces under way here
+        self.butterflies = Butterflies(rt, self._wake)  # all-reduces under way here (Python path)
         #: all-reduces with contributions of elements away from home: the PEs they are on
         self.remote_waiters: dict[tuple, set[int]] = {}
         #: (element id, domain) -> (reducer name, target) of the contributions made in the
         #: running call, the call told by its mark (see _check_once)
         self.this_call: dict[tuple, tuple] = {}
         self.call_mark: tuple = ()
-        self.steps: tuple | None = None  # this PE's butterfly (made on first use)
         #: the compiled core, once the runtime has one: every butterfly all-reduce then
-        #: runs in it (_native/exchange.c), and the exchanges above stay empty
+        #: runs in it (_native/exchange.c), and the butterflies above have none
         self.core: Any = None
 
     def use_core(self, core: Any) -> None:
@@ -180,7 +97,7 @@ class ReductionManager:
 
     def forget_collection(self, coll: int) -> None:
         """Drop the reductions of collection ``coll`` under way here (it was destroyed)."""
-        for table in (self.partials, self.waiters, self.exchanges, self.remote_waiters):
+        for table in (self.partials, self.waiters, self.butterflies.under_way, self.remote_waiters):
             for key in [k for k in table if isinstance(k[0], tuple) and k[0][:1] == (coll,)]:
                 del table[key]
         if self.core is not None:
@@ -213,7 +130,7 @@ class ReductionManager:
         p = self._partial(key, reducer, target, None)
         p.values.extend(values)
         p.values.extend(value for _, value in children)
-        if _keyed(reducer):  # where they go among the others: their elements' indices, then PEs
+        if keyed(reducer):  # where they go among the others: their elements' indices, then PEs
             shape = self.rt.infos[coll].shape
             p.keys.extend((0, n if shape is None else next(row_major(shape, n, n + 1))) for n in numbers)
             p.keys.extend((1, src) for src, _ in children)
@@ -258,7 +175,7 @@ class ReductionManager:
         core = self.core
         if core is not None and section is None and len(domain) == 1 and core.contribution_offer(src, domain[0], seq, reducer, target, value):
             return  # the core gathers this reduction here (_native/contribute.c)
-        self.add(domain, seq, value, reducer, target, 1, section, (1, src) if _keyed(reducer) else None)
+        self.add(domain, seq, value, reducer, target, 1, section, (1, src) if keyed(reducer) else None)
 
     def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
         """A child's RET_BLOCK reply to ret=True broadcast ``fid`` of PE ``src``: the values
@@ -316,10 +233,10 @@ class ReductionManager:
         if rid >= TO_FUTURE:  # a child's partial of a reduction to a future, that the core did not take
             owner, fid, value = value
             reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_FUTURE])
-            self.add((coll,), seq, value, reducer, future_handle(owner, fid), 1, None, (1, src) if _keyed(reducer) else None)
+            self.add((coll,), seq, value, reducer, future_handle(owner, fid), 1, None, (1, src) if keyed(reducer) else None)
             return
         reducer = BUILTINS[rid - 1]
-        self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, (1, src) if _keyed(reducer) else None)
+        self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, (1, src) if keyed(reducer) else None)
 
     def allreduce(self, el: "Chare", value: Any, reducer: Any, section: Any) -> Future:
         """``el``'s contribution to an all-reduce (``reducer`` None: sum); a future of the result."""
@@ -348,7 +265,7 @@ class ReductionManager:
         if waiter is None:
             self._check_once(el, domain, reducer, target, seq)
         if reducer.ordered:
-            value = [(_order_key(el, section), value)]
+            value = [(order_key(el, section), value)]
         if waiter is not None:
             if section is None and reducer.name in _EXCHANGEABLE and not el._shoal_away and self.rt.nodes is None:
                 cs = self.rt.colls.get(domain[0])  # the one element here: straight to the butterfly
@@ -364,8 +281,8 @@ class ReductionManager:
         element away from home sends its contribution there (and, for an all-reduce,
         the home sends the result back)."""
         key = None
-        if _keyed(reducer):  # where its value goes among the others
-            key = el.index if section is None else _order_key(el, section)
+        if keyed(reducer):  # where its value goes among the others
+            key = el.index if section is None else order_key(el, section)
         if not el._shoal_away:
             self.add(domain, seq, value, reducer, target, 1, section, None if key is None else (0, key), own=1)
             return
@@ -405,11 +322,11 @@ class ReductionManager:
         union, ordered by the element's collection first, in the union's order)."""
         key = (domain, 0)
         if key not in self.partials and not el._shoal_away:
-            p = self.partials[key] = _Partial(reducers.gather, target, section)
+            p = self.partials[key] = Partial(reducers.gather, target, section)
             p.entry = entry
-        self.add_from(el, domain, 0, [(_order_key(el, section), value)], reducers.gather, target, section)
+        self.add_from(el, domain, 0, [(order_key(el, section), value)], reducers.gather, target, section)
 
-    def _replies_unsendable(self, domain: tuple, p: _Partial, items: list, exc: Exception) -> bool:
+    def _replies_unsendable(self, domain: tuple, p: Partial, items: list, exc: Exception) -> bool:
         """A ret=True broadcast's replies gathered here could not be sent on (``exc``):
         the caller hears which of this PE's elements returned a value that cannot travel,
         as from one element's call (the compiled path: :meth:`ret_unsendable`). False if
@@ -442,7 +359,7 @@ class ReductionManager:
     def add(self, domain: tuple, seq: int, value: Any, reducer: Reducer, target: Any, count: int, section: Any,
             order: Any = None, own: int = 0) -> None:
         """Add ``value`` worth ``count`` arrivals (1 local contribution or 1 child), at
-        ``order`` among the others (an unordered reducer's; see :class:`_Partial`); ``own``:
+        ``order`` among the others (an unordered reducer's; see :class:`.partials.Partial`); ``own``:
         of this PE's own elements."""
         key = (domain, seq)
         p = self.partials.get(key)
@@ -455,12 +372,12 @@ class ReductionManager:
         p.own += own
         self._maybe_done(key, p, section)
 
-    def _partial(self, key: tuple, reducer: Reducer, target: Any, section: Any) -> _Partial:
+    def _partial(self, key: tuple, reducer: Reducer, target: Any, section: Any) -> Partial:
         """The partial of reduction ``key`` here (made if new), whose reducer and target
         must be ``reducer`` and ``target``."""
         p = self.partials.get(key)
         if p is None:
-            p = self.partials[key] = _Partial(reducer, target, section)
+            p = self.partials[key] = Partial(reducer, target, section)
         elif (reducer is not p.reducer and reducer.name != p.reducer.name) or (
             target is not p.target and target != p.target
         ):
@@ -474,7 +391,7 @@ class ReductionManager:
                 if key[0][0] == coll and key in self.partials:
                     self._maybe_done(key, p, p.section)
 
-    def _maybe_done(self, key: tuple, p: _Partial, section: Any) -> None:
+    def _maybe_done(self, key: tuple, p: Partial, section: Any) -> None:
         domain = key[0]
         if section is None:  # reduction_span, inlined for the common case
             cs = self.rt.colls.get(domain[0])
@@ -485,7 +402,7 @@ class ReductionManager:
                     and self.rt.nodes is None):  # across nodes, the node-aware tree: once per node
                 if p.got == local:  # this PE's elements are in: start the butterfly
                     del self.partials[key]
-                    value = p.reducer.combine(_by_key(p)) if len(p.values) > 1 else p.values[0]
+                    value = p.reducer.combine(by_key(p)) if len(p.values) > 1 else p.values[0]
                     self._exchange(key, value, p.reducer)
                 return
         else:
@@ -494,7 +411,7 @@ class ReductionManager:
             return
         del self.partials[key]
         try:
-            value = p.reducer.combine(_by_key(p)) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
+            value = p.reducer.combine(by_key(p)) if len(p.values) > 1 or p.reducer.ordered else p.values[0]
         except ReductionError as exc:
             raise ReductionError(f"PE {self.rt.pe}, reduction #{key[1]} of {self._name(domain)}: {exc}") from None
         if span.parent >= 0:
@@ -577,52 +494,14 @@ class ReductionManager:
             return
         if waiter is not None:
             self.waiters.setdefault(key, []).append(waiter)
-        ex = self.exchanges.get(key)
-        if ex is None:
-            ex = self.exchanges[key] = _Exchange()
-        ex.value, ex.reducer = value, reducer
-        steps = self.steps
-        if steps is None:
-            steps = self.steps = _butterfly(self.rt.pe, self.rt.npes)
-        ex.steps = steps
-        self._advance(key, ex)
+        self.butterflies.start(key, value, reducer)
 
     def on_exchange(self, coll: int, seq: int, round: int, value: Any) -> None:
         """A partner's value for one round of all-reduce ``seq`` of collection ``coll``."""
         if self.core is not None:  # a value that came the Python way (rendezvous, an ordered source)
             self.core.exchange_arrive(coll, seq, round, value)
             return
-        key = ((coll,), seq)
-        ex = self.exchanges.get(key)
-        if ex is None:
-            ex = self.exchanges[key] = _Exchange()
-        ex.early[round] = value
-        if ex.steps is not None:
-            self._advance(key, ex)
-
-    def _advance(self, key: tuple, ex: "_Exchange") -> None:
-        steps, rt, reducer = ex.steps, self.rt, ex.reducer
-        assert steps is not None and reducer is not None
-        while ex.stage < len(steps):
-            send, peer, round = steps[ex.stage]
-            if send and not ex.sent:
-                rt.post_value(peer, _EXCHANGE_KIND, round, key[1], key[0][0], ex.value)
-                ex.sent = True
-                if send == _SEND:
-                    ex.stage += 1
-                    ex.sent = False
-                    continue
-            w = ex.early.pop(round, _MISSING)
-            if w is _MISSING:
-                return  # the partner's value has not come yet
-            if round == _LAST:
-                ex.value = w  # the result, from the PE this one folded into
-            else:
-                ex.value = reducer.combine([ex.value, w] if rt.pe < peer else [w, ex.value])
-            ex.stage += 1
-            ex.sent = False
-        del self.exchanges[key]
-        self._wake(key, reducer.finish(ex.value) if reducer.finish is not None else ex.value)
+        self.butterflies.arrive(((coll,), seq), round, value)
 
     def waiting_report(self) -> list[str]:
         """Lines for a deadlock report: reductions this PE has begun and cannot finish, and
@@ -657,65 +536,6 @@ class ReductionManager:
         info = self.rt.infos.get(domain[0])
         what = info.cls.__qualname__ if info else f"collection {domain[0]:#x}"
         return f"{what}" + (" section" if len(domain) > 1 else "")
-
-
-class Block:
-    """The values of a run of consecutive elements of a dense array, in row-major order
-    from element number ``first`` (a ``ret=True`` broadcast's part from one PE whose
-    elements are its block as created: no index travels with each value). A value that
-    is ``PENDING`` came separately, as an ``(index, value)`` pair."""
-
-    __slots__ = ("first", "values", "shape")
-
-    def __init__(self, first: int, values: list, shape: tuple):
-        self.first, self.values, self.shape = first, values, shape
-
-    def __reduce__(self) -> tuple:
-        return Block, (self.first, self.values, self.shape)
-
-    def pairs(self) -> list:
-        """``(index, value)`` for each value that is not ``PENDING``."""
-        keys = row_major(self.shape, self.first, self.first + len(self.values))
-        return [(key, v) for key, v in zip(keys, self.values) if v is not PENDING]
-
-
-class _Pending:
-    def __reduce__(self) -> str:
-        return "PENDING"
-
-    def __repr__(self) -> str:
-        return "<pending>"
-
-
-#: a Block's placeholder for a value that comes as a pair of its own
-PENDING = _Pending()
-
-
-def in_order(items: list) -> tuple[list, bool]:
-    """The values of an ordered reduction (``(key, value)`` pairs and :class:`Block` objects)
-    by key; and whether it came as Blocks only (plain values: no element raised)."""
-    if all(type(x) is Block for x in items):
-        out: list = []
-        for block in sorted(items, key=operator.attrgetter("first")):
-            out.extend(block.values)
-        return out, True
-    pairs: list = []
-    for x in items:
-        if type(x) is Block:
-            pairs.extend(x.pairs())
-        else:
-            pairs.append(x)
-    pairs.sort(key=operator.itemgetter(0))
-    return [v for _, v in pairs], False
-
-
-def _order_key(el: "Chare", section: Any) -> Any:
-    """Where ``el``'s value goes in an ordered reduction: by index; in a union of several
-    collections, by the element's collection first (in the union's order), then by index."""
-    if section is None or not section.others:
-        return el.index
-    coll = el.collection._info.id
-    return (next(i for i, (info, _) in enumerate(section.parts) if info.id == coll), el.index)
 
 
 # Reducers and targets travel up the tree in every REDUCE message: pickling them by
