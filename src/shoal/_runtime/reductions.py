@@ -112,7 +112,7 @@ class ReductionManager:
         if self.core is not None:
             self.core.contributions_release(coll)
 
-    # -- contributions the compiled core gathered (_native/contribute.c) ----------
+    # -- contributions the compiled core gathered (_native/contribute.c, partials.c) --
     def holds(self, coll: int, seq: int) -> int:
         """What this path holds of reduction ``seq`` of collection ``coll`` here: 0 nothing,
         1 children's partials only, 2 contributions of this PE's own elements too (the core
@@ -174,7 +174,7 @@ class ReductionManager:
             return
         core = self.core
         if core is not None and section is None and len(domain) == 1 and core.contribution_offer(src, domain[0], seq, reducer, target, value):
-            return  # the core gathers this reduction here (_native/contribute.c)
+            return  # the core gathers this reduction here (_native/partials.c)
         self.add(domain, seq, value, reducer, target, 1, section, (1, src) if keyed(reducer) else None)
 
     def receive_block(self, coll: int, fid: int, src: int, first: int, values: tuple) -> None:
