@@ -111,6 +111,12 @@ def run_job(args: Sequence[str], pes: int, mpiexec: str | None = None, hold_repo
     restart it, and says so instead of "the job failed")."""
     launch = job_launch(pes, args, mpiexec)
     _raise_file_limit(pes)
+    if sys.dont_write_bytecode:  # else Python keeps shoal's bytecode current itself
+        from .bytecode import refresh
+
+        if refresh():
+            _say("compiled shoal's changed modules once: PYTHONDONTWRITEBYTECODE keeps Python from caching them, "
+                 "and every PE would compile them at every start")
     folder = _job_folder()
     env = {k: v for k, v in os.environ.items() if k != "SHOAL_PES"}
     env["SHOAL_TRANSPORT"] = "mpi"
