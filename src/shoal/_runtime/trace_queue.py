@@ -9,7 +9,8 @@ waits: the backlog the step found. :func:`queue_events` writes the notes as at m
 :data:`~.trace_bins.MAX_COUNTERS` counter events (``"ph": "C"``), each the largest length
 in its stretch of the PE's span. In summary mode the notes go into the tracer's bins
 (``SummaryTracer.queued``: the longest queue per bin, bounded however long the run) and
-the counter is drawn from them. With tracing off nothing is installed.
+the counter is drawn from them. The report's queue view reads either
+(:mod:`shoal.trace.waiting`). With tracing off nothing is installed.
 """
 
 from __future__ import annotations
