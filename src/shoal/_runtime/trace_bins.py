@@ -193,12 +193,21 @@ class SummaryTracer(Tracer):
         """The scheduler's queue holds ``waiting`` now (:mod:`.trace_queue`, on a change):
         the length it had held since its last change is the least of each bin since."""
         t = self.clock()
-        j = self._bin(t)
+        o, w, q = self.origin, self.width, self._queue_max
+        j = int((t - o) / w)
+        if not 0 <= j < self._nbins:
+            j = self._bin(t)
+            q = self._queue_max
         held = self._queued_last
         if held:
-            self._hold(held, self._queued_at, j)
-        if waiting > self._queue_max[j]:
-            self._queue_max[j] = waiting
+            i = int((self._queued_at - o) / self.width)
+            if i == j:  # the common case: the length held within this bin
+                if held > q[j]:
+                    q[j] = held
+            else:
+                self._hold(held, self._queued_at, j)
+        if waiting > q[j]:
+            q[j] = waiting
         self._queued_last, self._queued_at = waiting, t
 
     def _hold(self, level: int, since: float, j: int) -> None:
@@ -210,8 +219,11 @@ class SummaryTracer(Tracer):
 
     def future_done(self, t0: float, t1: float) -> None:
         """A future made at ``t0`` has its value at ``t1`` (:mod:`.trace_futures`)."""
-        j = self._bin(t1)
-        i = self._bin(t0)  # after j: j may have doubled the width
+        o, w = self.origin, self.width
+        i, j = int((t0 - o) / w), int((t1 - o) / w)
+        if not (0 <= i and j < self._nbins):
+            j = self._bin(t1)
+            i = self._bin(t0)  # after j: j may have doubled the width
         self._made[i] += 1
         self._resolved[j] += 1
         if t1 - t0 > self._wait_max[j]:
