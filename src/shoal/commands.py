@@ -154,7 +154,7 @@ def _trace_options(trace: argparse.ArgumentParser) -> None:
                         help="refuse a trace larger than this many MiB (default 512; memory is about ten times it)")
     report.add_argument("--views", default=None, metavar="LIST",
                         help="a comma list of the parts to show (default all): words, methods, timeline, usage, "
-                             "overview, profile, comm, hist, outliers, balance, rounds")
+                             "overview, profile, comm, queue, hist, outliers, balance, rounds")
 
 
 #: subcommand -> (its help line, what adds its options)

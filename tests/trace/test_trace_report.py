@@ -70,6 +70,35 @@ def _imbalanced(make=Tracer) -> list[dict]:
     return recs
 
 
+def _waiting(make=Tracer) -> list[dict]:
+    """:func:`_imbalanced` with PE 0's scheduler queue at 40 from 0.2 s to 0.3 s (then 0)
+    and two futures: one made at 0.1 s and resolved at 0.4 s, one made at 0.6 s and never
+    resolved."""
+    recs = []
+    for pe in (0, 1):
+        clock = Clock(0.0)
+        t = make(pe, clock)
+        t.run(Work((pe,)), Work.step, 0.0, 0.5)
+        if pe == 0:
+            for when, waiting in ((0.2, 40), (0.3, 0)):
+                clock.t = when
+                if t.binned:
+                    t.queued(waiting)
+                else:
+                    t._queued_last = waiting
+                    t._queue.append((when, waiting))
+            if t.binned:
+                t.future_done(0.1, 0.4)
+            else:
+                t._futures.append((0.1, 0.4, 1, "prog.py:3 in main"))
+            t._open_futures[2] = 0.6
+            if not t.binned:  # a full timeline writes a begin without an end for it (a job cut short)
+                t._futures.append((0.6, 0.6, 2, "prog.py:4 in main"))
+        clock.t = 1.0
+        recs.append(t.export())
+    return recs
+
+
 def _trace(tmp_path: Path, recs: list[dict], name: str = "t.json") -> Path:
     path = tmp_path / name
     write_trace(path, recs, meta={"pes": len(recs)})
@@ -340,6 +369,33 @@ def test_summary_trace_draws_the_same_usage_as_a_full_one(tmp_path):
     assert "Recorded in summary mode" in page.read_text()
 
 
+@pytest.mark.parametrize("summary", [False, True])
+def test_the_queue_and_futures_reach_the_reports_grid(tmp_path, summary):
+    make = (lambda pe, clock: SummaryTracer(pe, 0.01, clock)) if summary else Tracer
+    path = _trace(tmp_path, _waiting(make))
+    data = json.loads(path.read_text())
+    if not summary:  # the second future's slice is left open, as a job cut short leaves it
+        data["traceEvents"] = [ev for ev in data["traceEvents"]
+                               if not (ev.get("cat") == "future" and ev["ph"] == "e" and ev["id"] % 2**32 == 2)]
+    an = analyze(data)
+    assert an.summary_mode == summary
+    mid = (an.edges[:-1] + an.edges[1:]) / 2
+    assert an.queue[0].max() == 40 and not an.queue[1].any()
+    held = mid[an.queue[0] == 40]  # the bins where the queue was 40: from 0.2 s to 0.3 s
+    assert held.min() == pytest.approx(0.2e6, abs=2 * an.width) and held.max() == pytest.approx(0.3e6, abs=2 * an.width)
+    assert an.futures_made.sum() == 2 and an.futures_resolved.sum() == 1
+    assert an.future_wait.max() == pytest.approx(0.3e6, rel=0.01)
+    assert mid[an.futures_resolved[0] > 0][0] == pytest.approx(0.4e6, abs=an.width)
+    from shoal.trace.report import report_html
+    from shoal.trace.waiting import queue_view
+
+    fig = queue_view(an)
+    names = [tr.name for tr in fig.data]
+    assert names == ["PE 0 queue", "futures made", "futures resolved", "longest wait (ms)"]
+    assert "id='view-queue'" in report_html(an, "t")
+    assert queue_view(analyze(json.loads(_trace(tmp_path, _imbalanced(), "none.json").read_text()))) is None
+
+
 @pytest.mark.parametrize("text, seconds", [("10ms", 0.01), ("500us", 5e-4), ("0.5s", 0.5), ("2", 2.0), ("1m", 60.0)])
 def test_trace_summary_bin_widths(text, seconds):
     from shoal.commands import _bin_width
@@ -360,11 +416,17 @@ def test_trace_summary_needs_a_trace_file_and_a_sane_bin(tmp_path):
 
 
 # -- the page and the command ---------------------------------------------------------------------
-VIEWS = ("timeline", "usage", "overview", "profile", "comm", "hist", "outliers")  # "balance": with rounds only
+VIEWS = ("timeline", "usage", "overview", "profile", "comm", "queue", "hist", "outliers")  # "balance": rounds only
+
+
+def _with_queue(recs: list[dict]) -> list[dict]:
+    """``recs`` with :func:`_waiting`'s queue and futures on PE 0 (for the queue view)."""
+    extra = _waiting()[0]
+    return [{**recs[0], "queue": extra["queue"], "futures": extra["futures"][:1]}, *recs[1:]]
 
 
 def test_report_page_is_self_contained_with_every_view(tmp_path, capsys):
-    path = _trace(tmp_path, _imbalanced())
+    path = _trace(tmp_path, _with_queue(_imbalanced()))
     assert shoal_main(["trace", "report", str(path), "-o", str(tmp_path / "r.html")]) == 0
     assert "2 PEs, 20 entry-method runs" in capsys.readouterr().out
     page = (tmp_path / "r.html").read_text()
@@ -586,7 +648,7 @@ def test_checkpoints_and_a_restart_are_marked(mpi_job, tmp_path):
 def test_report_renders_in_headless_chromium(tmp_path):
     chromium()
     page = tmp_path / "r.html"
-    write_report(_trace(tmp_path, _imbalanced()), page)
+    write_report(_trace(tmp_path, _with_queue(_imbalanced())), page)
     dom = rendered(page)
     for view in VIEWS:  # each view's div holds the SVG Plotly drew into it
         start = dom.index(f'id="plot-{view}"')

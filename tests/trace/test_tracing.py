@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -176,16 +177,55 @@ def _bad(**changes) -> dict:
     ([_bad(pe=-2)], "has PE -2"),
     ([_bad(idle=None)], "lacks the lists idle"),
     ([_bad(offset=float("nan"))], "offset=nan"),
-    ([_bad(idle=[(2.0, 1.0)])], "malformed idle event \\(2.0, 1.0\\)"),
-    ([_bad(entries=[(0, float("inf"), 1.0)])], "malformed entries event"),
-    ([_bad(entries=[(5, 1.0, 2.0)])], "malformed entries event \\(5, 1.0, 2.0\\): expected \\(index into names"),
-    ([_bad(sends=[(1.0, 2)])], "malformed sends event"),
-    ([_bad(marks=[("m", 1.0, 5)])], "malformed marks event"),
 ])
 def test_bad_records_are_refused_naming_what_is_wrong(tmp_path, records, message):
     with pytest.raises(ShoalError, match=message):
         write_trace(tmp_path / "t.json", records)
     assert not os.listdir(tmp_path)
+
+
+def _with_bad_events(pe: int) -> dict:
+    """PE ``pe``'s record with a backward idle period, an entry whose time is inf, one whose
+    name index is out of range, a send cut short and a mark whose args are not a dict."""
+    rec = _record(pe)
+    rec["idle"] = [*rec["idle"], (100.0052, 100.0051)]
+    rec["entries"] = [*rec["entries"], (0, float("inf"), 100.001), (5, 100.001, 100.002)]
+    rec["sends"] = [*rec["sends"], (100.001, 2)]
+    rec["marks"] = [*rec["marks"], ("m", 100.001, 5)]
+    return rec
+
+
+def test_malformed_events_are_left_out_counted_and_said(tmp_path, capsys):
+    good = _write(tmp_path, [_record(0), _record(1)])
+    dropped = write_trace(tmp_path / "bad.json", [_with_bad_events(0), _record(1)])
+    assert dropped.total == 5 and dropped.counts == {(0, "entries"): 2, (0, "idle"): 1, (0, "sends"): 1,
+                                                      (0, "marks"): 1}
+    assert "5 malformed events left out (entries 2, idle 1, marks 1, sends 1) on PE 0" == dropped.sentence()
+    data = json.loads((tmp_path / "bad.json").read_text())
+    # every good event is there, as in the trace without the bad ones
+    strip = lambda evs: sorted(re.sub(" at 0x[0-9a-f]+", "", json.dumps(e, sort_keys=True)) for e in evs)  # noqa: E731
+    assert strip(data["traceEvents"]) == strip(good["traceEvents"])
+    said = data["otherData"]["shoal"]["dropped"]
+    assert said["events"] == 5 and said["pes"] == {"0": 5} and said["kinds"]["idle"] == 1
+    assert said["examples"]["idle"].startswith("PE 0: (100.0052, 100.0051): expected (t0, t1)")
+    assert "dropped" not in good["otherData"]["shoal"]
+    # the summary and the report say it
+    assert shoal_main(["trace", "summary", str(tmp_path / "bad.json")]) == 0
+    out = capsys.readouterr().out
+    assert "5 malformed events were left out when the trace was written" in " ".join(out.split())
+    from shoal.trace.read import read_trace
+
+    notes = read_trace(tmp_path / "bad.json").notes
+    assert any("5 malformed events were left out" in n and "idle 1" in n for n in notes), notes
+    assert not read_trace(tmp_path / "trace.json").notes
+
+
+def test_a_record_of_bad_events_only_keeps_its_span(tmp_path):
+    rec = _bad(entries=[(0, 2.0, 1.0)], idle=[], sends=[], migrations=[], balances=[], marks=[])
+    dropped = write_trace(tmp_path / "t.json", [rec])
+    assert dropped.total == 1
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert data["otherData"]["shoal"]["pes"][0]["end"] == pytest.approx(10_000.0)  # start 100 s, end 100.01 s
 
 
 def test_meta_is_checked(tmp_path):

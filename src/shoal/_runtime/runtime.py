@@ -183,7 +183,7 @@ class Runtime(Receiving, Sending, RunningState):
         self._core_send = core.send if core is not None else None
         #: ``new_future(back)``: Future() in the frame ``back`` above the caller's
         self._new_future = core.new_future if core is not None else new_future
-        if self.tracer is not None and not settings.trace_summary:  # futures and the queue on the timeline
+        if self.tracer is not None:  # futures and the queue on the timeline (summary mode: in bins)
             from .trace_futures import watch_futures
             from .trace_queue import watch_queue
 

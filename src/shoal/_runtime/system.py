@@ -86,10 +86,12 @@ class System(Chare):
         try:
             from .trace_file import write_trace  # only a job that traces writes one
 
-            write_trace(path, [r for r in records if r is not None], meta={"pes": rt.npes, "exit_code": code})
+            dropped = write_trace(path, [r for r in records if r is not None],
+                                  meta={"pes": rt.npes, "exit_code": code})
             events = sum(len(r["entries"]) + sum(map(sum, r["bins"]["calls"] if "bins" in r else ()))
                          for r in records if r is not None)  # summary mode: its bins' calls
-            print(f"shoal: timeline of {rt.npes} PEs ({events} entry-method runs) written to {path}; "
+            lost = f" ({dropped.sentence()}: a fault of shoal's recorder, please report it)" if dropped.total else ""
+            print(f"shoal: timeline of {rt.npes} PEs ({events} entry-method runs) written to {path}{lost}; "
                   f"`shoal trace summary {path}` or https://ui.perfetto.dev shows it", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001 - the job's own result stands: say why there is no trace
             print(f"shoal: PE 0: no timeline written: {exc}", file=sys.stderr, flush=True)

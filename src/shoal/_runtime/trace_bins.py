@@ -6,7 +6,9 @@ method's time (and its calls), the idle time and the bytes sent into bins of the
 width. When a PE's bins reach :data:`MAX_BINS` the width doubles and neighbouring bins
 merge (as Projections' summary mode does), so a PE's record holds at most ``MAX_BINS``
 bins per entry method however long it runs: about (entry methods + 3) x 4096 numbers.
-Migrations, balancing rounds and marks stay events (a handful per round).
+Migrations, balancing rounds and marks stay events (a handful per round). The scheduler
+queue (:mod:`.trace_queue`) and the futures (:mod:`.trace_futures`) are bins too: per bin
+the longest queue, the futures made and resolved, and the longest wait of those resolved.
 
 In the file, :func:`summary_description` puts each PE's bins under
 ``otherData.shoal.summary`` (µs per bin, from the job's earliest instant) and
@@ -29,7 +31,10 @@ MAX_BINS = 4096
 class SummaryTracer(Tracer):
     """A :class:`Tracer` that adds time into bins instead of keeping every event."""
 
-    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins")
+    binned = True
+
+    __slots__ = ("width", "origin", "cap", "_busy", "_calls", "_idle_bins", "_sent", "_msgs", "_to", "_nbins",
+                 "_queue_max", "_queued_at", "_made", "_resolved", "_wait_max")
 
     def __init__(self, pe: int, width: float, clock: Callable[[], float] = time.perf_counter,
                  cap: int = MAX_BINS) -> None:
@@ -47,7 +52,20 @@ class SummaryTracer(Tracer):
         self._sent: list[float] = []  # bytes per bin
         self._msgs: list[int] = []
         self._to: dict[int, list[int]] = {}  # destination PE -> [messages, bytes]
+        self._queue_max: list[int] = []  # the longest scheduler queue in each bin
+        self._queued_at = self.start  # when the queue's length last changed
+        self._made: list[int] = []  # futures made, resolved (each counted in the bin of that instant)
+        self._resolved: list[int] = []
+        self._wait_max: list[float] = []  # the longest wait of a future resolved in the bin, seconds
         self._nbins = 0
+
+    def _sums(self) -> list[list[Any]]:
+        """The series whose bins add up when two merge."""
+        return [*self._busy, *self._calls, self._idle_bins, self._sent, self._msgs, self._made, self._resolved]
+
+    def _maxima(self) -> list[list[Any]]:
+        """The series whose bins keep the larger value when two merge."""
+        return [self._queue_max, self._wait_max]
 
     # -- bins ------------------------------------------------------------------
     def _bin(self, t: float) -> int:
@@ -61,8 +79,7 @@ class SummaryTracer(Tracer):
                 i = int((t - self.origin) / self.width)
         if i >= self._nbins:
             grow = i + 1 - self._nbins
-            every: list[list[Any]] = [*self._busy, *self._calls, self._idle_bins, self._sent, self._msgs]
-            for series in every:
+            for series in (*self._sums(), *self._maxima()):
                 series.extend([0] * grow)
             self._nbins = i + 1
         return i
@@ -70,9 +87,10 @@ class SummaryTracer(Tracer):
     def _coarsen(self) -> None:
         """Double the bins' width: each new bin is the sum of two old ones (in place: a
         caller may hold a series while it adds to it)."""
-        every: list[list[Any]] = [*self._busy, *self._calls, self._idle_bins, self._sent, self._msgs]
-        for s in every:
+        for s in self._sums():
             s[:] = [s[k] + (s[k + 1] if k + 1 < len(s) else 0) for k in range(0, len(s), 2)]
+        for s in self._maxima():
+            s[:] = [max(s[k:k + 2]) for k in range(0, len(s), 2)]
         self._nbins = (self._nbins + 1) // 2
         self.width *= 2
 
@@ -171,15 +189,63 @@ class SummaryTracer(Tracer):
         to[0] += 1
         to[1] += nbytes
 
+    def queued(self, waiting: int) -> None:
+        """The scheduler's queue holds ``waiting`` now (:mod:`.trace_queue`, on a change):
+        the length it had held since its last change is the least of each bin since."""
+        t = self.clock()
+        o, w, q = self.origin, self.width, self._queue_max
+        j = int((t - o) / w)
+        if not 0 <= j < self._nbins:
+            j = self._bin(t)
+            q = self._queue_max
+        held = self._queued_last
+        if held:
+            i = int((self._queued_at - o) / self.width)
+            if i == j:  # the common case: the length held within this bin
+                if held > q[j]:
+                    q[j] = held
+            else:
+                self._hold(held, self._queued_at, j)
+        if waiting > q[j]:
+            q[j] = waiting
+        self._queued_last, self._queued_at = waiting, t
+
+    def _hold(self, level: int, since: float, j: int) -> None:
+        """The queue held ``level`` from ``since`` to bin ``j``."""
+        q = self._queue_max
+        for k in range(max(0, int((since - self.origin) / self.width)), j + 1):
+            if level > q[k]:
+                q[k] = level
+
+    def future_done(self, t0: float, t1: float) -> None:
+        """A future made at ``t0`` has its value at ``t1`` (:mod:`.trace_futures`)."""
+        o, w = self.origin, self.width
+        i, j = int((t0 - o) / w), int((t1 - o) / w)
+        if not (0 <= i and j < self._nbins):
+            j = self._bin(t1)
+            i = self._bin(t0)  # after j: j may have doubled the width
+        self._made[i] += 1
+        self._resolved[j] += 1
+        if t1 - t0 > self._wait_max[j]:
+            self._wait_max[j] = t1 - t0
+
     def __len__(self) -> int:
         return super().__len__() + self._nbins * (len(self._busy) + 1)
 
     def export(self, offset: float = 0.0) -> dict[str, Any]:
         rec = super().export(offset)
+        if self._queued_last:  # the queue holds its length to the end
+            self._hold(self._queued_last, self._queued_at, self._bin(rec["end"]))
+        opened = [self._bin(t0) for t0 in sorted(self._open_futures.values(), reverse=True)]
+        made = list(self._made)
+        for k in opened:  # made, not resolved yet
+            made[k] += 1
         rec["bins"] = {"width": self.width, "origin": self.origin, "busy": [list(s) for s in self._busy],
                        "calls": [list(s) for s in self._calls], "idle": list(self._idle_bins),
                        "sent": list(self._sent), "msgs": list(self._msgs),
-                       "to": {int(k): list(v) for k, v in self._to.items()}}
+                       "to": {int(k): list(v) for k, v in self._to.items()},
+                       "queue": list(self._queue_max), "made": made, "resolved": list(self._resolved),
+                       "wait": list(self._wait_max)}
         return rec
 
 
@@ -189,7 +255,9 @@ def _us(values: list[Any]) -> list[float]:
 
 
 def summary_description(rec: Mapping[str, Any], base: float) -> dict[str, Any]:
-    """One PE's bins for ``otherData.shoal.summary``: times in µs from ``base`` (seconds)."""
+    """One PE's bins for ``otherData.shoal.summary``: times in µs from ``base`` (seconds);
+    ``queue`` (the longest queue per bin) and ``futures`` (``made``, ``resolved`` and the
+    longest ``wait`` in µs, per bin) only where the PE had a queue or futures."""
     b = rec["bins"]
     names = rec["names"]
     return {"pe": rec["pe"], "tid": rec["pe"] + 1, "origin": round((b["origin"] + rec["offset"] - base) * 1e6, 3),
@@ -197,7 +265,10 @@ def summary_description(rec: Mapping[str, Any], base: float) -> dict[str, Any]:
             "busy": {str(names[i]): _us(s) for i, s in enumerate(b["busy"]) if i < len(names)},
             "calls": {str(names[i]): list(s) for i, s in enumerate(b["calls"]) if i < len(names)},
             "idle": _us(b["idle"]), "sent": list(b["sent"]), "msgs": list(b["msgs"]),
-            "to": {str(k): v for k, v in b["to"].items()}}
+            "to": {str(k): v for k, v in b["to"].items()},
+            **({"queue": list(b["queue"])} if any(b.get("queue") or ()) else {}),
+            **({"futures": {"made": list(b["made"]), "resolved": list(b["resolved"]), "wait": _us(b["wait"])}}
+               if any(b.get("made") or ()) or any(b.get("resolved") or ()) else {})}
 
 
 #: the most counter events a PE writes (neighbouring bins merge past it): a counter

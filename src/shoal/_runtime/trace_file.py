@@ -5,7 +5,6 @@ arrows and counter tracks come from :mod:`.trace_flows` and :mod:`.trace_bins`."
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 
@@ -14,11 +13,12 @@ if TYPE_CHECKING:
     from typing import Any, Iterator
 
 from ..errors import ShoalError
+from .trace_check import Dropped, check_records, finite, times
 from .trace_bins import SummaryTracer, binned, counter_events, summary_description
 from .trace_flows import flow_events
 from .trace_futures import future_events
 from .trace_queue import queue_events
-from .tracing import BALANCE, ENTRY, FORMAT, IDLE, MARK, MIGRATION, SEND, TRACE_PID, Tracer, _LISTS
+from .tracing import BALANCE, ENTRY, FORMAT, IDLE, MARK, MIGRATION, SEND, TRACE_PID, Tracer
 
 __all__ = ["new_tracer", "write_trace"]
 
@@ -38,7 +38,7 @@ def new_tracer(pe: int, bin_seconds: float = 0.0, restart: str = "") -> Tracer:
 
 # -- writing: validation, then one streamed JSON file -------------------------------------------
 def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any]], *,
-                meta: Mapping[str, Any] | None = None) -> None:
+                meta: Mapping[str, Any] | None = None) -> Dropped:
     """Merge every PE's :meth:`Tracer.export` into one Chrome trace-event file at ``path``.
 
     The file is ``{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}``:
@@ -47,18 +47,23 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
     ``offset`` (seconds added to its times, to align the clocks of different processes);
     times are written in microseconds from the job's earliest instant. The file appears
     whole or not at all (a temporary file beside it, then ``os.replace``). A record that
-    is not one, or a path that cannot be written, raises :class:`shoal.ShoalError`.
+    is not one, or a path that cannot be written, raises :class:`shoal.ShoalError`; a
+    malformed event is left out of the file and counted (``otherData.shoal.dropped``,
+    and the :class:`.trace_check.Dropped` returned).
     """
     target = _check_path(path)
-    checked = _check_records(records)
+    dropped = Dropped()
+    checked = check_records(records, dropped)
     other = _check_meta(meta)
     base = min(_earliest(rec) + rec["offset"] for rec in checked)  # the job's earliest instant
     other["shoal"] = {
         "format": FORMAT,
         "pes": [{"pe": rec["pe"], "tid": rec["pe"] + 1, "start": _us(_earliest(rec) + rec["offset"] - base),
                  "end": _us(_latest(rec) + rec["offset"] - base),
-                 **({"cpu": _us(rec["cpu"])} if _finite(rec.get("cpu")) else {})} for rec in checked],
+                 **({"cpu": _us(rec["cpu"])} if finite(rec.get("cpu")) else {})} for rec in checked],
     }
+    if dropped.total:
+        other["shoal"]["dropped"] = dropped.description()
     summary = [rec for rec in checked if "bins" in rec]
     if summary:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
         other["shoal"]["summary"] = {"pes": [summary_description(rec, base) for rec in summary]}
@@ -100,6 +105,7 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
         if isinstance(exc, OSError):
             raise ShoalError(f"cannot write the trace to {target!r}: {exc.strerror or exc}") from None
         raise
+    return dropped
 
 
 def _check_path(path: object) -> str:
@@ -127,116 +133,14 @@ def _check_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(meta)
 
 
-def _check_records(records: object) -> list[dict[str, Any]]:
-    """Each record checked and completed (``offset`` 0 where absent); sorted by PE."""
-    if not isinstance(records, Sequence) or isinstance(records, (str, bytes)):
-        raise ShoalError(f"write_trace: records must be a list of Tracer.export() dicts, not {type(records).__name__}")
-    if not records:
-        raise ShoalError("write_trace: no records: give every PE's Tracer.export()")
-    out: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    for i, rec in enumerate(records):
-        if not isinstance(rec, Mapping) or rec.get("format") != FORMAT:
-            what = rec.get("format") if isinstance(rec, Mapping) else type(rec).__name__
-            raise ShoalError(f"write_trace: records[{i}] is not a Tracer.export() record "
-                             f"(format {what!r}, expected {FORMAT!r})")
-        pe = rec.get("pe")
-        if not isinstance(pe, int) or isinstance(pe, bool) or pe < 0:
-            raise ShoalError(f"write_trace: records[{i}] has PE {pe!r}; a PE number is an int >= 0")
-        if pe in seen:
-            raise ShoalError(f"write_trace: two records of PE {pe}; give each PE's record once")
-        seen.add(pe)
-        missing = [k for k in _LISTS if not isinstance(rec.get(k), (list, tuple))]
-        if missing:
-            raise ShoalError(f"write_trace: the record of PE {pe} lacks the lists {', '.join(missing)}")
-        full = dict(rec)
-        offset = full.setdefault("offset", 0.0)
-        if not _finite(offset):
-            raise ShoalError(f"write_trace: the record of PE {pe} has offset={offset!r}; "
-                             "it must be a finite number of seconds")
-        full["offset"] = float(offset)
-        bins = full.get("bins")
-        if bins is not None and not (isinstance(bins, Mapping) and _finite(bins.get("width")) and bins["width"] > 0
-                                     and _finite(bins.get("origin"))):
-            raise ShoalError(f"write_trace: the record of PE {pe} has malformed bins (expected the "
-                             "SummaryTracer.export() mapping with a width > 0 and an origin in seconds)")
-        for kind, (size, at) in _SHAPES.items():
-            for ev in full.get(kind, ()):
-                if not _well_formed(ev, size, at, kind, len(full["names"])):
-                    raise ShoalError(f"write_trace: PE {pe}: malformed {kind} event {ev!r}: {_WHY[kind]}")
-        for key in ("start", "end"):  # where absent: the first and the last event
-            value = full.get(key)
-            if value is None:
-                value = min(_times(full), default=0.0) if key == "start" else max(_times(full), default=0.0)
-            if not _finite(value):
-                raise ShoalError(f"write_trace: the record of PE {pe} has {key}={value!r}; "
-                                 "it must be a finite number of seconds")
-            full[key] = float(value)
-        out.append(full)
-    return sorted(out, key=lambda r: r["pe"])
-
-
-#: per list of a record: its tuples' length and the places of their times
-_SHAPES = {"entries": (3, (1, 2)), "idle": (2, (0, 1)), "sends": (3, (0,)), "migrations": (6, (0, 1)),
-           "balances": (5, (0, 1)), "marks": (3, (1,)), "futures": (4, (0, 1)),
-           "queue": (2, (0,))}
-#: the lists whose tuples may hold one item more (an entry's element, a round's reason)
-_LONGER = ("entries", "balances")
-_WHY = {
-    "entries": "expected (index into names, t0, t1[, element index]), finite seconds with t0 <= t1",
-    "idle": "expected (t0, t1), finite seconds with t0 <= t1",
-    "sends": "expected (t, dest_pe, nbytes), t finite seconds",
-    "migrations": "expected (t0, t1, what, src_pe, dst_pe, nbytes), finite seconds with t0 <= t1",
-    "balances": "expected (t0, t1, collection, moved, strategy[, reason dict]), finite seconds with t0 <= t1",
-    "marks": "expected (name, t, args dict or None), t finite seconds",
-    "futures": "expected (t_made, t_value, number, origin), finite seconds with t_made <= t_value",
-    "queue": "expected (t, length), t finite seconds, length an int >= 0",
-}
-
-
-def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: int) -> bool:
-    if not isinstance(ev, (tuple, list)) or not (len(ev) == size or kind in _LONGER and len(ev) == size + 1):
-        return False
-    times = [ev[i] for i in at]
-    if not all(map(_finite, times)) or (len(times) == 2 and times[0] > times[1]):
-        return False
-    if kind == "entries":
-        return isinstance(ev[0], int) and 0 <= ev[0] < names
-    if kind == "marks":
-        return ev[2] is None or isinstance(ev[2], Mapping)
-    if kind == "queue":
-        return isinstance(ev[1], int) and ev[1] >= 0
-    if kind == "balances" and len(ev) > size:
-        return ev[size] is None or isinstance(ev[size], Mapping)
-    return True
-
-
-def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _times(rec: Mapping[str, Any]) -> Iterator[float]:
-    """Every start or instant time of ``rec``, and every end time (own clock)."""
-    for ev in rec["entries"]:
-        yield ev[1]
-        yield ev[2]
-    for ev in (*rec["idle"], *rec["migrations"], *rec["balances"], *rec.get("futures", ())):
-        yield ev[0]
-        yield ev[1]
-    for ev in (*rec["sends"], *rec.get("queue", ())):
-        yield ev[0]
-    for ev in rec["marks"]:
-        yield ev[1]
-
-
 def _earliest(rec: Mapping[str, Any]) -> float:
     """The earliest instant of a checked record, its own clock."""
-    return min(rec["start"], min(_times(rec), default=rec["start"]))
+    return min(rec["start"], min(times(rec), default=rec["start"]))
 
 
 def _latest(rec: Mapping[str, Any]) -> float:
     """The latest instant of a checked record, its own clock."""
-    return max(rec["end"], max(_times(rec), default=rec["end"]))
+    return max(rec["end"], max(times(rec), default=rec["end"]))
 
 
 def _us(seconds: float) -> float:

@@ -1,10 +1,12 @@
 """Futures on the timeline: each registered future's life as an async slice.
 
-With tracing on (and not in summary mode) :func:`watch_futures` makes the runtime note
-when each future of its PE is made and when its value arrives; the file shows each as
-an async slice (``"ph": "b"`` / ``"e"``, category ``future``) from one to the other,
-which Perfetto draws on a track of its own under the job. With tracing off nothing of
-this is installed: the runtime's class and methods are the plain ones.
+With tracing on :func:`watch_futures` makes the runtime note when each future of its PE
+is made and when its value arrives; the file shows each as an async slice (``"ph": "b"``
+/ ``"e"``, category ``future``) from one to the other, which Perfetto draws on a track of
+its own under the job. In summary mode each future is added into the tracer's bins
+instead (``SummaryTracer.future_done``: per bin, the futures made and resolved and the
+longest wait), drawn as a ``PE n futures`` counter. With tracing off nothing of this is
+installed: the runtime's class and methods are the plain ones.
 
 Made: every registered future takes its number from ``Runtime._next_fid``, whether
 Python (``Runtime.register_future``) or the compiled core (``core_new_future``: the
@@ -60,7 +62,10 @@ def _resolved(rt: Any, fid: int, fut: Any) -> None:
     tracer = rt.tracer
     t0 = tracer._open_futures.pop(fid, None)
     if t0 is not None:
-        tracer._futures.append((t0, tracer.clock(), fid, _where(getattr(fut, "_origin", None))))
+        if tracer.binned:  # summary mode: into bins, bounded
+            tracer.future_done(t0, tracer.clock())
+        else:
+            tracer._futures.append((t0, tracer.clock(), fid, _where(getattr(fut, "_origin", None))))
 
 
 #: the traced class of each runtime class, made once
@@ -112,6 +117,9 @@ def future_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     """The JSON text of a begin and an end per future of ``rec`` (µs from ``base``); the
     id holds the PE, as each PE numbers its futures from 1."""
     pe = rec["pe"]
+    if "bins" in rec:
+        yield from _binned_events(rec, base)
+        return
     shift = rec["offset"] - base
     where = f'"pid":{TRACE_PID},"tid":{pe + 1}'
     for t0, t1, fid, origin in rec.get("futures", ()):
@@ -119,3 +127,27 @@ def future_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
         yield (f'{{"name":"future","cat":"{FUTURE}","ph":"b","id":{ident},"ts":{(t0 + shift) * 1e6:.3f},{where},'
                f'"args":{{"origin":{json.dumps(str(origin))},"pe":{pe}}}}}')
         yield f'{{"name":"future","cat":"{FUTURE}","ph":"e","id":{ident},"ts":{(t1 + shift) * 1e6:.3f},{where}}}'
+
+
+def _binned_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
+    """Summary mode's ``PE n futures`` counter, per group of bins (at most
+    :data:`~.trace_bins.MAX_COUNTERS`): the futures made and resolved in it and the longest
+    wait (ms) of those resolved; a group like the one before is left out."""
+    from .trace_bins import MAX_COUNTERS
+
+    b = rec["bins"]
+    made, resolved, wait = b.get("made") or [], b.get("resolved") or [], b.get("wait") or []
+    if not (any(made) or any(resolved)):
+        return
+    n = max(len(made), len(resolved))
+    per = -(-n // MAX_COUNTERS)
+    origin = (b["origin"] + rec["offset"] - base) * 1e6
+    where = f'"ph":"C","pid":{TRACE_PID},"tid":{rec["pe"] + 1}'
+    shown = ""
+    for g in range(0, n, per):
+        args = (f'"made":{sum(made[g:g + per])},"resolved":{sum(resolved[g:g + per])},'
+                f'"longest wait ms":{max(wait[g:g + per], default=0) * 1e3:.4g}')
+        if args != shown:
+            shown = args
+            ts = origin + g * b["width"] * 1e6
+            yield f'{{"name":"PE {rec["pe"]} futures",{where},"ts":{ts:.3f},"args":{{{args}}}}}'

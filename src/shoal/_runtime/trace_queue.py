@@ -2,12 +2,15 @@
 
 What waits in a PE's scheduler is its local messages (sent to elements of the same PE)
 and its coroutines ready to resume (``Runtime.local`` and ``Runtime.ready``); messages
-from other PEs run as they are received, so they never wait there. With tracing on (and
-not in summary mode) :func:`watch_queue` gives the runtime a class whose ``step`` notes
-that length whenever it differs from the last note, at the start of each step, before the
-step runs what waits: the backlog the step found. :func:`queue_events` writes the notes
-as at most :data:`~.trace_bins.MAX_COUNTERS` counter events (``"ph": "C"``), each the
-largest length in its stretch of the PE's span. With tracing off nothing is installed.
+from other PEs run as they are received, so they never wait there. With tracing on
+:func:`watch_queue` gives the runtime a class whose ``step`` notes that length whenever
+it differs from the last note, at the start of each step, before the step runs what
+waits: the backlog the step found. :func:`queue_events` writes the notes as at most
+:data:`~.trace_bins.MAX_COUNTERS` counter events (``"ph": "C"``), each the largest length
+in its stretch of the PE's span. In summary mode the notes go into the tracer's bins
+(``SummaryTracer.queued``: the longest queue per bin, bounded however long the run) and
+the counter is drawn from them. The report's queue view reads either
+(:mod:`shoal.trace.waiting`). With tracing off nothing is installed.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from .tracing import TRACE_PID
 __all__ = ["watch_queue", "queue_events"]
 
 #: the class with a noting step of each runtime class, made once
-_QUEUED: dict[type, type] = {}
+_QUEUED: dict[tuple[type, bool], type] = {}
 
 
-def _queued(cls: type) -> type:
-    """``cls`` (a Runtime class) whose ``step`` first notes the queue's length when it changed."""
-    if cls in _QUEUED:
-        return _QUEUED[cls]
+def _queued(cls: type, binned: bool) -> type:
+    """``cls`` (a Runtime class) whose ``step`` first notes the queue's length when it
+    changed: as a note (a full timeline) or into the tracer's bins (summary mode)."""
+    if (cls, binned) in _QUEUED:
+        return _QUEUED[cls, binned]
     plain_step = cls.step  # type: ignore[attr-defined]
 
     def step(self: Any) -> bool:
@@ -42,19 +46,31 @@ def _queued(cls: type) -> type:
             tracer._queue.append((tracer.clock(), waiting))
         return plain_step(self)
 
-    step.__doc__ = plain_step.__doc__
-    queued = _QUEUED[cls] = type(cls.__name__, (cls,), {"__slots__": (), "step": step, "__module__": cls.__module__})
+    def binned_step(self: Any) -> bool:
+        waiting = len(self.local) + len(self.ready)
+        tracer = self.tracer
+        if waiting != tracer._queued_last:
+            tracer.queued(waiting)
+        return plain_step(self)
+
+    chosen = binned_step if binned else step
+    chosen.__doc__ = plain_step.__doc__
+    queued = _QUEUED[cls, binned] = type(cls.__name__, (cls,), {"__slots__": (), "step": chosen,
+                                                                "__module__": cls.__module__})
     return queued
 
 
 def watch_queue(rt: Runtime, tracer: Tracer) -> None:
     """Note the length of ``rt``'s scheduler queue in ``tracer`` (see the module's docstring)."""
-    rt.__class__ = _queued(type(rt))
+    rt.__class__ = _queued(type(rt), tracer.binned)
 
 
 def queue_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     """The JSON text of ``rec``'s ``PE n queued`` counter: per stretch of its span (at most
     :data:`MAX_COUNTERS`), the longest queue in it; a stretch like the one before is left out."""
+    if "bins" in rec:  # summary mode: the longest queue per bin
+        yield from _binned_events(rec, base)
+        return
     notes = sorted(rec.get("queue", ()))
     if not notes:
         return
@@ -77,3 +93,22 @@ def queue_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
                 shown = value
                 ts = (first + at * width + shift) * 1e6
                 yield f'{{"name":"PE {rec["pe"]} queued",{where},"ts":{ts:.3f},"args":{{"queued":{value}}}}}'
+
+
+def _binned_events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
+    """Summary mode's ``PE n queued`` counter: the longest queue per group of bins (at
+    most :data:`MAX_COUNTERS` groups), where it differs from the group before."""
+    b = rec["bins"]
+    queue = b.get("queue") or []
+    if not any(queue):
+        return
+    per = -(-len(queue) // MAX_COUNTERS)
+    origin = (b["origin"] + rec["offset"] - base) * 1e6
+    where = f'"ph":"C","pid":{TRACE_PID},"tid":{rec["pe"] + 1}'
+    shown = -1
+    for g in range(0, len(queue), per):
+        value = max(queue[g:g + per])
+        if value != shown:
+            shown = value
+            ts = origin + g * b["width"] * 1e6
+            yield f'{{"name":"PE {rec["pe"]} queued",{where},"ts":{ts:.3f},"args":{{"queued":{value}}}}}'

@@ -64,6 +64,9 @@ class Tracer:
     it only when it is created and when it exports, to bound this PE's span.
     """
 
+    #: False: every event is kept; a :class:`~.trace_bins.SummaryTracer` (True) adds them into bins
+    binned = False
+
     __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "core", "idle_in_core", "_ids", "_runs", "_names",
                  "_entries", "_ticked", "_idle_ticked",
                  "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures",

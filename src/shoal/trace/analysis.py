@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ShoalError
 from .._runtime.tracing import BALANCE, ENTRY, IDLE, MARK, MIGRATION, SEND, TRACE_PID
+from .waiting import waiting_series
 
 __all__ = ["Analysis", "analyze", "coverage", "usage", "method_totals", "outliers", "BINS"]
 
@@ -70,6 +71,12 @@ class Analysis:
     marks: list[dict[str, Any]] = field(default_factory=list)
     #: [row] µs of CPU time the PE's process had over its span (nan: not recorded)
     cpu: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: [row, bin]: the longest scheduler queue; futures made and resolved; the longest
+    #: wait (µs) of a future resolved in the bin (:mod:`shoal.trace.waiting`)
+    queue: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    futures_made: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    futures_resolved: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    future_wait: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     #: True: recorded in summary mode (bins only: no timeline, histograms or per-send data)
     summary_mode: bool = False
     notes: list[str] = field(default_factory=list)
@@ -277,6 +284,10 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
                       comm_bytes)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ShoalError(f"the trace's summary-mode bins (otherData.shoal.summary) are malformed: {exc}") from None
+    try:
+        waits = waiting_series(data, row_of_key, summary, edges)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ShoalError(f"the trace's queue or futures (otherData.shoal.summary) are malformed: {exc}") from None
     an = Analysis(rows=labels, pes=pes, spans=spans - lo, edges=edges - lo, methods=names, work=work, idle=idle_b,
                   pack=pack, covered=covered, calls=calls, comm_count=comm_count, comm_bytes=comm_bytes,
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
@@ -284,7 +295,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
                   migrations=migr, cpu=cpu, send_row=sr, send_time=st - lo, send_bytes=sb,
                   send_to=np.array([s[2] if isinstance(s[2], int) else -1 for s in sends], int), balances=bal,
                   marks=marks,
-                  summary_mode=summary is not None, notes=list(notes or ()))
+                  queue=waits["queue"], futures_made=waits["made"], futures_resolved=waits["resolved"],
+                  future_wait=waits["wait"], summary_mode=summary is not None, notes=list(notes or ()))
     for d in (*migr, *bal, *marks):
         d["ts"] -= lo
     return an

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ShoalError
 from .._runtime.tracing import FORMAT
 
-__all__ = ["read_trace", "LoadedTrace", "MAX_BYTES"]
+__all__ = ["read_trace", "LoadedTrace", "MAX_BYTES", "dropped_note"]
 
 #: the largest trace read by default (bytes): a JSON event takes about ten times its
 #: text in memory, so 512 MiB of trace is about 5 GiB of memory
@@ -79,6 +79,9 @@ def read_trace(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> Load
                          "a JSON object with a \"traceEvents\" list (what shoal run --trace writes)")
     data["traceEvents"] = [ev for ev in data["traceEvents"] if isinstance(ev, dict)]
     _check_version(data, name, loaded)
+    note = dropped_note(data.get("otherData"))
+    if note:
+        loaded.notes.append(note)
     loaded.data = data
     return loaded
 
@@ -122,6 +125,27 @@ def _recover(text: str, name: str, exc: json.JSONDecodeError, loaded: LoadedTrac
                 return {"traceEvents": events}
     raise ShoalError(f"{name!r} is not a trace: invalid JSON at line {exc.lineno} column {exc.colno} "
                      f"({exc.msg})") from None
+
+
+def dropped_note(other: object) -> str | None:
+    """The sentence on the malformed events the writer left out (``otherData.shoal.dropped``,
+    see :mod:`shoal._runtime.trace_check`), or None where none was."""
+    own = other.get("shoal") if isinstance(other, dict) else None
+    dropped = own.get("dropped") if isinstance(own, dict) else None
+    if not isinstance(dropped, dict) or not isinstance(dropped.get("events"), int) or dropped["events"] <= 0:
+        return None
+    n = dropped["events"]
+    kinds, pes, examples = (_mapping(dropped.get(k)) for k in ("kinds", "pes", "examples"))
+    what = ", ".join(f"{k} {v}" for k, v in kinds.items())
+    where = ", ".join(f"PE {p}" for p in list(pes)[:8]) + (f" and {len(pes) - 8} more PEs" if len(pes) > 8 else "")
+    first = next(iter(examples.values()), None)
+    return (f"{n:,} malformed event{'s' * (n != 1)} {'were' if n != 1 else 'was'} left out when the trace was "
+            f"written ({what}{'; on ' + where if where else ''}){': e.g. ' + str(first) if first else ''}. "
+            "The rest of the timeline is whole; a malformed event is a fault of shoal's recorder, please report it.")
+
+
+def _mapping(value: object) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _mib(n: float) -> str:

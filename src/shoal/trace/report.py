@@ -19,6 +19,7 @@ from .figures import (balance_view, communication, histograms, outlier_view, ove
 from .findings import duration, findings
 from .reasons import reason_text
 from .read import MAX_BYTES, read_trace
+from .waiting import queue_view
 
 __all__ = ["write_report", "report_html", "VIEWS"]
 
@@ -46,6 +47,11 @@ _HOW = {
     "comm": "Messages and bytes sent from each PE (rows) to each PE (columns), and bytes sent over time. "
             "Only the Python path's sends are recorded, not those of the compiled per-message path (most "
             "entry-method calls between elements): the counts are a lower bound.",
+    "queue": "What waits on each PE. Top: the longest scheduler queue in each time bin (messages sent to "
+             "elements of the same PE, and coroutines ready to resume; a message from another PE runs as it "
+             "arrives, so it never waits there), for the PEs with the longest. A tall, lasting queue is a PE "
+             "handed more local work than it runs. Bottom: the futures made and resolved in each bin, over all "
+             "PEs, and the longest wait of those resolved: a long wait is a reply that was slow to come.",
     "hist": "How long each entry method's runs take. A wide or two-humped histogram means uneven work.",
     "balance": "The run split at each balancing round: how busy each PE was in each period, and each element's "
                "load (time in its entry methods) in it, coloured by the PE it ran on. A round that helped evens "
@@ -57,8 +63,8 @@ _HOW = {
 
 
 #: the page's parts, in order: ``shoal trace report --views`` picks some
-VIEWS = ("words", "methods", "timeline", "usage", "overview", "profile", "comm", "hist", "outliers", "balance",
-         "rounds")
+VIEWS = ("words", "methods", "timeline", "usage", "overview", "profile", "comm", "queue", "hist", "outliers",
+         "balance", "rounds")
 
 
 def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str:
@@ -83,6 +89,7 @@ def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str
         parts.append(_methods_table(f.top))
     makers: dict[str, Callable[[Analysis], Any]] = {
         "usage": usage_profile, "overview": overview, "profile": time_profile, "comm": communication,
+        "queue": queue_view,
         "hist": histograms, "outliers": outlier_view, "balance": balance_view}
     for key in (v for v in VIEWS if v in views):
         how = _HOW.get(key, "")
@@ -92,8 +99,8 @@ def report_html(an: Analysis, title: str, views: Collection[str] = VIEWS) -> str
                 if an.summary_mode:
                     parts.append("<p class='note'>Recorded in summary mode (time bins): the timeline, the "
                                  "histograms and the per-run details are not in the trace; the usage profile, "
-                                 "overview, time profile, communication and each PE's load between balancing "
-                                 "rounds are.</p>")
+                                 "overview, time profile, communication, the queue and futures and each PE's "
+                                 "load between balancing rounds are.</p>")
                 continue
             fig, note = tl
             how += note + (" Perfetto shows all of them." if note else "")

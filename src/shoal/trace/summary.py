@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Iterable, Mapping
 
 from ..errors import ShoalError
+from .read import dropped_note
 from .._runtime.tracing import BALANCE, ENTRY, FORMAT, IDLE, MIGRATION, SEND, TRACE_PID
 
 __all__ = ["load_trace", "summarize", "print_summary", "Summary", "PESummary", "MethodSummary"]
@@ -328,6 +329,9 @@ def print_summary(summary: Summary, file: IO[str] | None = None, top: int = 10) 
         from rich.table import Table
     except ImportError:
         _print_plain(tables, out)
+        note = dropped_note(summary.meta)
+        if note:
+            print(note, file=out)
         return
     tty = hasattr(out, "isatty") and out.isatty()
     console = Console(file=out, highlight=False, width=None if tty or "COLUMNS" in os.environ else 120)
@@ -343,6 +347,9 @@ def print_summary(summary: Summary, file: IO[str] | None = None, top: int = 10) 
         console.print(table)
         console.print()
     console.print(f"[dim]{_LEGEND}[/dim]")
+    note = dropped_note(summary.meta)
+    if note:
+        console.print(note, markup=False)
 
 
 _LEGEND = "busy: in entry methods; idle: waiting for messages; other: the runtime's own work (sends, migrations…)"
