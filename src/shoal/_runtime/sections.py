@@ -13,16 +13,29 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
+from ..lazy_numpy import np
 from . import tree
 from .chare import entry_table
 from .futures import Future, future_handle
 from .message import FWD, Kind, bad_ret, decode, encode, pack_header, unpicklable
+from .proxy import _element
 
 if TYPE_CHECKING:
+    from .collections import CollectionInfo
     from .proxy import SectionProxy
     from .runtime import Runtime
 
 __all__ = ["Sections", "SectionState"]
+
+#: a PE with at most this many members of a multicast without ret=True gets one compiled
+#: call each (cheaper than one pickled multicast up to here), if the arguments are small
+_CALLS_MAX = 4
+_SMALL = 65536  # bytes of array arguments above which one multicast beats a copy per member
+
+
+def _small(args: tuple) -> bool:
+    """Whether ``args`` are cheap to send once per member: no array of more than _SMALL bytes."""
+    return all(type(a) is not np.ndarray or a.nbytes <= _SMALL for a in args)
 
 
 class SectionState:
@@ -56,6 +69,10 @@ class Sections:
             for m in section_members:
                 by_pe.setdefault(self.rt.locate(info, m), []).append(m)
             for pe, members in by_pe.items():
+                if fut is None and not kwargs and len(members) <= _CALLS_MAX and _small(args):
+                    members = self._calls(info, members, e, args)  # those the compiled path did not take
+                    if not members:
+                        continue
                 payload = (section if ret else None, members, args, kwargs)
                 try:
                     segments = encode(payload)
@@ -64,6 +81,15 @@ class Sections:
                 header = pack_header(Kind.MULTICAST, e, self.rt.pe, fut.fid if fut else 0, info.id)
                 self.rt.send_raw(pe, header, segments, info.id)
         return fut
+
+    def _calls(self, info: "CollectionInfo", members: list, entry: int, args: tuple) -> list:
+        """Send ``members`` of a PE plain calls of ``entry`` through the compiled path, as
+        ``proxy[m].method(*args)`` would: one small message each, no pickled payload, and
+        the receiver's compiled path runs the method. Returns the members it did not take."""
+        send = self.rt._core_send
+        if send is None:
+            return members
+        return [m for m in members if not send(_element(info, m), entry, 0, *args)]
 
     def state(self, section: "SectionProxy") -> SectionState:
         st = self.states.get(section.sid)
