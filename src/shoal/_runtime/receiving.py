@@ -381,6 +381,9 @@ class Receiving:
         if entry:  # compact (see ReductionManager._maybe_done)
             self.reductions.receive_compact(src, coll, aux, entry, decode_call(kind, segments)[0][0])
             return
+        if coll not in self.colls:  # its target may name an element of the collection: once it is here
+            self.collection_or_defer(coll, header, segments)
+            return
         payload = decode(segments)
         self.reductions.receive(src, payload[0], aux, payload[1:])
 

@@ -164,7 +164,7 @@ class ReductionManager:
         """A child's partial result, or the contribution of an element away from home
         (a REDUCE message's payload from PE ``src``; an element's PE and key come last)."""
         reducer, target, value, section = payload[:4]
-        target = _unpack_target(target)
+        target = _unpack_target(target, domain, self.rt.infos)
         reducer = _unpack_reducer(reducer)
         if len(payload) > 4:  # an element away from home
             if target is ALLREDUCE:  # it waits for the result there
@@ -287,7 +287,7 @@ class ReductionManager:
             self.add(domain, seq, value, reducer, target, 1, section, None if key is None else (0, key), own=1)
             return
         home = el.collection._info.home(el.proxy._index, self.rt.npes)
-        payload = (domain, _pack_reducer(reducer), _pack_target(target), value, section, self.rt.pe, key)
+        payload = (domain, _pack_reducer(reducer), _pack_target(target, domain), value, section, self.rt.pe, key)
         self.rt.post(home, Kind.REDUCE, 0, seq, domain[0], (), payload)
 
     def _check_once(self, el: "Chare", domain: tuple, reducer: Reducer, target: Any, seq: int) -> None:
@@ -426,7 +426,7 @@ class ReductionManager:
                     if not self._replies_unsendable(domain, p, value, exc):
                         raise
                 return
-            payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target), value, section)
+            payload = (domain, _pack_reducer(p.reducer), _pack_target(p.target, domain), value, section)
             try:
                 self.rt.post(span.parent, Kind.REDUCE, 0, key[1], domain[0], (), payload)
             except Exception as exc:
@@ -548,19 +548,27 @@ def _unpack_reducer(r: Any) -> Reducer:
     return getattr(reducers, r) if type(r) is str else r
 
 
-def _pack_target(t: Any) -> Any:
+def _pack_target(t: Any, domain: tuple) -> Any:
+    """A target as a REDUCE message carries it: an all-reduce's None, a future's (owner,
+    number), an element of the reduction's own collection's (index, name, args), which the
+    receiver knows (it holds part of that collection), else the target itself."""
     if t is ALLREDUCE:
         return None
     if isinstance(t, Future):
         return (t.owner, t.fid)
+    if type(t) is _proxy.EntryRef and isinstance(t.proxy, _proxy.ElementProxy) and t.proxy._info.id == domain[0]:
+        return (t.proxy._index, t.name, t.args)
     return t
 
 
-def _unpack_target(t: Any) -> Any:
+def _unpack_target(t: Any, domain: tuple, infos: dict) -> Any:
     if t is None:
         return ALLREDUCE
     if type(t) is tuple:
-        return future_handle(*t)
+        if len(t) == 2:
+            return future_handle(*t)
+        index, name, args = t
+        return _proxy.EntryRef(_proxy._element(infos[domain[0]], index), name, args)
     return t
 
 
