@@ -238,3 +238,68 @@ def test_broadcasts_and_calls_that_carry_a_future_take_the_compiled_path(mpi_job
     assert "totals [6, 15.0] python broadcasts 0" in job.stdout, job.stdout
     assert "one handle True" in job.stdout, job.stdout
     assert "long origin 6 python broadcasts 1" in job.stdout, job.stdout
+
+
+def test_reductions_to_an_element_of_the_collection_run_in_the_core(mpi_job):
+    """A reduction to an entry method of an element of the contributing collection (the
+    common ``self.collection[0].done``) gathers in the core on every PE: children's
+    partials travel as compact REDUCE messages (TO_ENTRY: the element's index, the method
+    and the value) and the root calls the method. On 3 PEs, with order-sensitive float
+    sums and array sums, the bits are the Python path's, and the Python manager never
+    sees a contribution or a partial."""
+    program = """
+        import random
+        import numpy as np
+        import shoal
+        from shoal._runtime import reductions
+
+        seen = []  # (method, collection id) of each call into the Python manager
+        for name, coll_at in (("add", 0), ("add_own", 0), ("receive", 1), ("receive_compact", 1)):
+            def counted(self, *args, _f=getattr(reductions.ReductionManager, name), _n=name, _at=coll_at, **kwargs):
+                coll = args[_at]
+                seen.append((_n, coll[0] if isinstance(coll, tuple) else coll))
+                return _f(self, *args, **kwargs)
+            setattr(reductions.ReductionManager, name, counted)
+
+        VALUES = [1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9, 4e15, -0.3, 1.5, 7.0]
+
+        class W(shoal.Chare):
+            def __init__(self):
+                self.got = []
+            def go(self, k):
+                v = VALUES[self.index[0]] * (k + 1)
+                self.contribute(v, shoal.reducers.sum, self.collection[0].total)
+                self.contribute(np.array([v, -v / 3]), shoal.reducers.sum, self.collection[2].total)
+                self.contribute(self.index[0] * k, shoal.reducers.max, self.collection[11].total)
+            def total(self, x):
+                self.got.append(x.hex() if isinstance(x, float) else x.tobytes().hex() if isinstance(x, np.ndarray) else x)
+            def report(self):
+                return self.got
+
+        class Probe(shoal.Chare):
+            def python(self, coll):
+                return [name for name, c in seen if c == coll]
+
+        def main(args):
+            w = shoal.Array(W, len(VALUES))
+            for k in range(3):
+                order = list(range(len(VALUES)))
+                random.Random(k).shuffle(order)
+                for i in order:
+                    w[i].go(k)
+                shoal.quiescence().get()
+            for i in (0, 2, 11):
+                print("got", i, w[i].report(ret=True).get())
+            print("python", sum(shoal.Group(Probe).python(w._info.id, ret=True).get(), []))
+
+        shoal.start(main)
+        """
+    runs = {native: mpi_job(program, n=3, env={"SHOAL_NATIVE": native}) for native in ("1", "0")}
+    got = {}
+    for native, job in runs.items():
+        assert job.returncode == 0, job
+        got[native] = [line for line in job.stdout.splitlines() if line.startswith("got")]
+        assert len(got[native]) == 3, job.stdout
+    assert got["1"] == got["0"], "the compiled reductions to an element differ from the Python path"
+    assert "python []" in runs["1"].stdout, runs["1"].stdout
+    assert "python []" not in runs["0"].stdout, runs["0"].stdout

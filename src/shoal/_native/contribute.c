@@ -99,10 +99,14 @@ PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         PyObject *kept = is_future(target) || PyObject_TypeCheck(target, (PyTypeObject *)k->entry_ref)
                              ? Py_NewRef(target) : PyObject_CallOneArg(k->check_target, target); /* a bound entry, or a TypeError */
         if (!kept) return NULL;
-        /* to a future, and none of it in the manager: this PE's whole part gathers here */
-        p = partial_new(k, coll, (uint32_t)seq, rid, reducer, target, kept, expected, held == 0 && is_future(kept),
-                        SLOT(cs, shoal_slots.state_span));
+        /* to a future or an element's entry method, and none of it in the manager: this PE's
+         * whole part gathers here */
+        PyObject *packed = NULL;
+        int whole = held == 0 ? whole_target(k, coll, kept, &packed) : 0;
+        p = whole < 0 ? NULL : partial_new(k, coll, (uint32_t)seq, rid, reducer, target, kept, expected, whole,
+                                           SLOT(cs, shoal_slots.state_span), packed);
         Py_DECREF(kept);
+        Py_XDECREF(packed);
         if (!p) return NULL;
     } else if (partial_check(k, p, target, reducer) < 0) {
         return NULL;
@@ -155,10 +159,12 @@ PyObject *Core_contribute_method(PyObject *unused, PyObject *const *args, Py_ssi
     return PyDescr_NewMethod((PyTypeObject *)args[0], &contribute_def);
 }
 
-/* use_contributions(manager, check_target, EntryRef, context, Chare, future_handle) */
+/* use_contributions(manager, check_target, EntryRef, context, Chare, future_handle,
+ * pack_entry, unpack_entry) */
 PyObject *Core_use_contributions(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || !PyType_Check(args[2]) || !PyDict_Check(args[3]) || !PyType_Check(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "use_contributions(manager, check_target, EntryRef, context, Chare, future_handle)");
+    if (nargs != 8 || !PyType_Check(args[2]) || !PyDict_Check(args[3]) || !PyType_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "use_contributions(manager, check_target, EntryRef, context, Chare, future_handle, "
+                                         "pack_entry, unpack_entry)");
         return NULL;
     }
     Contributions *k = PyMem_Calloc(1, sizeof(Contributions));
@@ -169,6 +175,8 @@ PyObject *Core_use_contributions(Core *c, PyObject *const *args, Py_ssize_t narg
     k->context = Py_NewRef(args[3]);
     k->chare_cls = Py_NewRef(args[4]);
     k->handle = Py_NewRef(args[5]);
+    k->pack_entry = Py_NewRef(args[6]);
+    k->unpack_entry = Py_NewRef(args[7]);
     contributions_free(c->contributions);
     c->contributions = k;
     Py_RETURN_NONE;

@@ -334,6 +334,7 @@ PyObject *Core_contribution_offer(Core *c, PyObject *const *args, Py_ssize_t nar
  * `item`): 1 taken; 0 the Python path (nothing done); -1 error. */
 int contribution_deliver(Core *c, uint16_t entry, uint32_t src, uint32_t seq, uint64_t coll, PyObject *item);
 #define TO_FUTURE 0x100 /* reductions.TO_FUTURE */
+#define TO_ENTRY 0x200  /* reductions.TO_ENTRY: the same, to an element's entry method */
 /* trace.c: record a run of entry method `fn` of `el` (c->trace_runs is set) */
 void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1);
 void trace_runs_free(TraceRuns *t);

@@ -26,6 +26,7 @@ void partial_free(Partial *p) {
     Py_XDECREF(p->first_value);
     Py_XDECREF(p->values);
     Py_XDECREF(p->kids);
+    Py_XDECREF(p->packed);
     PyMem_Free(p->numbers);
     PyMem_Free(p);
 }
@@ -50,6 +51,8 @@ void contributions_free(Contributions *k) {
     Py_XDECREF(k->entry_ref);
     Py_XDECREF(k->context);
     Py_XDECREF(k->chare_cls);
+    Py_XDECREF(k->pack_entry);
+    Py_XDECREF(k->unpack_entry);
     PyMem_Free(k);
 }
 
@@ -99,6 +102,17 @@ int manager_holds(Contributions *k, uint64_t coll, uint32_t seq) {
 
 int is_future(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)active->future_cls); }
 
+int whole_target(Contributions *k, uint64_t coll, PyObject *target, PyObject **packed) {
+    *packed = NULL;
+    if (is_future(target)) return 1;
+    if (!PyObject_TypeCheck(target, (PyTypeObject *)k->entry_ref)) return 0;
+    PyObject *r = PyObject_CallFunction(k->pack_entry, "KO", (unsigned long long)coll, target);
+    if (!r) return -1;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) { Py_DECREF(r); return 0; } /* not an element of `coll` */
+    *packed = r;
+    return 1;
+}
+
 /* The state of collection `id` here if the core gathers its reductions: complete, its
  * tree known, with elements here that are its dense block as created or a Group's one;
  * `*group` says which. Borrowed, or NULL (with an error, or without: not a core's case). */
@@ -121,9 +135,11 @@ PyObject *gathering_state(Core *c, PyObject *id, int *group) {
 /* A new Partial for reduction `seq` of `coll` with `reducer` (number `rid`) and target
  * `kept` (as Python keeps it; the element gave `given`, NULL for a child's), expecting
  * the `count` values of this PE's elements, and if `whole`, those of its children in
- * `span` (its tree links). NULL with an error. */
+ * `span` (its tree links); `packed`: a whole one's entry-method target as it travels
+ * (NULL for a future). NULL with an error. */
 Partial *partial_new(Contributions *k, uint64_t coll, uint32_t seq, int rid, PyObject *reducer,
-                            PyObject *given, PyObject *kept, Py_ssize_t count, int whole, PyObject *span) {
+                     PyObject *given, PyObject *kept, Py_ssize_t count, int whole, PyObject *span,
+                     PyObject *packed) {
     Partial *p = PyMem_Calloc(1, sizeof(Partial));
     if (!p) { PyErr_NoMemory(); return NULL; }
     p->coll = coll;
@@ -138,6 +154,7 @@ Partial *partial_new(Contributions *k, uint64_t coll, uint32_t seq, int rid, PyO
     p->parent = -1;
     if (whole) {
         p->whole = 1;
+        p->packed = Py_XNewRef(packed);
         p->expected += PyTuple_GET_SIZE(SLOT(span, shoal_slots.tree_children));
         p->parent = PyLong_AsLong(SLOT(span, shoal_slots.tree_parent));
         p->kids = PyList_New(0);
@@ -345,25 +362,33 @@ static int hand_over(Core *c, Contributions *k, Partial *p, int combine) {
     return err;
 }
 
-/* `p` is complete: its value to the parent, or (the root) to the future; a Partial of
- * another target, or of arrays, to the manager. 0 or -1. `p` is freed. */
+/* `p` is complete: its value to the parent, or (the root) to the future or entry method;
+ * a Partial of another target, or of arrays, to the manager. 0 or -1. `p` is freed. */
 int partial_complete(Core *c, Contributions *k, Partial *p) {
     if (!p->whole || !combinable(p)) return hand_over(c, k, p, 1);
     unlink_partial(k, p);
-    PyObject *value = combined(c, p);
-    PyObject *owner = SLOT(p->target, shoal_slots.future_owner), *fid = SLOT(p->target, shoal_slots.future_fid);
-    int err = value && owner && fid ? 0 : -1;
-    if (!err && p->parent >= 0) { /* up the tree: (owner, fid, value) */
-        PyObject *item = PyTuple_Pack(3, owner, fid, value);
-        int sent = item ? send_to(c, p->parent, KIND_REDUCE, (uint16_t)(TO_FUTURE + p->rid), p->seq, p->coll, NULL, 0, &item, 1) : -1;
+    PyObject *value = combined(c, p), *packed = p->packed;
+    PyObject *owner = packed ? NULL : SLOT(p->target, shoal_slots.future_owner);
+    PyObject *fid = packed ? NULL : SLOT(p->target, shoal_slots.future_fid);
+    int err = value && (packed || (owner && fid)) ? 0 : -1;
+    if (!err && p->parent >= 0) { /* up the tree: (owner, fid, value) or (index, name, args, value) */
+        int code = (packed ? TO_ENTRY : TO_FUTURE) + p->rid;
+        PyObject *item = packed ? PyTuple_Pack(4, PyTuple_GET_ITEM(packed, 0), PyTuple_GET_ITEM(packed, 1),
+                                               PyTuple_GET_ITEM(packed, 2), value)
+                                : PyTuple_Pack(3, owner, fid, value);
+        int sent = item ? send_to(c, p->parent, KIND_REDUCE, (uint16_t)code, p->seq, p->coll, NULL, 0, &item, 1) : -1;
         if (sent == 0) { /* not one frame of the compiled path: Runtime.post_value */
-            PyObject *r = PyObject_CallMethod(c->rt, "post_value", "liiIKO", p->parent, KIND_REDUCE, TO_FUTURE + p->rid,
+            PyObject *r = PyObject_CallMethod(c->rt, "post_value", "liiIKO", p->parent, KIND_REDUCE, code,
                                               p->seq, (unsigned long long)p->coll, item);
             sent = r ? 1 : -1;
             Py_XDECREF(r);
         }
         Py_XDECREF(item);
         err = sent < 0 ? -1 : 0;
+    } else if (!err && packed) { /* the root: the entry method, called as the Python path's deliver does */
+        PyObject *r = PyObject_CallOneArg(p->target, value);
+        err = r ? 0 : -1;
+        Py_XDECREF(r);
     } else if (!err) { /* the root: Future.send */
         long pe = PyLong_AsLong(owner), number = PyLong_AsLong(fid);
         int here = PyErr_Occurred() ? -1 : pe == (long)c->pe ? resolve_here(c, (uint32_t)number, value) : 0;
@@ -387,11 +412,12 @@ static int take_kid(Core *c, Contributions *k, Partial *p, uint32_t src, PyObjec
     return ++p->got >= p->expected ? partial_complete(c, k, p) : 0;
 }
 
-/* A child's partial of reduction `seq` of `coll` to future `target` from PE `src`, with
- * built-in reducer `reducer`: taken into the Partial that waits for it, or into a new one
- * where this PE's part gathers here. 1 taken; 0 the manager's (nothing done); -1 error. */
+/* A child's partial of reduction `seq` of `coll` to `target` (a future, or an element's
+ * entry method as `packed` says it travels) from PE `src`, with built-in reducer
+ * `reducer`: taken into the Partial that waits for it, or into a new one where this PE's
+ * part gathers here. 1 taken; 0 the manager's (nothing done); -1 error. */
 static int take_child(Core *c, uint32_t src, uint64_t coll, uint32_t seq, PyObject *reducer, PyObject *target,
-                      PyObject *value) {
+                      PyObject *packed, PyObject *value) {
     Contributions *k = c->contributions;
     int rid = builtin_reducer(c->exchanges, reducer);
     if (!k || rid < 0 || rid > R_NOP) return 0;
@@ -410,32 +436,49 @@ static int take_child(Core *c, uint32_t src, uint64_t coll, uint32_t seq, PyObje
     if (held != 0) return held < 0 ? -1 : 0;
     Py_ssize_t count = PyLong_AsSsize_t(SLOT(cs, shoal_slots.state_count));
     if (count < 1) return PyErr_Occurred() ? -1 : 0;
-    p = partial_new(k, coll, seq, rid, reducer, NULL, target, count, 1, SLOT(cs, shoal_slots.state_span));
+    p = partial_new(k, coll, seq, rid, reducer, NULL, target, count, 1, SLOT(cs, shoal_slots.state_span), packed);
     return !p || take_kid(c, k, p, src, value) < 0 ? -1 : 1;
 }
 
-/* A compact REDUCE of a child's partial to a future (TO_FUTURE + the reducer's number in
- * its entry field, `item` its value: (owner, fid, partial)). 1 taken; 0 the Python path; -1 error. */
+/* Whether item[0] .. item[n-1] are the n items of tuple `t`: 1, 0, -1 on error. */
+static int same_items(PyObject *t, PyObject *item, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(t, i), PyTuple_GET_ITEM(item, i), Py_EQ);
+        if (same <= 0) return same;
+    }
+    return 1;
+}
+
+/* A compact REDUCE of a child's partial (its entry field TO_FUTURE or TO_ENTRY + the
+ * reducer's number; `item` its value: (owner, fid, partial) or (index, name, args,
+ * partial)). 1 taken; 0 the Python path; -1 error. */
 int contribution_deliver(Core *c, uint16_t entry, uint32_t src, uint32_t seq, uint64_t coll, PyObject *item) {
     Contributions *k = c->contributions;
-    int rid = (int)entry - TO_FUTURE;
-    if (!k || !c->exchanges || rid < 0 || rid > R_NOP || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) return 0;
-    PyObject *reducer = exchange_reducer(c->exchanges, rid);
+    int to_entry = (entry & 0xFF00) == TO_ENTRY, rid = (int)entry - (to_entry ? TO_ENTRY : TO_FUTURE);
+    Py_ssize_t n = to_entry ? 3 : 2; /* the target's part of the item */
+    if (!k || !c->exchanges || rid < 0 || rid > R_NOP || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != n + 1) return 0;
+    PyObject *reducer = exchange_reducer(c->exchanges, rid), *value = PyTuple_GET_ITEM(item, n);
     Partial *p = partial_find(k, coll, seq);
-    if (p && p->whole && p->reducer == reducer && is_future(p->target)) { /* the common case: no handle made */
-        int same = 0;
-        PyObject *owner = SLOT(p->target, shoal_slots.future_owner), *fid = SLOT(p->target, shoal_slots.future_fid);
-        if (owner && fid) {
-            same = PyObject_RichCompareBool(owner, PyTuple_GET_ITEM(item, 0), Py_EQ);
-            if (same > 0) same = PyObject_RichCompareBool(fid, PyTuple_GET_ITEM(item, 1), Py_EQ);
+    if (p && p->whole && p->reducer == reducer && (to_entry ? p->packed != NULL : is_future(p->target))) {
+        int same = 0; /* the common case: the Partial waits for it, no target made */
+        if (to_entry) {
+            same = same_items(p->packed, item, 3);
+        } else {
+            PyObject *owner = SLOT(p->target, shoal_slots.future_owner), *fid = SLOT(p->target, shoal_slots.future_fid);
+            if (owner && fid) {
+                same = PyObject_RichCompareBool(owner, PyTuple_GET_ITEM(item, 0), Py_EQ);
+                if (same > 0) same = PyObject_RichCompareBool(fid, PyTuple_GET_ITEM(item, 1), Py_EQ);
+            }
         }
         if (same < 0) return -1;
-        if (same) return take_kid(c, k, p, src, PyTuple_GET_ITEM(item, 2)) < 0 ? -1 : 1;
+        if (same) return take_kid(c, k, p, src, value) < 0 ? -1 : 1;
     }
-    PyObject *target = PyObject_CallFunctionObjArgs(k->handle, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), NULL);
-    if (!target) return -1;
-    int r = take_child(c, src, coll, seq, reducer, target, PyTuple_GET_ITEM(item, 2));
-    Py_DECREF(target);
+    PyObject *packed = to_entry ? PyTuple_GetSlice(item, 0, 3) : NULL;
+    PyObject *target = to_entry ? (packed ? PyObject_CallFunction(k->unpack_entry, "KO", (unsigned long long)coll, packed) : NULL)
+                                : PyObject_CallFunctionObjArgs(k->handle, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), NULL);
+    int r = target ? take_child(c, src, coll, seq, reducer, target, packed, value) : -1;
+    Py_XDECREF(target);
+    Py_XDECREF(packed);
     return r;
 }
 
@@ -450,8 +493,14 @@ PyObject *Core_contribution_offer(Core *c, PyObject *const *args, Py_ssize_t nar
     unsigned long src = PyLong_AsUnsignedLong(args[0]), seq = PyLong_AsUnsignedLong(args[2]);
     unsigned long long coll = PyLong_AsUnsignedLongLong(args[1]);
     if (PyErr_Occurred()) return NULL;
-    if (!c->contributions || !is_future(args[4])) Py_RETURN_FALSE;
-    int r = take_child(c, (uint32_t)src, coll, (uint32_t)seq, args[3], args[4], args[5]);
+    PyObject *packed = NULL;
+    int whole = c->contributions ? whole_target(c->contributions, coll, args[4], &packed) : 0;
+    if (whole <= 0) {
+        if (whole < 0) return NULL;
+        Py_RETURN_FALSE;
+    }
+    int r = take_child(c, (uint32_t)src, coll, (uint32_t)seq, args[3], args[4], packed, args[5]);
+    Py_XDECREF(packed);
     if (r < 0) return NULL;
     return PyBool_FromLong(r);
 }

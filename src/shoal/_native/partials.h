@@ -8,7 +8,9 @@
 enum { R_SUM, R_PRODUCT, R_MAX, R_MIN, R_AND, R_OR, R_NOP }; /* exchange.c's numbering */
 #define CHECKED 4 /* contributions of one call remembered to refuse a second one */
 /* TO_FUTURE (core.h): the entry field of a compact REDUCE carrying a child's partial of a
- * reduction to a future is TO_FUTURE + the reducer's number; its value (owner, fid, partial) */
+ * reduction to a future is TO_FUTURE + the reducer's number; its value (owner, fid, partial).
+ * TO_ENTRY: of a reduction to an entry method of an element of the collection; its value
+ * (index, name, args, partial) */
 
 /* One PE's contributions to one reduction of one collection. */
 typedef struct Partial {
@@ -27,6 +29,7 @@ typedef struct Partial {
     int whole;                 /* the PE's whole part (a future's): its children's partials too */
     long parent;               /* whole: the parent PE in the collection's tree, -1 at its root */
     PyObject *kids;            /* whole: [(child PE, its partial)], in arrival order */
+    PyObject *packed;          /* whole, to an element's entry method: (index, name, args) as it travels */
 } Partial;
 
 struct Contributions {
@@ -36,6 +39,8 @@ struct Contributions {
     PyObject *entry_ref;       /* proxy.EntryRef: a target kept as it is */
     PyObject *context;         /* the context module's namespace (_current) */
     PyObject *chare_cls;       /* Chare: a contributor must be one (its slots are read) */
+    PyObject *pack_entry;      /* manager.pack_entry(coll, target) -> (index, name, args), or None */
+    PyObject *unpack_entry;    /* manager.unpack_entry(coll, packed) -> the EntryRef */
     Partial *list, *last;      /* `last`: the Partial used last (one reduction at a time, mostly) */
     /* the contributions of the call running now, to refuse a second one to the same reduction */
     PyObject *call_el;         /* borrowed: compared, never used */
@@ -49,7 +54,12 @@ void partial_free(Partial *p);
 /* The Partial of reduction `seq` of `coll` here, or NULL. */
 Partial *partial_find(Contributions *k, uint64_t coll, uint32_t seq);
 Partial *partial_new(Contributions *k, uint64_t coll, uint32_t seq, int rid, PyObject *reducer,
-                     PyObject *given, PyObject *kept, Py_ssize_t count, int whole, PyObject *span);
+                     PyObject *given, PyObject *kept, Py_ssize_t count, int whole, PyObject *span,
+                     PyObject *packed);
+/* Whether a Partial to `target` may hold this PE's whole part: a future's, or an element's
+ * entry method of collection `coll` (then `*packed`: how it travels, a new reference).
+ * 1, 0, or -1 with an error. */
+int whole_target(Contributions *k, uint64_t coll, PyObject *target, PyObject **packed);
 int partial_check(Contributions *k, Partial *p, PyObject *target, PyObject *reducer);
 int partial_keep(Partial *p, PyObject *value, long number);
 int partial_complete(Core *c, Contributions *k, Partial *p);

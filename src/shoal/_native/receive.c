@@ -217,7 +217,7 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t src, ui
     if (PyTuple_GET_SIZE(args) != 1 || frames_restart(frames)) { Py_DECREF(args); return PyErr_Occurred() ? -1 : 0; }
     if (coll != SYSTEM_ID) c->received++;
     int k = kind & KIND_MASK;
-    if (k == KIND_EXCHANGE || (k == KIND_REDUCE && (entry == RET_GATHER || (entry & 0xFF00) == TO_FUTURE))) {
+    if (k == KIND_EXCHANGE || (k == KIND_REDUCE && (entry == RET_GATHER || (entry & 0xFF00) == TO_FUTURE || (entry & 0xFF00) == TO_ENTRY))) {
         PyObject *value = PyTuple_GET_ITEM(args, 0);
         int done = k == KIND_EXCHANGE ? exchange_deliver(c, entry, aux, coll, value)
                  : entry == RET_GATHER ? gather_items_deliver(c, aux, coll, value)

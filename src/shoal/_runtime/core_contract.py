@@ -176,7 +176,8 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS),
     )
     core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING)
-    core.use_contributions(rt.reductions, _check_target, EntryRef, vars(context), Chare, future_handle)
+    core.use_contributions(rt.reductions, _check_target, EntryRef, vars(context), Chare, future_handle,
+                           rt.reductions.pack_entry, rt.reductions.unpack_entry)
     rt.reductions.use_core(core)
     # across nodes an all-reduce goes up and down the node-aware tree, not the butterfly
     chare.compiled_allreduce = core.allreduce if rt.nodes is None else None

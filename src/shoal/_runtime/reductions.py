@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from .chare import Chare
     from .runtime import Runtime
 
-__all__ = ["Reducer", "reducers", "as_reducer", "ReductionManager", "ALLREDUCE", "EXCHANGE_REDUCERS", "TO_FUTURE"]
+__all__ = ["Reducer", "reducers", "as_reducer", "ReductionManager", "ALLREDUCE", "EXCHANGE_REDUCERS", "TO_FUTURE",
+           "TO_ENTRY"]
 
 
 class _AllReduce:
@@ -73,6 +74,9 @@ EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or"
 #: the entry field of a compact REDUCE carrying a child's partial of a reduction to a
 #: future, plus the reducer's number in EXCHANGE_REDUCERS: its value (owner, fid, partial)
 TO_FUTURE = 0x100
+#: the same for a reduction to an entry method of an element of the collection: its value
+#: (index, name, args, partial), the target as _pack_target makes it
+TO_ENTRY = 0x200
 class ReductionManager:
     """Per-PE reduction state machine; sends go through the runtime."""
 
@@ -155,6 +159,16 @@ class ReductionManager:
             "per reduction. Contribute once per call, or give a second, separate reduction its own target"
         )
 
+    def pack_entry(self, coll: int, target: Any) -> Any:
+        """How ``target`` travels up collection ``coll``'s tree: (index, name, args) for an
+        element's entry method of ``coll``, else None (the compiled core's question)."""
+        packed = _pack_target(target, (coll,))
+        return packed if type(packed) is tuple and len(packed) == 3 else None
+
+    def unpack_entry(self, coll: int, packed: tuple) -> Any:
+        """The entry-method target that :meth:`pack_entry` packed."""
+        return _unpack_target(packed, (coll,), self.rt.infos)
+
     # -- contributions from local elements --------------------------------------
     def contribute(self, el: "Chare", value: Any, reducer: Any, target: Any, section: Any) -> None:
         """``el`` adds ``value`` to its next reduction in its collection or ``section``."""
@@ -230,7 +244,12 @@ class ReductionManager:
                 return  # the core gathers this broadcast's values here
             self.add((coll, "ret", src, seq), 0, replies, reducers.gather, future_handle(src, seq), 1, None)
             return
-        if rid >= TO_FUTURE:  # a child's partial of a reduction to a future, that the core did not take
+        if TO_ENTRY <= rid < TO_ENTRY + 0x100:  # a child's partial of a reduction to an element's entry method, that the core did not take
+            reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_ENTRY])
+            target = _unpack_target(value[:3], (coll,), self.rt.infos)
+            self.add((coll,), seq, value[3], reducer, target, 1, None, (1, src) if keyed(reducer) else None)
+            return
+        if TO_FUTURE <= rid < TO_FUTURE + 0x100:  # a child's partial of a reduction to a future, that the core did not take
             owner, fid, value = value
             reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_FUTURE])
             self.add((coll,), seq, value, reducer, future_handle(owner, fid), 1, None, (1, src) if keyed(reducer) else None)
