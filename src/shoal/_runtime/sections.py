@@ -31,6 +31,7 @@ __all__ = ["Sections", "SectionState"]
 #: call each (cheaper than one pickled multicast up to here), if the arguments are small
 _CALLS_MAX = 4
 _SMALL = 65536  # bytes of array arguments above which one multicast beats a copy per member
+_PLANS_MAX = 4096  # multicast plans kept (see Sections._plan)
 
 
 def _small(args: tuple) -> bool:
@@ -56,21 +57,23 @@ class Sections:
     def __init__(self, rt: "Runtime"):
         self.rt = rt
         self.states: dict[int, SectionState] = {}
+        #: (section id, part) -> (location epoch, [(PE, members, their proxies or None)]):
+        #: where a multicast goes, kept while no element's location changes
+        self.plans: dict[tuple[int, int], tuple[int, list]] = {}
 
     def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to the elements of ``section``, one message per PE
-        (per collection of a union: there the method of the same name)."""
+        (per collection of a union: there the method of the same name); a PE with few
+        members gets a compiled call each instead (:meth:`_calls`)."""
         if ret is not False and ret is not True:
             raise bad_ret(section._info.cls, name, ret)
         fut = Future(_depth=5) if ret else None
-        for info, section_members in section.parts:
+        calls = fut is None and not kwargs and self.rt._core_send is not None and _small(args)
+        for part, (info, section_members) in enumerate(section.parts):
             e = entry if info.cls is section._info.cls else entry_table(info.cls).id_of(name)
-            by_pe: dict[int, list] = {}
-            for m in section_members:
-                by_pe.setdefault(self.rt.locate(info, m), []).append(m)
-            for pe, members in by_pe.items():
-                if fut is None and not kwargs and len(members) <= _CALLS_MAX and _small(args):
-                    members = self._calls(info, members, e, args)  # those the compiled path did not take
+            for pe, members, proxies in self._plan(section.sid, part, info, section_members):
+                if calls and proxies is not None:
+                    members = self._calls(members, proxies, e, args)  # those the compiled path did not take
                     if not members:
                         continue
                 payload = (section if ret else None, members, args, kwargs)
@@ -82,14 +85,32 @@ class Sections:
                 self.rt.send_raw(pe, header, segments, info.id)
         return fut
 
-    def _calls(self, info: "CollectionInfo", members: list, entry: int, args: tuple) -> list:
+    def _plan(self, sid: int, part: int, info: "CollectionInfo", section_members: tuple) -> list:
+        """Where the members of one part of section ``sid`` are: (PE, members, their element
+        proxies where at most _CALLS_MAX are on that PE, else None), made again whenever a
+        location changed since."""
+        epoch = self.rt.locations.epoch
+        plan = self.plans.get((sid, part))
+        if plan is not None and plan[0] == epoch:
+            return plan[1]
+        by_pe: dict[int, list] = {}
+        for m in section_members:
+            by_pe.setdefault(self.rt.locate(info, m), []).append(m)
+        where = [(pe, members, [_element(info, m) for m in members] if len(members) <= _CALLS_MAX else None)
+                 for pe, members in by_pe.items()]
+        if len(self.plans) >= _PLANS_MAX:  # sections made and dropped by the thousand: start again
+            self.plans.clear()
+        self.plans[(sid, part)] = (epoch, where)
+        return where
+
+    def _calls(self, members: list, proxies: list, entry: int, args: tuple) -> list:
         """Send ``members`` of a PE plain calls of ``entry`` through the compiled path, as
         ``proxy[m].method(*args)`` would: one small message each, no pickled payload, and
         the receiver's compiled path runs the method. Returns the members it did not take."""
         send = self.rt._core_send
-        if send is None:
-            return members
-        return [m for m in members if not send(_element(info, m), entry, 0, *args)]
+        assert send is not None
+        taken = [send(proxy, entry, 0, *args) for proxy in proxies]
+        return members if not any(taken) else [m for m, done in zip(members, taken) if not done]
 
     def state(self, section: "SectionProxy") -> SectionState:
         st = self.states.get(section.sid)
