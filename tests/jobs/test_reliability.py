@@ -100,8 +100,12 @@ def test_insert_after_done_inserting_is_always_refused(setup, when):  # F10
     assert results(job) == [], job
 
 
-def test_contributing_twice_in_one_call_is_refused(setup):  # F08
-    job = run_case(setup, "contribute_twice")
+@pytest.mark.parametrize("case", ["contribute_twice", "contribute_twice_fresh_target"])
+def test_contributing_twice_in_one_call_is_refused(setup, case):  # F08
+    """Also where each contribution names its target anew (``sinks[0].collect``: a new
+    proxy and bound method each time), as the probe did: the compiled path compares them
+    as Python's == does."""
+    job = run_case(setup, case)
     assert job.returncode != 0, job
     assert "contributed twice in one call" in job.stderr and "W element (1,)" in job.stderr, job
     assert "PE" in job.stderr

@@ -40,6 +40,12 @@ class W(shoal.Chare):
         if self.index[0] == 1:
             self.contribute(100, shoal.reducers.sum, sink)
 
+    def twice_fresh(self, sinks):
+        """F08 as the probe wrote it: the target made anew for each contribution."""
+        self.contribute(1, shoal.reducers.sum, sinks[0].collect)
+        if self.index[0] == 1:
+            self.contribute(100, shoal.reducers.sum, sinks[0].collect)
+
     def sum_and_max(self, futs):
         self.contribute(self.index[0], shoal.reducers.sum, futs[0])  # two reductions in one call:
         self.contribute(self.index[0], shoal.reducers.max, futs[1])  # different reducers and targets
@@ -130,6 +136,13 @@ def run(case, arg):
     elif case == "contribute_twice":  # F08
         f = shoal.Future()
         a.twice(shoal.Array(Sink, 1, args=(f,))[0].collect)
+        print("RESULT", f.get())
+    elif case == "contribute_twice_fresh_target":  # F08, each target a new bound method of a new proxy
+        f = shoal.Future()
+        sinks = shoal.Array(Sink, 1, args=(f,))
+        a.twice_fresh(sinks)
+        shoal.quiescence().get()
+        a.twice_fresh(sinks)
         print("RESULT", f.get())
     elif case == "two_reductions_one_call":  # not F08: legitimate
         futs = [shoal.Future(), shoal.Future()]

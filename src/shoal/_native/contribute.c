@@ -28,7 +28,10 @@ static long element_number(PyObject *index, PyObject *shape) {
 
 /* Forget the contributions of the call that ran last (a new one runs). */
 static void forget_checked(Contributions *k) {
-    while (k->nchecked > 0) Py_CLEAR(k->checked[--k->nchecked].target);
+    while (k->nchecked > 0) { /* (Py_CLEAR names its argument twice: no side effect in it) */
+        k->nchecked--;
+        Py_CLEAR(k->checked[k->nchecked].target);
+    }
 }
 
 static int check_once(Core *c, Contributions *k, PyObject *el, uint64_t coll, uint32_t seq, int rid,
@@ -91,18 +94,25 @@ PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_FALSE;
     }
+    /* before the core may leave this one to the manager: a call's contributions are checked
+     * here whichever side takes each of them */
+    if (check_once(c, k, el, coll, (uint32_t)seq, rid, reducer, target) < 0) return NULL;
     Partial *p = partial_find(k, coll, (uint32_t)seq);
     if (!p) {
         int held = manager_holds(k, coll, (uint32_t)seq);
         if (held < 0) return NULL;
         if (held == 2) Py_RETURN_FALSE; /* the manager holds this PE's contributions to it already */
-        PyObject *kept = is_future(target) || PyObject_TypeCheck(target, (PyTypeObject *)k->entry_ref)
-                             ? Py_NewRef(target) : PyObject_CallOneArg(k->check_target, target); /* a bound entry, or a TypeError */
+        PyObject *bound_proxy, *bound_name; /* `self.collection[i].done`: an EntryRef made here */
+        int element = bound_element_entry(target, &bound_proxy, &bound_name);
+        PyObject *kept = is_future(target) || PyObject_TypeCheck(target, (PyTypeObject *)k->entry_ref) ? Py_NewRef(target)
+                       : element ? PyObject_CallFunctionObjArgs(k->entry_ref, bound_proxy, bound_name, NULL)
+                       : PyObject_CallOneArg(k->check_target, target); /* a Python bound entry, or a TypeError */
         if (!kept) return NULL;
         /* to a future or an element's entry method, and none of it in the manager: this PE's
          * whole part gathers here */
         PyObject *packed = NULL;
-        int whole = held == 0 ? whole_target(k, coll, kept, &packed) : 0;
+        int whole = held != 0 ? 0 : element ? whole_element_entry(bound_proxy, bound_name, coll, &packed)
+                                            : whole_target(k, coll, kept, &packed);
         p = whole < 0 ? NULL : partial_new(k, coll, (uint32_t)seq, rid, reducer, target, kept, expected, whole,
                                            SLOT(cs, shoal_slots.state_span), packed);
         Py_DECREF(kept);
@@ -111,7 +121,6 @@ PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     } else if (partial_check(k, p, target, reducer) < 0) {
         return NULL;
     }
-    if (check_once(c, k, el, coll, (uint32_t)seq, rid, reducer, target) < 0) return NULL;
     if (set_element_seq(el, seq + 1) < 0 || partial_keep(p, value, number) < 0) return NULL;
     if (++p->got >= p->expected && partial_complete(c, k, p) < 0) return NULL;
     Py_RETURN_TRUE;

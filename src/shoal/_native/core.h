@@ -340,8 +340,11 @@ void trace_run(Core *c, PyObject *el, PyObject *fn, uint64_t t0, uint64_t t1);
 void trace_runs_free(TraceRuns *t);
 PyObject *Core_trace_into(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_trace_flush(Core *c, PyObject *unused);
-/* proxies.c: whether `a` and `b` are compiled bound entry methods of one proxy object and entry */
+/* proxies.c: whether `a` and `b` are compiled bound entry methods of one entry of equal proxies */
 int bound_entries_same(PyObject *a, PyObject *b);
+/* Whether `o` is a compiled bound entry of an element's proxy (`self.collection[0].done`):
+ * then its proxy and method name, borrowed. */
+int bound_element_entry(PyObject *o, PyObject **proxy, PyObject **name);
 
 /* broadcasts.c */
 /* A BROADCAST message passed on down the tree and run here (its frame in the receive

@@ -44,7 +44,10 @@ void contributions_free(Contributions *k) {
         k->list = p->next;
         partial_free(p);
     }
-    while (k->nchecked > 0) Py_CLEAR(k->checked[--k->nchecked].target);
+    while (k->nchecked > 0) { /* (Py_CLEAR names its argument twice: no side effect in it) */
+        k->nchecked--;
+        Py_CLEAR(k->checked[k->nchecked].target);
+    }
     Py_XDECREF(k->manager);
     Py_XDECREF(k->handle);
     Py_XDECREF(k->check_target);
@@ -101,6 +104,20 @@ int manager_holds(Contributions *k, uint64_t coll, uint32_t seq) {
 }
 
 int is_future(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)active->future_cls); }
+
+int whole_element_entry(PyObject *proxy, PyObject *name, uint64_t coll, PyObject **packed) {
+    *packed = NULL;
+    PyObject *info = SLOT(proxy, shoal_slots.proxy_info), *index = SLOT(proxy, shoal_slots.proxy_index);
+    PyObject *id = info ? SLOT(info, shoal_slots.info_id) : NULL;
+    if (!id || !index) return 0;
+    unsigned long long of = PyLong_AsUnsignedLongLong(id);
+    if (of == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    if (of != coll) return 0; /* another collection's element: its index means nothing to this tree */
+    PyObject *none = PyTuple_New(0); /* (the empty tuple: an EntryRef's leading arguments) */
+    *packed = none ? PyTuple_Pack(3, index, name, none) : NULL;
+    Py_XDECREF(none);
+    return *packed ? 1 : -1;
+}
 
 int whole_target(Contributions *k, uint64_t coll, PyObject *target, PyObject **packed) {
     *packed = NULL;

@@ -60,6 +60,9 @@ Partial *partial_new(Contributions *k, uint64_t coll, uint32_t seq, int rid, PyO
  * entry method of collection `coll` (then `*packed`: how it travels, a new reference).
  * 1, 0, or -1 with an error. */
 int whole_target(Contributions *k, uint64_t coll, PyObject *target, PyObject **packed);
+/* The same for entry method `name` of the element of `proxy` (a compiled bound entry's
+ * parts), without a call into Python. */
+int whole_element_entry(PyObject *proxy, PyObject *name, uint64_t coll, PyObject **packed);
 int partial_check(Contributions *k, Partial *p, PyObject *target, PyObject *reducer);
 int partial_keep(Partial *p, PyObject *value, long number);
 int partial_complete(Core *c, Contributions *k, Partial *p);

@@ -38,10 +38,24 @@ static PyTypeObject BoundEntryType, EntryDescriptorType;
 int bound_entries_same(PyObject *a, PyObject *b) {
     if (!Py_IS_TYPE(a, &BoundEntryType) || !Py_IS_TYPE(b, &BoundEntryType)) return 0;
     BoundEntry *x = (BoundEntry *)a, *y = (BoundEntry *)b;
-    return x->proxy == y->proxy && x->entry == y->entry && x->vectorcall == y->vectorcall;
+    if (x->entry != y->entry || x->vectorcall != y->vectorcall) return 0;
+    if (x->proxy == y->proxy) return 1;
+    /* two proxies of one element (`sink[0].collect` makes a new one each time): as Python's == says */
+    int same = PyObject_RichCompareBool(x->proxy, y->proxy, Py_EQ);
+    if (same < 0) PyErr_Clear();
+    return same > 0;
 }
 
 static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+int bound_element_entry(PyObject *o, PyObject **proxy, PyObject **name) {
+    if (!Py_IS_TYPE(o, &BoundEntryType)) return 0;
+    BoundEntry *b = (BoundEntry *)o;
+    if (b->vectorcall == (vectorcallfunc)broadcast_vectorcall) return 0;
+    *proxy = b->proxy;
+    *name = b->name;
+    return 1;
+}
 
 /* hook(proxy, entry, name, args, kwargs) with the call's positional and keyword arguments */
 static PyObject *call_hook(PyObject *hook, BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
