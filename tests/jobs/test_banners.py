@@ -101,4 +101,7 @@ def test_a_failed_job_shows_no_launcher_banner(mpi_job, pes, how):
     out = job.stdout + job.stderr
     for banner in ("BAD TERMINATION", "FAQ page", "MPI_ABORT was invoked", "has exited due to process rank"):
         assert banner not in out, job
-    assert last_line(job.stderr).startswith("shoal run: the job failed (exit code 1): PE 1"), job
+    last = last_line(job.stderr)
+    # PE 1 is named; a PE that mpiexec killed as PE 1 vanished may be named beside it when the
+    # launcher saw both processes gone in one look (a busy machine), which it says truly
+    assert last.startswith("shoal run: the job failed (exit code 1): PE ") and "PE 1" in last.split(":")[2], job
