@@ -15,7 +15,7 @@ from support import PROGRAMS
 from support.commands import clean_env
 from support.jobs import Job
 
-from shoal._runtime.lb_period import AUTO, LONGEST, Interval, interval, next_period
+from shoal._runtime.lb_period import AUTO, LONGEST, Interval, interval, next_floor, next_period
 from shoal._runtime.setops import unique
 from shoal.settings import SettingsError, load_settings
 
@@ -63,8 +63,12 @@ def test_a_job_that_does_not_balance_does_not_load_numpy():
 
 
 # -- the period ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("setup", SETUPS)
-def test_auto_period_balances_a_drifting_load_more_often_than_a_stable_one(setup):
+@pytest.mark.mpi
+def test_auto_period_balances_a_drifting_load_more_often_than_a_stable_one():
+    """Under MPI, where imbalance costs time (in-process PEs take turns in one thread).
+    The drifting band crosses every element in 16 steps, so over a long period every
+    element's total looks alike: the PEs' idle time shows the drift."""
+    setup = ("mpi", 2)
     stable = run_case(setup, "stable", 80, "--lb", "greedy", "--lb-period", "auto")
     drift = run_case(setup, "drift", 80, "--lb", "greedy", "--lb-period", "auto")
     n_stable, n_drift = int(stable["rounds"]), int(drift["rounds"])
@@ -105,6 +109,22 @@ def test_a_drifting_load_shortens_the_period_to_the_optimum():
     assert next_period(measured, cost=50.0) == 20  # never more than twice the last period at once
     assert next_period(measured, cost=0.0) == 1  # a free round: every at_sync
     assert next_period(Interval(10, lost=0.5, mean=1.0, residual=0.02), cost=0.02) == 3  # g = 0.006
+
+
+def test_idle_time_beyond_the_floor_is_drift_that_loads_hide():
+    # the loads look even (a hot spot crossed every PE), but the PEs waited 0.5 s more than the floor
+    hidden = Interval(10, lost=0.0, mean=1.0, residual=0.0, idle=0.6, floor=0.01)
+    assert hidden.drift() == pytest.approx(0.01) and next_period(hidden, cost=0.02) == 2
+    # waiting as much per at_sync as ever (communication, not imbalance): stable
+    assert next_period(Interval(10, lost=0.0, mean=1.0, residual=0.0, idle=0.3, floor=0.03), cost=0.02) == 20
+    assert next_period(Interval(10, lost=0.0, mean=1.0, residual=0.0, idle=0.34, floor=0.03), cost=0.02) == 20
+    # the floor: the first interval's idle time per at_sync, then a running mean
+    first = Interval(4, lost=0.0, mean=1.0, residual=0.0, idle=0.04)
+    assert first.floor == pytest.approx(0.01) and first.drift() == 0.0
+    got = interval(np.array([1.0, 1.0]), np.array([0, 1]), np.ones(2), 4, 0.0, np.array([0.02, 0.06]), 0.05)
+    assert (got.idle, got.floor) == (pytest.approx(0.04), 0.05)
+    assert next_floor(got) == pytest.approx(0.01)  # less idle time per at_sync: the floor falls to it
+    assert next_floor(Interval(2, 0.0, 1.0, 0.0, idle=0.2, floor=0.02)) == pytest.approx(0.02 + 0.25 * 0.08)
 
 
 def test_the_period_follows_the_cost_of_a_round():

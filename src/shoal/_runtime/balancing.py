@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 from ..lazy_numpy import np
 
 from ..errors import ShoalError
-from .lb_period import AUTO, interval, next_period
+from .lb_period import AUTO, interval, next_floor, next_period
 from .message import Kind, decode
 from .round_log import KEPT, RoundRecord, prepare
 
@@ -140,7 +140,7 @@ class _Round:
 
     __slots__ = ("synced", "waiting", "gen", "since", "idle_since", "busy_since", "awaiting", "landed", "plan", "early", "reports",
                  "reported", "pending", "held", "busy", "number", "requests", "started", "moves", "resume", "lb_rounds",
-                 "reason", "record", "period", "residual")
+                 "reason", "record", "period", "residual", "floor")
 
     def __init__(self, now: float, idle: float):
         self.synced = 0  # local elements SYNCED (in at_sync, not reported yet)
@@ -171,6 +171,7 @@ class _Round:
         self.record: RoundRecord | None = None  # the at_sync round under way, as the history keeps it
         self.period = 1  # --lb-period auto: the at_sync calls per element in the interval under way
         self.residual = 0.0  # --lb-period auto: the loss per at_sync the last placement left (s)
+        self.floor: float | None = None  # --lb-period auto: the running mean of idle time per at_sync (s)
 
 
 class Balancer:
@@ -439,7 +440,10 @@ class Balancer:
         if "sizes" in options:
             record.moved_bytes = float(options["sizes"][moved].sum())
         if rt.settings.lb_period == AUTO:  # the interval that ends here, and what the new placement leaves
-            record.measured = interval(loads, placement, speeds, st.period, st.residual)
+            # idle time: not where PEs share one process and take turns (each sees the process's)
+            waited = idle if len(rt.engine.runtimes) == 1 else None
+            record.measured = interval(loads, placement, speeds, st.period, st.residual, waited, st.floor)
+            st.floor = next_floor(record.measured) if waited is not None else None
             st.residual = interval(loads, new, speeds, st.period, 0.0).lost / max(st.period, 1)
         record.imported = sum(r[9] for r in reports) + len(sys.modules) - modules
         record.decided = perf_counter()
