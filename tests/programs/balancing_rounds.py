@@ -24,7 +24,7 @@ class Worker(shoal.Chare):
     def _cost(self, k):
         i = self.index[0]
         hot = (i - k) % N < N // 4 if self.case == "drift" else i < N // 4
-        return 0.0008 if hot else 0.00008
+        return 0.002 if hot else 0.0002
 
     def step(self, k, done):
         end = time.perf_counter() + self._cost(k)
@@ -50,6 +50,9 @@ def main(args):
     print("RESULT imported", [r.imported for r in history])
     print("RESULT periods", [r.period for r in history])
     print("RESULT phases", all(r.ready <= r.decided <= r.finished for r in history))
+    # ms from the last READY report to the plan, and to the RESUME, of each round
+    print("RESULT plan_ms", [round((r.decided - r.ready) * 1e3, 2) for r in history])
+    print("RESULT resume_ms", [round((r.finished - r.ready) * 1e3, 2) for r in history])
 
 
 shoal.start(main)
