@@ -90,8 +90,9 @@ def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--lb", metavar="NAME", default=None, help="load-balancing strategy (sets SHOAL_LB)")
     run.add_argument("--compat", metavar="LAYER", choices=("charm4py",), default=None,
                      help="run a program written for another system unchanged: charm4py (sets SHOAL_COMPAT)")
-    run.add_argument("--lb-period", metavar="N", type=int, default=None,
-                     help="balance at every N-th at_sync call; 0: only when asked (sets SHOAL_LB_PERIOD)")
+    run.add_argument("--lb-period", metavar="N|auto", default=None,
+                     help="balance at every N-th at_sync call; 0: at every one; auto: as often as the load's "
+                          "drift makes it pay (sets SHOAL_LB_PERIOD)")
     run.add_argument("--restart", metavar="PATH", default=None,
                      help="resume from checkpoint PATH, on any number of PEs; 'auto': from the newest in "
                           "--checkpoint-dir if there is one, else start fresh (sets SHOAL_RESTART)")

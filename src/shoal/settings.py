@@ -84,8 +84,8 @@ class Settings:
     #: The load-balancing strategy by name; empty: none. The runtime checks the name
     #: against the strategies registered when the job starts.
     lb: str = ""
-    #: With a strategy: balance at every N-th ``at_sync`` call; 0: only where the program
-    #: asks for a balancing step.
+    #: With a strategy: balance at every N-th ``at_sync`` call; 0: at every one; -1
+    #: (``auto``): the runtime chooses, from how fast the load drifts (``_runtime/lb_period.py``).
     lb_period: int = 0
     #: Restart from this checkpoint directory: its collections are rebuilt before main
     #: runs, and ``shoal.restarted()`` returns main's saved state; empty: a fresh start.
@@ -175,8 +175,8 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "lb": (_Matching(r"(?:[A-Za-z_][A-Za-z0-9_.-]*)?", "a strategy name: letters, digits, '_', '.' and '-', "
                      "starting with a letter or '_'"),
            "the load-balancing strategy, by the name it was registered under (empty: none)"),
-    "lb_period": ((0, 2**31 - 1), "a count of at_sync calls: N > 0 balances at every N-th, "
-                                  "0 only where the program asks"),
+    "lb_period": ((-1, 2**31 - 1), "a count of at_sync calls: N > 0 balances at every N-th, "
+                                   "0 at every one, auto (or -1) as often as the load's drift makes it pay"),
     "checkpoint_every": ((0.0, 1e9), "seconds between the checkpoints checkpoint_point() writes (0: none)"),
     "checkpoint_dir": (_Matching(r"[^\x00]+", "a directory name without NUL characters"),
                        "the directory checkpoint_point() writes its checkpoints to"),
@@ -189,6 +189,9 @@ RANGES: dict[str, tuple[tuple | frozenset | _Matching, str]] = {
     "gpu_chunk": ((4096, 1 << 30), "bytes per chunk of pipelined host staging"),
     "debug": (frozenset({0, 1}), "1: tracebacks keep shoal's internal frames, 0: the user's frames only"),
 }
+
+#: words an option takes besides its values: option -> word -> value
+_WORDS: dict[str, dict[str, object]] = {"lb_period": {"auto": -1}}
 
 _ENV_ONLY = {  # read by the launcher, the PEs' job records and the builders, not settings
     "SHOAL_MPIEXEC", "SHOAL_CACHE_DIR", "SHOAL_CACHE_MAX_MB", "SHOAL_JOB_DIR", "SHOAL_LAUNCHER",
@@ -209,12 +212,17 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         if name not in known:
             valid = ", ".join("SHOAL_" + n.upper() for n in known)
             raise SettingsError(f"unknown setting {key}={raw!r}; valid settings: {valid}")
-        values[name] = _convert(key, raw, known[name])
+        word = _WORDS.get(name, {}).get(raw.strip().lower())
+        values[name] = _convert(key, raw, known[name]) if word is None else word
         labels[name] = f"{key}={raw!r}"
     for name, value in overrides.items():
         if name not in known:
             raise SettingsError(f"unknown setting {name!r}; valid settings: {', '.join(known)}")
-        values[name] = _convert(name, value, known[name]) if isinstance(value, str) else value
+        word = _WORDS.get(name, {}).get(value.strip().lower()) if isinstance(value, str) else None
+        if word is not None:
+            values[name] = word
+        else:
+            values[name] = _convert(name, value, known[name]) if isinstance(value, str) else value
         kind = _KINDS[_type_name(known[name])]
         if not isinstance(values[name], kind) or isinstance(values[name], bool):
             raise SettingsError(f"setting {name}={value!r} must be a {_type_name(known[name])}")

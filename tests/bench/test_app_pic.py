@@ -200,8 +200,9 @@ def test_cli_sequential_json_and_bad_options(capsys):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("target", [["--target", "mpi4py"], ["--target", "shoal", "--odf", "4", "--lb-period", "3"]],
-                         ids=["mpi4py", "shoal"])
+@pytest.mark.parametrize("target", [["--target", "mpi4py"], ["--target", "shoal", "--odf", "4", "--lb-period", "3"],
+                                    ["--target", "shoal", "--odf", "4", "--lb-period", "auto", "--lb", "auto"]],
+                         ids=["mpi4py", "shoal", "shoal-auto-period"])
 def test_target_under_mpiexec_verifies_and_ends_where_the_sequential_run_does(target):
     proc = _app("-n", "2", *target, *CASE)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -211,4 +212,4 @@ def test_target_under_mpiexec_verifies_and_ends_where_the_sequential_run_does(ta
     assert out["checksum"] == want.checksum and out["id_sum"] == physics.expected_id_sum(placed)
     assert out["compute_per_step"] > 0 and out["comm_per_step"] >= 0
     if target[1] == "shoal":
-        assert out["tiles"] == 8 and out["lb_period"] == 3 and out["balanced"]
+        assert out["tiles"] == 8 and out["lb_period"] == (-1 if "auto" in target else 3) and out["balanced"]

@@ -361,7 +361,7 @@ def test_run_options_become_the_pes_variables(tmp_path):
 
 @pytest.mark.parametrize("transport", ["inproc", "mpi"])
 @pytest.mark.parametrize("argv,message", [
-    (("--lb-period", "-1"), "shoal run: SHOAL_LB_PERIOD='-1' is not valid: SHOAL_LB_PERIOD must be from 0 to "),
+    (("--lb-period", "-2"), "shoal run: SHOAL_LB_PERIOD='-2' is not valid: SHOAL_LB_PERIOD must be from -1 to "),
     (("--lb", "no good"), "shoal run: SHOAL_LB='no good' is not valid: SHOAL_LB must be a strategy name"),
     (("--trace", "nowhere/t.json"), "shoal run: --trace "),
 ])
@@ -381,8 +381,8 @@ def test_tracing_and_balancing_settings():
 
 
 @pytest.mark.parametrize("var,value,why", [
-    ("SHOAL_LB_PERIOD", "-1", "must be from 0 to 2147483647; a count of at_sync calls"),
-    ("SHOAL_LB_PERIOD", str(2**31), "must be from 0 to"),
+    ("SHOAL_LB_PERIOD", "-2", "must be from -1 to 2147483647; a count of at_sync calls"),
+    ("SHOAL_LB_PERIOD", str(2**31), "must be from -1 to"),
     ("SHOAL_LB", "9lives", "must be a strategy name"),
     ("SHOAL_LB", "a b", "must be a strategy name"),
 ])

@@ -17,7 +17,11 @@ its broadcasts):
 
 ``arr.migrate(index, pe)`` is a round of one move without at_sync or resume. Rounds of
 one Array run one at a time. With a period (``SHOAL_LB_PERIOD=N``) only every N-th
-at_sync balances; the others resume at once, without a round.
+at_sync balances; the others resume at once, without a round. With ``SHOAL_LB_PERIOD=auto``
+the coordinator chooses the period at the end of each round (:mod:`.lb_period`) and
+RESUME carries it: each element it resumes balances again after that many more at_sync
+calls (``Chare._shoal_lb_due``, which moves with it). The coordinator keeps a record of
+each round (:mod:`.round_log`, ``Balancer.history``).
 
 An element's part in this is its *sync state* (``Chare._shoal_synced``, which moves with
 it): ``(phase, round, quick)``. ``phase`` is FREE, SYNCED (in at_sync, not reported yet),
@@ -36,6 +40,7 @@ RESUME of the round it left (issue 41).
 from __future__ import annotations
 
 import functools
+import sys
 from time import perf_counter
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
@@ -45,7 +50,9 @@ if TYPE_CHECKING:
 from ..lazy_numpy import np
 
 from ..errors import ShoalError
+from .lb_period import AUTO, interval, next_floor, next_period
 from .message import Kind, decode
+from .round_log import KEPT, RoundRecord, prepare
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -133,7 +140,7 @@ class _Round:
 
     __slots__ = ("synced", "waiting", "gen", "since", "idle_since", "busy_since", "awaiting", "landed", "plan", "early", "reports",
                  "reported", "pending", "held", "busy", "number", "requests", "started", "moves", "resume", "lb_rounds",
-                 "reason")
+                 "reason", "record", "period", "residual", "floor")
 
     def __init__(self, now: float, idle: float):
         self.synced = 0  # local elements SYNCED (in at_sync, not reported yet)
@@ -161,6 +168,10 @@ class _Round:
         self.resume = 0  # the at_sync round under way, which ends with its RESUME (0: a migrate() round)
         self.lb_rounds = 0  # at_sync rounds decided
         self.reason: dict | None = None  # what the strategy of the round under way decided and why (traced)
+        self.record: RoundRecord | None = None  # the at_sync round under way, as the history keeps it
+        self.period = 1  # --lb-period auto: the at_sync calls per element in the interval under way
+        self.residual = 0.0  # --lb-period auto: the loss per at_sync the last placement left (s)
+        self.floor: float | None = None  # --lb-period auto: the running mean of idle time per at_sync (s)
 
 
 class Balancer:
@@ -171,12 +182,13 @@ class Balancer:
         self.rounds: dict[int, _Round] = {}
         self.holding: set[int] = set()  # Arrays whose broadcasts this PE (their root) holds
         self.started = perf_counter()
+        self.history: list[RoundRecord] = []  # the coordinator's last at_sync rounds (round_log.KEPT)
         rt.migration.on_arrival = self._arrived
         rt.migration.on_landing = self._landed
         rt.migration.on_departure = self._departed
         rt.migration.before_plan = self._before_plan
-        if rt.settings.lb:  # a job that balances loads its strategies now, not in its first round
-            from . import strategies  # noqa: F401
+        if rt.settings.lb:  # a job that balances loads NumPy and its strategy now, not in its first round
+            prepare(rt.settings.lb)
 
     def _strategy_takes_sizes(self) -> bool:
         """Whether the job's strategy weighs moves by the bytes of each element's state (auto does)."""
@@ -206,7 +218,7 @@ class Balancer:
             raise ShoalError(f"{el!r} called at_sync() again before its resume_from_sync() ran")
         n = el._shoal_syncs = el._shoal_syncs + 1
         period = rt.settings.lb_period
-        if not rt.settings.lb or (period > 0 and n % period):
+        if not rt.settings.lb or (period > 0 and n % period) or (period == AUTO and n < el._shoal_lb_due):
             _set_sync(el, FREE, rnd, quick + 1)  # no round this time: resumes where it is then
             rt.ready.append(functools.partial(self._quick_resume, el))
             return
@@ -224,6 +236,7 @@ class Balancer:
         if not st.synced or st.synced + st.waiting < len(cs.elements):
             return
         rt = self.rt
+        modules = len(sys.modules)
         elements = [(index, el) for index, el in cs.elements.items() if sync_state(el)[0] == SYNCED]
         scale = rt.ticks.seconds_per_tick() if rt.ticks is not None else 0.0
         loads = np.empty(len(elements))
@@ -244,7 +257,7 @@ class Balancer:
         pinned = [i for i, (_, el) in enumerate(elements) if not el.migratable]
         sizes = np.array([state_bytes(el) for _, el in elements]) if self._strategy_takes_sizes() else None
         report = (rt.pe, [index for index, _ in elements], loads, now - st.since, busy - st.busy_since,
-                  idle - st.idle_since, edges, pinned, sizes)
+                  idle - st.idle_since, edges, pinned, sizes, len(sys.modules) - modules)
         st.since, st.idle_since, st.busy_since = now, idle, busy
         for _, el in elements:
             _, rnd, quick = sync_state(el)
@@ -334,23 +347,27 @@ class Balancer:
         elif entry == MOVED:
             self._on_moved(cs, src)
         elif entry == RESUME:
-            self._on_resume(cs, payload)
+            self._on_resume(cs, *payload)
         elif entry == REQUEST:
             st = self.state(coll)
             st.requests.append(payload)
             if not st.busy:
                 self._start_requests(cs, st)
 
-    def _on_resume(self, cs: "CollectionState", number: int) -> None:
+    def _on_resume(self, cs: "CollectionState", number: int, period: int) -> None:
         """At_sync round ``number`` is over: queue resume_from_sync() of the elements here
-        that took part in it (not one that landed and synced again for the next round)."""
+        that took part in it (not one that landed and synced again for the next round);
+        with ``--lb-period auto`` each balances again after ``period`` more at_sync calls."""
         st = self.state(cs.info.id)
+        auto = self.rt.settings.lb_period == AUTO
         st.gen = max(st.gen, number + 1)
         ready = self.rt.ready
         for el in list(cs.elements.values()):
             phase, rnd, quick = sync_state(el)
             if phase == REPORTED and rnd == number:
                 _set_sync(el, RESUMING, rnd, quick)
+                if auto:
+                    el._shoal_lb_due = el._shoal_syncs + period
                 st.waiting -= 1
                 ready.append(functools.partial(self._resume, el))
 
@@ -360,6 +377,7 @@ class Balancer:
         st.reported += len(report[1])
         if st.reported < cs.size:
             return
+        st.record = RoundRecord(st.lb_rounds + 1, perf_counter())
         if st.busy:  # a migrate() round is under way: this one starts when it ends
             return
         self._decide(cs, st)
@@ -368,6 +386,7 @@ class Balancer:
         from .strategies import REASONED, CommGraph, background_speeds, check_placement, get_strategy
 
         rt = self.rt
+        modules = len(sys.modules)
         reports, st.reports, st.reported = st.reports, [], 0
         name = rt.settings.lb
         try:
@@ -416,6 +435,18 @@ class Balancer:
         st.lb_rounds += 1
         if rt.tracer is not None:  # what the strategy decided and why, for the trace
             st.reason = _reason(name, loads, placement, new, speeds, reason)
+        record = st.record = st.record or RoundRecord(st.lb_rounds, perf_counter())
+        record.number, record.moves = st.lb_rounds, len(moves)
+        if "sizes" in options:
+            record.moved_bytes = float(options["sizes"][moved].sum())
+        if rt.settings.lb_period == AUTO:  # the interval that ends here, and what the new placement leaves
+            # idle time: not where PEs share one process and take turns (each sees the process's)
+            waited = idle if len(rt.engine.runtimes) == 1 else None
+            record.measured = interval(loads, placement, speeds, st.period, st.residual, waited, st.floor)
+            st.floor = next_floor(record.measured) if waited is not None else None
+            st.residual = interval(loads, new, speeds, st.period, 0.0).lost / max(st.period, 1)
+        record.imported = sum(r[9] for r in reports) + len(sys.modules) - modules
+        record.decided = perf_counter()
         self._start(cs, st, moves, resume=st.lb_rounds)
 
     def _start_requests(self, cs: "CollectionState", st: _Round) -> None:
@@ -515,7 +546,8 @@ class Balancer:
             rt.tracer.balance(st.started, perf_counter(), cs.info.cls.__qualname__, st.moves,
                               rt.settings.lb if st.resume else "migrate()", st.reason)
         if st.resume:
-            rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), st.resume)
+            period = self._log_round(st)
+            rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), (st.resume, period))
         st.busy = False
         self.holding.discard(cs.info.id)
         held, st.held = st.held, []
@@ -525,6 +557,21 @@ class Balancer:
             self._start_requests(cs, st)
         elif st.reported >= cs.size:
             self._decide(cs, st)
+
+    def _log_round(self, st: _Round) -> int:
+        """Keep the record of the at_sync round that ends now; with ``--lb-period auto``
+        return the next period (at_sync calls until the next round), chosen from the
+        interval the round measured and the round's cost, else 0."""
+        record, st.record = st.record, None
+        if record is None:
+            return 0
+        record.finished = perf_counter()
+        if record.measured is not None:
+            record.period = st.period = next_period(record.measured, record.finished - record.ready)
+        self.history.append(record)
+        if len(self.history) > KEPT:
+            del self.history[: len(self.history) - KEPT]
+        return record.period
 
     def hold(self, coll: int, header: bytes, segments: list) -> bool:
         """Keep a broadcast to ``coll`` (at its root) until its round ends; False if none is under way."""

@@ -144,6 +144,7 @@ class Chare:
     _shoal_away = False  # not on its home PE: contributions go there (reductions.py)
     _shoal_syncs = 0  # at_sync() calls
     _shoal_synced = False  # waiting in at_sync() for the round
+    _shoal_lb_due = 1  # --lb-period auto: the at_sync() call that balances next (balancing.py)
     _shoal_pending: list | None = None  # calls and waits held until a condition holds (conditions.py)
     #: the element's own proxy, made on first use of .proxy (not a slot: an element that
     #: never asks for it pays nothing, and one more slot would cost every element 16 bytes)

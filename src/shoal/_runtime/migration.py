@@ -51,7 +51,7 @@ __all__ = ["Migration", "RUNTIME_ATTRS", "SENT_ON"]
 #: moves with it, whatever the class's ``__getstate__`` returns
 RUNTIME_ATTRS = (
     "_shoal_seq", "_shoal_seqs", "_shoal_channels", "_shoal_channel_early", "_shoal_channel_counts",
-    "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced",
+    "_shoal_channel_sites", "_shoal_moves", "_shoal_syncs", "_shoal_synced", "_shoal_lb_due",
 )
 _SKIP = frozenset((*RUNTIME_ATTRS, "index", "proxy", "_shoal_proxy", "collection", "_shoal_away", "_shoal_comm"))
 

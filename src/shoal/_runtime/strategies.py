@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from ..lazy_numpy import np
 
 from ..errors import ShoalError
+from .setops import unique
 from .strategy_reasons import BETTER, ENOUGH, NEEDED, NO_GAIN, NOTHING, UNDER, UNPAID, Reason, judge
 
 __all__ = [
@@ -142,11 +143,11 @@ def _greedy(loads: np.ndarray, speeds: np.ndarray) -> np.ndarray:
     finishes first. Classes are the distinct speeds when few (exact: with one speed this
     is plain LPT), else 20%-wide speed bands (the head is then near-best in its band)."""
     order = np.argsort(-loads, kind="stable").tolist()
-    distinct = np.unique(speeds)
+    distinct = unique(speeds)
     if distinct.size <= 16:
         cls = np.searchsorted(distinct, speeds)
     else:
-        cls = np.unique(np.floor(np.log(speeds) / np.log(1.2)), return_inverse=True)[1]
+        cls = unique(np.floor(np.log(speeds) / np.log(1.2)), return_inverse=True)[1]
     heaps = [[(0.0, p) for p in np.flatnonzero(cls == c).tolist()] for c in range(int(cls.max()) + 1)]
     inv = (1.0 / speeds).tolist()
     lds = loads.tolist()
@@ -318,7 +319,7 @@ def _adjacency(graph: CommGraph, n: int, message_cost: float) -> _Graph:
     if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
         raise ShoalError(f"CommGraph names an element outside 0..{n - 1}")
     keep = (src != dst) & (w > 0)
-    keys, inv = np.unique(np.concatenate([src[keep] * n + dst[keep], dst[keep] * n + src[keep]]), return_inverse=True)
+    keys, inv = unique(np.concatenate([src[keep] * n + dst[keep], dst[keep] * n + src[keep]]), return_inverse=True)
     sums = np.bincount(inv, weights=np.concatenate([w[keep], w[keep]]), minlength=keys.size)
     u, v = keys // n, keys % n
     indptr = np.zeros(n + 1, dtype=np.int64)
@@ -450,7 +451,7 @@ def _smooth(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, g: _Graph, 
     times = _times(loads, part, speeds)
     thr = float(times.max())
     for _ in range(passes):
-        keys, inv = np.unique(u * num_pes + part[v], return_inverse=True)
+        keys, inv = unique(u * num_pes + part[v], return_inverse=True)
         bytes_to = np.bincount(inv, weights=w)
         el, pe = keys // num_pes, keys % num_pes
         own = np.zeros(n)
@@ -483,8 +484,8 @@ def _match_labels(part: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -
     """Renumber the regions (each built for one PE's speed) among PEs of equal speed so
     that as many elements as possible stay where they are: greedy matching on overlap."""
     num_pes = speeds.size
-    _, group = np.unique(speeds, return_inverse=True)
-    keys, counts = np.unique(part * num_pes + placement, return_counts=True)
+    _, group = unique(speeds, return_inverse=True)
+    keys, counts = unique(part * num_pes + placement, return_counts=True)
     a, b = keys // num_pes, keys % num_pes
     same = group[a] == group[b]
     a, b, counts = a[same], b[same], counts[same]

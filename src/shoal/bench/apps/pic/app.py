@@ -40,7 +40,7 @@ class Config:
     mpiexec: str | None = None
     transport: str = "mpi"  # shoal: "inproc" runs every PE in this process
     odf: int = 8  # shoal: tiles per PE
-    lb_period: int = 0  # shoal: at_sync every this many steps (0: never)
+    lb_period: int = 0  # shoal: at_sync every this many steps (0: never; -1: every step, the runtime picks the rounds)
     lb: str = "greedy"  # shoal: the balancing strategy, where the runtime can choose one
 
     def with_pes(self, pes: int) -> "Config":
@@ -62,12 +62,18 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--k", type=int, default=d.k, help=f"particles move 2k+1 cells in x per step ({d.k})")
     g.add_argument("--m", type=int, default=d.m, help=f"particles move m cells in y per step ({d.m})")
     g.add_argument("--odf", type=int, default=Config.odf, help=f"shoal: tiles per PE ({Config.odf})")
-    g.add_argument("--lb-period", type=int, default=0, metavar="K",
-                   help="shoal: every K steps the tiles call at_sync() so the runtime can balance (0: never)")
+    g.add_argument("--lb-period", type=_period, default=0, metavar="K|auto",
+                   help="shoal: every K steps the tiles call at_sync() so the runtime can balance (0: never; "
+                        "auto: every step, and the runtime balances as often as the drift makes it pay)")
     g.add_argument("--lb", default=Config.lb, metavar="STRATEGY",
                    help=f"shoal: balancing strategy, with --lb-period ({Config.lb})")
     g.add_argument("--checkpoint-every", type=float, default=0.0, metavar="SECONDS",
                    help="shoal: checkpoint to ./pic.ckpt this often, between chunks of 100 steps (0: never)")
+
+
+def _period(text: str) -> int:
+    """``--lb-period``: a number of steps, or ``auto`` (-1)."""
+    return -1 if text.strip().lower() == "auto" else int(text)
 
 
 def _patch(text: str | None) -> tuple[int, int, int, int] | None:
@@ -94,8 +100,8 @@ def configure(ns: argparse.Namespace) -> Config:
     if ns.checkpoint_every:  # the runtime's setting, for every PE of the job this command starts
         os.environ["SHOAL_CHECKPOINT_EVERY"] = repr(ns.checkpoint_every)
         os.environ["SHOAL_CHECKPOINT_DIR"] = os.path.abspath("pic.ckpt")
-    if ns.lb_period < 0:
-        raise ValueError(f"--lb-period {ns.lb_period}: give 0 (no balancing) or a positive number of steps")
+    if ns.lb_period < -1:
+        raise ValueError(f"--lb-period {ns.lb_period}: give 0 (no balancing), a positive number of steps or auto")
     cfg = Config(problem, ns.target, ns.pes, ns.json, ns.mpiexec, ns.transport, ns.odf, ns.lb_period, ns.lb)
     grid, what = layout(cfg)
     grid.check(problem.k, problem.m, what)

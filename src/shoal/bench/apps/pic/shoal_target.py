@@ -15,7 +15,8 @@ of a tile lives on a stack: it can migrate.
 Load balancing: with ``--lb-period K`` every tile calls ``self.at_sync()`` after each
 K-th timed step; the runtime balances once every tile has (strategy ``--lb``), moving
 tiles between PEs, then calls each tile's ``resume_from_sync()`` and the tile goes on
-with the next step wherever it is.
+with the next step wherever it is. With ``--lb-period auto`` the tiles call it after every
+step and the runtime balances at the at_sync calls it chooses (``SHOAL_LB_PERIOD=auto``).
 
 Main (PE 0) runs the warm-up step (step 0), then the timed steps, then asks every tile
 for its verification sums and the compute seconds it spent on each PE.
@@ -75,7 +76,7 @@ class Tile(shoal.Chare):
         self.last = 0  # the phase ends before this step
         self.moved = False  # whether step t's move is done (then it waits for its neighbours' blocks)
         self.done: Any = None
-        self.lb_period = lb_period
+        self.lb_period = 1 if lb_period < 0 else lb_period  # auto: at_sync every step
         self.syncs = 0
         self.pe = shoal.my_pe()
         self.compute: dict[int, float] = {}
@@ -145,7 +146,7 @@ class Tile(shoal.Chare):
 def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
     """The shoal main program (PE 0) of a run of ``cfg`` with tiles of class ``tile``."""
     p = cfg.problem
-    wanted = cfg.lb_period > 0
+    wanted = cfg.lb_period != 0
 
     def main(_args: list) -> None:
         npes = shoal.num_pes()
@@ -155,7 +156,9 @@ def program(cfg: Config, tile: type[Tile] = Tile) -> Callable[[list], None]:
         ax, ay = squarest_split(c.odf, px, py)
         lines: list[tuple[str, str]] = []
         if wanted:
-            lines.append(("load balancing", f"at_sync every {c.lb_period} steps, strategy {c.lb}"))
+            every = "every step, rounds chosen by the runtime (--lb-period auto)" if c.lb_period < 0 else \
+                f"every {c.lb_period} steps"
+            lines.append(("load balancing", f"at_sync {every}, strategy {c.lb}"))
         else:
             lines.append(("load balancing", "off (--lb-period 0)"))
         prefix = column_prefix(p)
@@ -206,4 +209,6 @@ def run(cfg: Config) -> int:
         options.update(transport="inproc", pes=cfg.pes)
     if cfg.lb_period > 0:
         options.update(lb=cfg.lb)
+    elif cfg.lb_period < 0:
+        options.update(lb=cfg.lb, lb_period=-1)
     return shoal.run(program(cfg), [], **options)
