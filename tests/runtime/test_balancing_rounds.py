@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from support import PROGRAMS
 from support.commands import clean_env
-from support.jobs import Job
+from support.jobs import Job, named_results
 
 from shoal._runtime.lb_period import AUTO, LONGEST, Interval, interval, next_floor, next_period
 from shoal._runtime.setops import unique
@@ -34,12 +34,7 @@ def run_case(setup: tuple[str, int], case: str, steps: int, *options: str) -> di
            str(steps)]
     job = Job(subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=PROGRAM.parent))
     assert job.returncode == 0, job.stderr
-    out = {}
-    for line in job.stdout.splitlines():
-        if line.startswith("RESULT "):
-            name, _, rest = line[len("RESULT "):].partition(" ")
-            out[name] = rest
-    return out
+    return named_results(job.stdout)
 
 
 # -- the first round ---------------------------------------------------------------------------

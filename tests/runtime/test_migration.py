@@ -12,7 +12,7 @@ import sys
 import pytest
 from support.commands import clean_env
 from support import EXAMPLES, PROGRAMS
-from support.jobs import Job
+from support.jobs import Job, named_results
 
 PROGRAM = PROGRAMS / "migration.py"
 SETUPS = [
@@ -33,12 +33,7 @@ def run_case(setup: tuple[str, int], case: str, **env_extra: str) -> Job:
 
 
 def results(job: Job) -> dict[str, str]:
-    out = {}
-    for line in job.stdout.splitlines():
-        if line.startswith("RESULT "):
-            name, _, rest = line[len("RESULT "):].partition(" ")
-            out[name] = rest
-    return out
+    return named_results(job.stdout)
 
 
 @pytest.fixture(params=SETUPS)

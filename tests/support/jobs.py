@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import shoal
 
-__all__ = ["run_inproc", "tree_levels", "Job"]
+__all__ = ["run_inproc", "tree_levels", "Job", "named_results"]
 
 
 def run_inproc(main: Callable[[list], Any], pes: int = 2, **settings: Any) -> int:
@@ -38,3 +38,13 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job rc={self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}>"
+
+
+def named_results(stdout: str) -> dict[str, str]:
+    """The ``RESULT name rest`` lines a test program printed, as ``{name: rest}``."""
+    out = {}
+    for line in stdout.splitlines():
+        if line.startswith("RESULT "):
+            name, _, rest = line[len("RESULT "):].partition(" ")
+            out[name] = rest
+    return out
