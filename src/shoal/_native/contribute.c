@@ -25,15 +25,6 @@ static long element_number(PyObject *index, PyObject *shape) {
 
 /* Refuse a second contribution of one element in one call to the same reduction
  * (ReductionManager._check_once). 0, or -1 with the manager's error set. */
-
-/* Forget the contributions of the call that ran last (a new one runs). */
-static void forget_checked(Contributions *k) {
-    while (k->nchecked > 0) { /* (Py_CLEAR names its argument twice: no side effect in it) */
-        k->nchecked--;
-        Py_CLEAR(k->checked[k->nchecked].target);
-    }
-}
-
 static int check_once(Core *c, Contributions *k, PyObject *el, uint64_t coll, uint32_t seq, int rid,
                       PyObject *reducer, PyObject *target) {
     if (el != k->call_el || c->calls != k->call_calls || c->received != k->call_received) {

@@ -37,6 +37,13 @@ static void unlink_partial(Contributions *k, Partial *gone) {
         if (*p == gone) { *p = gone->next; return; }
 }
 
+void forget_checked(Contributions *k) {
+    while (k->nchecked > 0) { /* (Py_CLEAR names its argument twice: no side effect in it) */
+        k->nchecked--;
+        Py_CLEAR(k->checked[k->nchecked].target);
+    }
+}
+
 void contributions_free(Contributions *k) {
     if (!k) return;
     while (k->list) {
@@ -44,10 +51,7 @@ void contributions_free(Contributions *k) {
         k->list = p->next;
         partial_free(p);
     }
-    while (k->nchecked > 0) { /* (Py_CLEAR names its argument twice: no side effect in it) */
-        k->nchecked--;
-        Py_CLEAR(k->checked[k->nchecked].target);
-    }
+    forget_checked(k);
     Py_XDECREF(k->manager);
     Py_XDECREF(k->handle);
     Py_XDECREF(k->check_target);

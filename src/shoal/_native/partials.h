@@ -51,6 +51,8 @@ struct Contributions {
 
 /* partials.c */
 void partial_free(Partial *p);
+/* Forget the contributions of the call that ran last (a new one runs, or the core goes). */
+void forget_checked(Contributions *k);
 /* The Partial of reduction `seq` of `coll` here, or NULL. */
 Partial *partial_find(Contributions *k, uint64_t coll, uint32_t seq);
 Partial *partial_new(Contributions *k, uint64_t coll, uint32_t seq, int rid, PyObject *reducer,
