@@ -38,6 +38,8 @@ def test_the_counter_is_bounded_however_many_notes():
 
 
 PROGRAM = textwrap.dedent('''
+    import time
+
     import shoal
 
 
@@ -57,6 +59,7 @@ PROGRAM = textwrap.dedent('''
         arr = shoal.Array(W, 4)  # elements 0 and 1 on PE 0 (blocks): the burst waits in its queue
         arr[0].burst(arr[1])
         shoal.quiescence().get()
+        time.sleep(0.01)  # the run goes on past the burst's bins (1 ms each): its last bin is after the drain
         shoal.exit()
 
 

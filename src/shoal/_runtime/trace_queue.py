@@ -5,7 +5,8 @@ and its coroutines ready to resume (``Runtime.local`` and ``Runtime.ready``); me
 from other PEs run as they are received, so they never wait there. With tracing on
 :func:`watch_queue` gives the runtime a class whose ``step`` notes that length whenever
 it differs from the last note, at the start of each step, before the step runs what
-waits: the backlog the step found. :func:`queue_events` writes the notes as at most
+waits (the backlog the step found), and again at its end (what it left, so that a
+queue the step drained does not read as held until a later step). :func:`queue_events` writes the notes as at most
 :data:`~.trace_bins.MAX_COUNTERS` counter events (``"ph": "C"``), each the largest length
 in its stretch of the PE's span. In summary mode the notes go into the tracer's bins
 (``SummaryTracer.queued``: the longest queue per bin, bounded however long the run) and
@@ -38,24 +39,29 @@ def _queued(cls: type, binned: bool) -> type:
         return _QUEUED[cls, binned]
     plain_step = cls.step  # type: ignore[attr-defined]
 
-    def step(self: Any) -> bool:
+    def note(self: Any) -> None:
         waiting = len(self.local) + len(self.ready)
         tracer = self.tracer
         if waiting != tracer._queued_last:
             tracer._queued_last = waiting
             tracer._queue.append((tracer.clock(), waiting))
-        return plain_step(self)
 
-    def binned_step(self: Any) -> bool:
+    def binned_note(self: Any) -> None:
         waiting = len(self.local) + len(self.ready)
         tracer = self.tracer
         if waiting != tracer._queued_last:
             tracer.queued(waiting)
-        return plain_step(self)
 
-    chosen = binned_step if binned else step
-    chosen.__doc__ = plain_step.__doc__
-    queued = _QUEUED[cls, binned] = type(cls.__name__, (cls,), {"__slots__": (), "step": chosen,
+    noting = binned_note if binned else note
+
+    def step(self: Any) -> bool:
+        noting(self)  # the backlog the step finds ...
+        worked = plain_step(self)
+        noting(self)  # ... and what it leaves: a drained queue is not held until the next step
+        return worked
+
+    step.__doc__ = plain_step.__doc__
+    queued = _QUEUED[cls, binned] = type(cls.__name__, (cls,), {"__slots__": (), "step": step,
                                                                 "__module__": cls.__module__})
     return queued
 
