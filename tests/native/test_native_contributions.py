@@ -303,3 +303,53 @@ def test_reductions_to_an_element_of_the_collection_run_in_the_core(mpi_job):
     assert got["1"] == got["0"], "the compiled reductions to an element differ from the Python path"
     assert "python []" in runs["1"].stdout, runs["1"].stdout
     assert "python []" not in runs["0"].stdout, runs["0"].stdout
+
+
+def test_the_root_runs_the_entry_method_at_once_with_a_value_no_element_holds(mpi_job):
+    """When a child's partial completes a reduction to an element's entry method at the
+    root, the core runs the method there and then, as it runs a received call, instead of
+    sending the value to the element as a local call; a value an element still holds (its
+    own list, which ``max`` picks) goes as a local call, so the method gets a copy, as on
+    the Python path."""
+    program = """
+        import shoal
+        from shoal._runtime import proxy
+
+        calls = []  # the targets called through the proxy (a local call) on this PE
+        call = proxy.EntryRef.__call__
+        def counted(self, *args, **kwargs):
+            if self.name in ("take", "total"):
+                calls.append(self.name)
+            return call(self, *args, **kwargs)
+        proxy.EntryRef.__call__ = counted
+
+        class W(shoal.Chare):
+            def __init__(self):
+                self.mine = [100 - self.index[0]]
+                self.got = []
+            def go(self, k):
+                self.contribute(self.mine, shoal.reducers.max, self.collection[0].take)
+                self.contribute(float(self.index[0] + k), shoal.reducers.sum, self.collection[0].total)
+            def take(self, x):
+                x.append("touched")
+            def total(self, x):
+                self.got.append(x)
+            def report(self):
+                return self.mine, self.got, calls
+
+        def main(args):
+            w = shoal.Array(W, 2)
+            for k in range(3):
+                w[0].go(k)  # PE 0's part waits for PE 1's, whose message completes it
+                shoal.quiescence().get()
+                w[1].go(k)
+                shoal.quiescence().get()
+            print("root", w[0].report(ret=True).get())
+
+        shoal.start(main)
+        """
+    for native in ("1", "0"):
+        job = mpi_job(program, n=2, env={"SHOAL_NATIVE": native})
+        assert job.returncode == 0, job
+        calls = ["take"] * 3 if native == "1" else ["take", "total"] * 3
+        assert f"root ([100], [1.0, 3.0, 5.0], {calls})" in job.stdout, (native, job.stdout)

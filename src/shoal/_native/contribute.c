@@ -113,7 +113,7 @@ PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     if (set_element_seq(el, seq + 1) < 0 || partial_keep(p, value, number) < 0) return NULL;
-    if (++p->got >= p->expected && partial_complete(c, k, p) < 0) return NULL;
+    if (++p->got >= p->expected && partial_complete(c, k, p, 0) < 0) return NULL;
     Py_RETURN_TRUE;
 }
 

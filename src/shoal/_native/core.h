@@ -263,12 +263,19 @@ int send_segments(Core *c, long dest, const char *header, Py_ssize_t hlen, PyObj
 int send_to(Core *c, long dest, uint8_t kind, uint16_t entry, uint32_t aux, unsigned long long coll,
             const char *packed, Py_ssize_t plen, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_describe(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
-PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
-PyObject *Core_unpickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs);
+
+/* simple_pickle.c: the pickle of simple arguments, written and read without Python */
+#define SIMPLE_PICKLE_MAX 1024 /* the room pickle_simple may write */
+/* The tuple of `nargs` values at `args` pickled into `out` (SIMPLE_PICKLE_MAX bytes):
+ * its length, or 0 if a value is not simple (None, bool, float, 64-bit int, short str,
+ * pending future, tuple of them). */
+Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nargs);
 /* The tuple pickle_simple pickled into the `n` bytes at `s` (a new reference), or NULL:
  * with no error set when another pickler wrote them (pickle.loads reads those). */
 PyObject *unpickle_simple(const char *s, Py_ssize_t n);
-PyObject *Core_send_value(Core *c, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_unpickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_send(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_channel_send(Core *self, PyObject *const *args, Py_ssize_t nargs);
 

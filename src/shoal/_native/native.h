@@ -8,6 +8,7 @@
  *   runtime (core.h), which attaches itself to the frames' hook:
  *   core.c      the Core object of one runtime (its counters and methods), with
  *   send.c      the send paths: an entry-method call from proxy to MPI_Isend, and
+ *   simple_pickle.c the pickle of simple arguments (numbers, short strs, tuples), both ways;
  *   receive.c   the receive paths: from a received frame to the method call;
  *   channels.c  channel messages: completing a receive, or joining the inbox;
  *   sets.c      receive sets: posting a round, landing messages, queueing then();

@@ -383,54 +383,27 @@ static int hand_over(Core *c, Contributions *k, Partial *p, int combine) {
     return err;
 }
 
-/* `p` is complete: its value to the parent, or (the root) to the future or entry method;
- * a Partial of another target, or of arrays, to the manager. 0 or -1. `p` is freed. */
-int partial_complete(Core *c, Contributions *k, Partial *p) {
+/* `p` is complete: its value to the parent, or (the root) to the future or entry method
+ * (results.c; `delivered`: a received message completed it); a Partial of another
+ * target, or of arrays, to the manager. 0 or -1. `p` is freed. */
+int partial_complete(Core *c, Contributions *k, Partial *p, int delivered) {
     if (!p->whole || !combinable(p)) return hand_over(c, k, p, 1);
     unlink_partial(k, p);
-    PyObject *value = combined(c, p), *packed = p->packed;
-    PyObject *owner = packed ? NULL : SLOT(p->target, shoal_slots.future_owner);
-    PyObject *fid = packed ? NULL : SLOT(p->target, shoal_slots.future_fid);
-    int err = value && (packed || (owner && fid)) ? 0 : -1;
-    if (!err && p->parent >= 0) { /* up the tree: (owner, fid, value) or (index, name, args, value) */
-        int code = (packed ? TO_ENTRY : TO_FUTURE) + p->rid;
-        PyObject *item = packed ? PyTuple_Pack(4, PyTuple_GET_ITEM(packed, 0), PyTuple_GET_ITEM(packed, 1),
-                                               PyTuple_GET_ITEM(packed, 2), value)
-                                : PyTuple_Pack(3, owner, fid, value);
-        int sent = item ? send_to(c, p->parent, KIND_REDUCE, (uint16_t)code, p->seq, p->coll, NULL, 0, &item, 1) : -1;
-        if (sent == 0) { /* not one frame of the compiled path: Runtime.post_value */
-            PyObject *r = PyObject_CallMethod(c->rt, "post_value", "liiIKO", p->parent, KIND_REDUCE, code,
-                                              p->seq, (unsigned long long)p->coll, item);
-            sent = r ? 1 : -1;
-            Py_XDECREF(r);
-        }
-        Py_XDECREF(item);
-        err = sent < 0 ? -1 : 0;
-    } else if (!err && packed) { /* the root: the entry method, called as the Python path's deliver does */
-        PyObject *r = PyObject_CallOneArg(p->target, value);
-        err = r ? 0 : -1;
-        Py_XDECREF(r);
-    } else if (!err) { /* the root: Future.send */
-        long pe = PyLong_AsLong(owner), number = PyLong_AsLong(fid);
-        int here = PyErr_Occurred() ? -1 : pe == (long)c->pe ? resolve_here(c, (uint32_t)number, value) : 0;
-        PyObject *r = here < 0 ? NULL : here ? Py_NewRef(Py_None)
-                    : pe == (long)c->pe ? PyObject_CallMethodOneArg(p->target, shoal_names.send, value)
-                    : PyObject_CallFunctionObjArgs(c->send_future, owner, fid, value, NULL);
-        err = r ? 0 : -1;
-        Py_XDECREF(r);
-    }
+    PyObject *value = combined(c, p);
+    int err = value ? partial_result(c, p, value, delivered) : -1;
     Py_XDECREF(value);
     partial_free(p);
     return err;
 }
 
-/* A child's partial `value` from PE `src` joins `p`: 0, or -1 (`p` complete and freed, or error). */
-static int take_kid(Core *c, Contributions *k, Partial *p, uint32_t src, PyObject *value) {
+/* A child's partial `value` from PE `src` joins `p`: 0, or -1 (`p` complete and freed, or
+ * error); `delivered`: it came in a message the core received. */
+static int take_kid(Core *c, Contributions *k, Partial *p, uint32_t src, PyObject *value, int delivered) {
     PyObject *kid = Py_BuildValue("(IO)", (unsigned)src, value);
     if (!kid || PyList_Append(p->kids, kid) < 0) { Py_XDECREF(kid); return -1; }
     Py_DECREF(kid);
     if (p->rid == R_NOP && !p->first_value) p->first_value = Py_NewRef(value);
-    return ++p->got >= p->expected ? partial_complete(c, k, p) : 0;
+    return ++p->got >= p->expected ? partial_complete(c, k, p, delivered) : 0;
 }
 
 /* A child's partial of reduction `seq` of `coll` to `target` (a future, or an element's
@@ -438,7 +411,7 @@ static int take_kid(Core *c, Contributions *k, Partial *p, uint32_t src, PyObjec
  * `reducer`: taken into the Partial that waits for it, or into a new one where this PE's
  * part gathers here. 1 taken; 0 the manager's (nothing done); -1 error. */
 static int take_child(Core *c, uint32_t src, uint64_t coll, uint32_t seq, PyObject *reducer, PyObject *target,
-                      PyObject *packed, PyObject *value) {
+                      PyObject *packed, PyObject *value, int delivered) {
     Contributions *k = c->contributions;
     int rid = builtin_reducer(c->exchanges, reducer);
     if (!k || rid < 0 || rid > R_NOP) return 0;
@@ -446,7 +419,7 @@ static int take_child(Core *c, uint32_t src, uint64_t coll, uint32_t seq, PyObje
     if (p) {
         if (!p->whole) return 0; /* the manager has the children's partials of this one */
         if (partial_check(k, p, target, reducer) < 0) return -1;
-        return take_kid(c, k, p, src, value) < 0 ? -1 : 1;
+        return take_kid(c, k, p, src, value, delivered) < 0 ? -1 : 1;
     }
     PyObject *id = PyLong_FromUnsignedLongLong(coll);
     int group = 0;
@@ -458,7 +431,7 @@ static int take_child(Core *c, uint32_t src, uint64_t coll, uint32_t seq, PyObje
     Py_ssize_t count = PyLong_AsSsize_t(SLOT(cs, shoal_slots.state_count));
     if (count < 1) return PyErr_Occurred() ? -1 : 0;
     p = partial_new(k, coll, seq, rid, reducer, NULL, target, count, 1, SLOT(cs, shoal_slots.state_span), packed);
-    return !p || take_kid(c, k, p, src, value) < 0 ? -1 : 1;
+    return !p || take_kid(c, k, p, src, value, delivered) < 0 ? -1 : 1;
 }
 
 /* Whether item[0] .. item[n-1] are the n items of tuple `t`: 1, 0, -1 on error. */
@@ -492,12 +465,12 @@ int contribution_deliver(Core *c, uint16_t entry, uint32_t src, uint32_t seq, ui
             }
         }
         if (same < 0) return -1;
-        if (same) return take_kid(c, k, p, src, value) < 0 ? -1 : 1;
+        if (same) return take_kid(c, k, p, src, value, 1) < 0 ? -1 : 1;
     }
     PyObject *packed = to_entry ? PyTuple_GetSlice(item, 0, 3) : NULL;
     PyObject *target = to_entry ? (packed ? PyObject_CallFunction(k->unpack_entry, "KO", (unsigned long long)coll, packed) : NULL)
                                 : PyObject_CallFunctionObjArgs(k->handle, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1), NULL);
-    int r = target ? take_child(c, src, coll, seq, reducer, target, packed, value) : -1;
+    int r = target ? take_child(c, src, coll, seq, reducer, target, packed, value, 1) : -1;
     Py_XDECREF(target);
     Py_XDECREF(packed);
     return r;
@@ -520,7 +493,7 @@ PyObject *Core_contribution_offer(Core *c, PyObject *const *args, Py_ssize_t nar
         if (whole < 0) return NULL;
         Py_RETURN_FALSE;
     }
-    int r = take_child(c, (uint32_t)src, coll, (uint32_t)seq, args[3], args[4], packed, args[5]);
+    int r = take_child(c, (uint32_t)src, coll, (uint32_t)seq, args[3], args[4], packed, args[5], 0);
     Py_XDECREF(packed);
     if (r < 0) return NULL;
     return PyBool_FromLong(r);

@@ -67,12 +67,20 @@ int whole_target(Contributions *k, uint64_t coll, PyObject *target, PyObject **p
 int whole_element_entry(PyObject *proxy, PyObject *name, uint64_t coll, PyObject **packed);
 int partial_check(Contributions *k, Partial *p, PyObject *target, PyObject *reducer);
 int partial_keep(Partial *p, PyObject *value, long number);
-int partial_complete(Core *c, Contributions *k, Partial *p);
+/* `p` is complete (`delivered`: by a message the core received): its value goes on. 0 or -1; `p` is freed. */
+int partial_complete(Core *c, Contributions *k, Partial *p, int delivered);
 int same_target(PyObject *a, PyObject *b);
 int is_future(PyObject *o);
 PyObject *gathering_state(Core *c, PyObject *id, int *group);
 PyObject *manager_call(Contributions *k, PyObject *name, const char *format, ...);
 void manager_raise(PyObject *exc);
 int manager_holds(Contributions *k, uint64_t coll, uint32_t seq);
+
+
+/* results.c */
+/* The combined `value` of complete Partial `p` goes on: up the tree to the parent, or at
+ * the root to its future or its entry method (run here at once when `delivered` allows).
+ * 0 or -1. */
+int partial_result(Core *c, Partial *p, PyObject *value, int delivered);
 
 #endif

@@ -1,0 +1,111 @@
+/* Where a complete Partial's value goes (reference: ReductionManager._maybe_done and
+ * deliver in shoal/_runtime/reductions.py): up the collection's tree to the parent PE as
+ * a compact REDUCE message, or at the root to the reduction's future or entry method.
+ *
+ * An entry-method target at the root is an element of the collection. When a message the
+ * core received completed the reduction and the element is here, the core runs the entry
+ * method at once, as it runs a received call (receive.c): the Python path would send the
+ * value to the element as a local call, pickled, queued and unpickled. It does so only for
+ * a value no element still holds (a number, a str, a fresh array), since a local call
+ * gives its receiver a copy. */
+#include "partials.h"
+
+/* Whether `value`, the result of `p`, is nobody else's: immutable, or an array that is
+ * none of this PE's elements' own values (a combination makes a fresh one). */
+static int fresh(Partial *p, PyObject *value) {
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+        PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value))
+        return 1;
+    if (!is_exact_array(value) || value == p->first_value) return 0;
+    for (Py_ssize_t i = 0; p->values && i < PyList_GET_SIZE(p->values); i++)
+        if (PyList_GET_ITEM(p->values, i) == value) return 0;
+    return 1;
+}
+
+/* Entry method `name` of element `el`: its class's function if `name` is one of its entry
+ * methods (a new reference), else NULL with no error. */
+static PyObject *entry_named(PyObject *el, PyObject *name) {
+    PyObject *fn = PyObject_GetAttr((PyObject *)Py_TYPE(el), name);
+    if (!fn) { PyErr_Clear(); return NULL; }
+    PyObject *funcs = _PyType_Lookup(Py_TYPE(el), shoal_names.funcs); /* borrowed */
+    for (Py_ssize_t i = 0; funcs && PyTuple_Check(funcs) && i < PyTuple_GET_SIZE(funcs); i++)
+        if (PyTuple_GET_ITEM(funcs, i) == fn) return fn;
+    Py_DECREF(fn);
+    return NULL;
+}
+
+/* At the root, the entry method `p->packed` names run on its element here with `value`
+ * after its leading arguments, as a received call runs. 1 ran; 0 not (the element is not
+ * here or takes no message now, the value is an element's own, or the name is not an
+ * entry method: the proxy call then); -1 error. */
+static int run_at_root(Core *c, Partial *p, PyObject *value) {
+    PyObject *index = PyTuple_GET_ITEM(p->packed, 0), *name = PyTuple_GET_ITEM(p->packed, 1);
+    PyObject *lead = PyTuple_GET_ITEM(p->packed, 2);
+    Py_ssize_t nidx = PyTuple_Check(index) ? PyTuple_GET_SIZE(index) : -1;
+    if (nidx < 0 || nidx > MAX_INDEX || !PyTuple_Check(lead) || !fresh(p, value)) return 0;
+    unsigned char bytes[8 * MAX_INDEX];
+    for (Py_ssize_t i = 0; i < nidx; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(index, i));
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        memcpy(bytes + 8 * i, &v, 8);
+    }
+    PyObject *el = element_at(c, p->coll, bytes, (int)nidx); /* borrowed; NULL if held for a move */
+    if (!el) return PyErr_Occurred() ? -1 : 0;
+    PyObject *fn = entry_named(el, name);
+    if (!fn) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(lead);
+    PyObject *args = PyTuple_New(n + 1);
+    if (!args) { Py_DECREF(fn); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(args, i, Py_NewRef(PyTuple_GET_ITEM(lead, i)));
+    PyTuple_SET_ITEM(args, n, Py_NewRef(value));
+    Py_INCREF(el);
+    int err = run_entry(c, el, fn, args, NULL, 0, 0);
+    Py_DECREF(el);
+    Py_DECREF(fn);
+    Py_DECREF(args);
+    return err < 0 ? -1 : 1;
+}
+
+/* Up the tree: (owner, fid, value) or (index, name, args, value) to the parent. 0 or -1. */
+static int send_up(Core *c, Partial *p, PyObject *value) {
+    PyObject *packed = p->packed, *item;
+    int code = (packed ? TO_ENTRY : TO_FUTURE) + p->rid;
+    if (packed) {
+        item = PyTuple_Pack(4, PyTuple_GET_ITEM(packed, 0), PyTuple_GET_ITEM(packed, 1), PyTuple_GET_ITEM(packed, 2), value);
+    } else {
+        PyObject *owner = SLOT(p->target, shoal_slots.future_owner), *fid = SLOT(p->target, shoal_slots.future_fid);
+        item = owner && fid ? PyTuple_Pack(3, owner, fid, value) : NULL;
+    }
+    int sent = item ? send_to(c, p->parent, KIND_REDUCE, (uint16_t)code, p->seq, p->coll, NULL, 0, &item, 1) : -1;
+    if (sent == 0) { /* not one frame of the compiled path: Runtime.post_value */
+        PyObject *r = PyObject_CallMethod(c->rt, "post_value", "liiIKO", p->parent, KIND_REDUCE, code,
+                                          p->seq, (unsigned long long)p->coll, item);
+        sent = r ? 1 : -1;
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(item);
+    return sent < 0 ? -1 : 0;
+}
+
+/* At the root, to the future: resolved here, or Future.send. 0 or -1. */
+static int resolve(Core *c, Partial *p, PyObject *value) {
+    PyObject *owner = SLOT(p->target, shoal_slots.future_owner), *fid = SLOT(p->target, shoal_slots.future_fid);
+    if (!owner || !fid) return -1;
+    long pe = PyLong_AsLong(owner), number = PyLong_AsLong(fid);
+    int here = PyErr_Occurred() ? -1 : pe == (long)c->pe ? resolve_here(c, (uint32_t)number, value) : 0;
+    PyObject *r = here < 0 ? NULL : here ? Py_NewRef(Py_None)
+                : pe == (long)c->pe ? PyObject_CallMethodOneArg(p->target, shoal_names.send, value)
+                : PyObject_CallFunctionObjArgs(c->send_future, owner, fid, value, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+int partial_result(Core *c, Partial *p, PyObject *value, int delivered) {
+    if (p->parent >= 0) return send_up(c, p, value);
+    if (!p->packed) return resolve(c, p, value);
+    int ran = delivered ? run_at_root(c, p, value) : 0;
+    if (ran) return ran < 0 ? -1 : 0;
+    PyObject *r = PyObject_CallOneArg(p->target, value); /* the proxy call, as the Python path's deliver makes */
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}

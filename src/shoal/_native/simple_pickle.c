@@ -1,0 +1,227 @@
+/* The compiled pickle of simple arguments (reference: pickle.dumps(args, 5) and
+ * pickle.loads): a call's arguments, a reduction's value or a reduction's target made of
+ * None, bools, floats, 64-bit ints, short strs, pending futures and tuples of them go out
+ * and come in without the Python encoder or an Unpickler. The bytes are a pickle that
+ * pickle.loads reads back equal; the reader takes only streams this writer makes. */
+#include "core.h"
+
+/* At most this many values (tuples among them) in one stream, tuples this deep: the
+ * reader's stack has room for them all. */
+#define SIMPLE_ITEMS_MAX 64
+#define SIMPLE_DEPTH_MAX 4
+
+/* An int of 64 bits (`v`) as pickle writes it, at `p`: the end of what was written. */
+static char *pickle_int(char *p, long long v) {
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+        int32_t w = (int32_t)v; /* BININT: 4 bytes, little-endian, signed */
+        *p++ = 'J';
+        for (int k = 0; k < 4; k++) *p++ = (char)((uint32_t)w >> (8 * k));
+    } else {
+        *p++ = '\x8a'; /* LONG1: 8 bytes, little-endian two's complement */
+        *p++ = 8;
+        for (int k = 0; k < 8; k++) *p++ = (char)((uint64_t)v >> (8 * k));
+    }
+    return p;
+}
+
+/* A str of at most 255 bytes of UTF-8 as pickle writes it (SHORT_BINUNICODE), at `p` with
+ * room to `end`: the end of what was written, or NULL (too long, or no room). */
+static char *pickle_str(char *p, char *end, PyObject *s) {
+    Py_ssize_t n;
+    const char *utf8 = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+    if (!utf8 || n > 255 || end - p < n + 2) { PyErr_Clear(); return NULL; }
+    *p++ = '\x8c';
+    *p++ = (char)n;
+    memcpy(p, utf8, (size_t)n);
+    return p + n;
+}
+
+/* A pending Future (shoal's own class, not a subclass) as pickle writes it: what its
+ * __reduce__ returns (which also keeps it where its owner answers waiters elsewhere),
+ * _rebuild_future(owner, fid, origin), as STACK_GLOBAL and REDUCE. At `p` with room to
+ * `end`: the end of what was written, or NULL (not such a future, or no room). */
+static char *pickle_future(char *p, char *end, PyObject *fut) {
+    PyObject *r = PyObject_CallMethodNoArgs(fut, shoal_names.reduce), *fn, *args, *module = NULL, *name = NULL;
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyTuple_Check(args = PyTuple_GET_ITEM(r, 1)) ||
+        PyTuple_GET_SIZE(args) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(args, 0)) || !PyLong_CheckExact(PyTuple_GET_ITEM(args, 1))) {
+        PyErr_Clear();
+        Py_XDECREF(r);
+        return NULL;
+    }
+    fn = PyTuple_GET_ITEM(r, 0);
+    module = PyObject_GetAttr(fn, shoal_names.module);
+    name = module ? PyObject_GetAttr(fn, shoal_names.qualname) : NULL;
+    long long owner = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 0)), fid = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 1));
+    char *q = name && !PyErr_Occurred() ? pickle_str(p, end, module) : NULL;
+    if (q) q = pickle_str(q, end, name);
+    if (q && end - q < 1 + 2 * 10) q = NULL;
+    if (q) {
+        *q++ = '\x93'; /* STACK_GLOBAL */
+        q = pickle_int(pickle_int(q, owner), fid);
+        q = pickle_str(q, end, PyTuple_GET_ITEM(args, 2));
+    }
+    if (q && end - q < 2) q = NULL;
+    if (q) {
+        *q++ = '\x87'; /* TUPLE3 */
+        *q++ = 'R';     /* REDUCE */
+    }
+    PyErr_Clear();
+    Py_XDECREF(module);
+    Py_XDECREF(name);
+    Py_DECREF(r);
+    return q;
+}
+
+static char *pickle_items(char *p, char *end, PyObject *const *items, Py_ssize_t n, int depth, int *count);
+
+/* One value at `p` (room to `end`), `depth` tuples down, `*count` values written so far:
+ * the end of what was written, or NULL (not a simple value, or no room). */
+static char *pickle_one(char *p, char *end, PyObject *o, int depth, int *count) {
+    if (end - p < 10 || ++*count > SIMPLE_ITEMS_MAX) return NULL;
+    if (o == Py_None) *p++ = 'N';
+    else if (o == Py_True) *p++ = '\x88'; /* NEWTRUE */
+    else if (o == Py_False) *p++ = '\x89'; /* NEWFALSE */
+    else if (PyFloat_CheckExact(o)) {
+        *p++ = 'G'; /* BINFLOAT: 8 bytes, big-endian */
+        if (PyFloat_Pack8(PyFloat_AS_DOUBLE(o), p, 0) < 0) { PyErr_Clear(); return NULL; }
+        p += 8;
+    } else if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return NULL; }
+        p = pickle_int(p, v);
+    } else if (PyUnicode_CheckExact(o)) {
+        p = pickle_str(p, end, o);
+    } else if (PyTuple_CheckExact(o) && depth < SIMPLE_DEPTH_MAX) {
+        p = pickle_items(p, end, &PyTuple_GET_ITEM(o, 0), PyTuple_GET_SIZE(o), depth + 1, count);
+    } else if (active && Py_IS_TYPE(o, (PyTypeObject *)active->future_cls) && future_pending(active, o) == 1) {
+        p = pickle_future(p, end, o);
+    } else {
+        PyErr_Clear();
+        return NULL;
+    }
+    return p;
+}
+
+/* The tuple of `items` as pickle writes it: EMPTY_TUPLE, the items then TUPLE1-3, or MARK,
+ * the items, TUPLE. The end of what was written, or NULL. */
+static char *pickle_items(char *p, char *end, PyObject *const *items, Py_ssize_t n, int depth, int *count) {
+    if (end - p < 2) return NULL;
+    if (n > 3) *p++ = '('; /* MARK */
+    for (Py_ssize_t i = 0; p && i < n; i++) p = pickle_one(p, end, items[i], depth, count);
+    if (!p || end - p < 1) return NULL;
+    if (n == 0) *p++ = ')'; /* EMPTY_TUPLE */
+    else if (n <= 3) *p++ = (char)(0x84 + n); /* TUPLE1, TUPLE2, TUPLE3 */
+    else *p++ = 't'; /* TUPLE */
+    return p;
+}
+
+/* The tuple `args` as pickle.loads reads it (protocol 5, the opcodes pickle.dumps uses),
+ * written here when every item is None, a bool, a float, an int of 64 bits, a str of at
+ * most 255 bytes, a pending future or a tuple of them (at most 64 values, tuples 4 deep):
+ * the arguments of most calls that carry no arrays (a reduction's target among them), and
+ * the values of most reductions, go out without the Python encoder. Its length, or 0 if
+ * an item is of another kind. */
+Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs > MAX_ARGS) return 0;
+    char *p = out, *end = out + SIMPLE_PICKLE_MAX - 1;
+    int count = 0;
+    *p++ = '\x80'; /* PROTO 5 */
+    *p++ = 5;
+    p = pickle_items(p, end, args, nargs, 0, &count);
+    if (!p) return 0;
+    *p++ = '.'; /* STOP */
+    return p - out;
+}
+
+/* The tuple that the `n` bytes at `s` pickle, if pickle_simple wrote them (those opcodes
+ * only, and nothing after STOP): a new reference; NULL with no error for any other
+ * stream (pickle.loads reads it); NULL with an error if memory ran out. Reading these
+ * directly skips making an Unpickler for each message of simple arguments. */
+PyObject *unpickle_simple(const char *s, Py_ssize_t n) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    if (n < 4 || p[0] != 0x80 || p[1] != 5) return NULL;
+    p += 2;
+    PyObject *stack[SIMPLE_ITEMS_MAX];
+    Py_ssize_t count = 0, marks[SIMPLE_DEPTH_MAX + 1];
+    int nmarks = 0;
+    while (p < end) {
+        unsigned char op = *p++;
+        PyObject *item = NULL;
+        Py_ssize_t base = nmarks ? marks[nmarks - 1] : 0, take = -1;
+        if (op == 'N') item = Py_NewRef(Py_None);
+        else if (op == 0x88) item = Py_NewRef(Py_True);
+        else if (op == 0x89) item = Py_NewRef(Py_False);
+        else if (op == 'G' && end - p >= 8) {
+            double v = PyFloat_Unpack8((const char *)p, 0);
+            if (v == -1.0 && PyErr_Occurred()) goto fail;
+            item = PyFloat_FromDouble(v);
+            p += 8;
+        } else if (op == 'J' && end - p >= 4) {
+            uint32_t w = 0;
+            for (int k = 0; k < 4; k++) w |= (uint32_t)p[k] << (8 * k);
+            item = PyLong_FromLong((long)(int32_t)w);
+            p += 4;
+        } else if (op == 0x8a && end - p >= 9 && p[0] == 8) {
+            uint64_t w = 0;
+            for (int k = 0; k < 8; k++) w |= (uint64_t)p[1 + k] << (8 * k);
+            item = PyLong_FromLongLong((long long)(int64_t)w);
+            p += 9;
+        } else if (op == 0x8c && end - p >= 1 && end - p - 1 >= p[0]) { /* SHORT_BINUNICODE */
+            item = PyUnicode_DecodeUTF8((const char *)p + 1, p[0], "strict");
+            p += 1 + p[0];
+        } else if (op == '(' && nmarks < SIMPLE_DEPTH_MAX + 1) {
+            marks[nmarks++] = count;
+            continue;
+        } else if (op == ')') {
+            item = PyTuple_New(0);
+        } else if (op >= 0x85 && op <= 0x87 && count - base >= op - 0x84) {
+            take = op - 0x84; /* TUPLE1-3: the last 1-3 values */
+        } else if (op == 't' && nmarks && count - base > 3) {
+            take = count - base; /* TUPLE: the values since the MARK */
+            nmarks--;
+        } else if (op == '.' && p == end && count == 1 && nmarks == 0 && PyTuple_CheckExact(stack[0])) {
+            return stack[0];
+        } else {
+            goto fail;
+        }
+        if (take >= 0) {
+            if (!(item = PyTuple_New(take))) goto fail;
+            count -= take;
+            for (Py_ssize_t i = 0; i < take; i++) PyTuple_SET_ITEM(item, i, stack[count + i]);
+        }
+        if (!item) goto fail;
+        if (count == SIMPLE_ITEMS_MAX) { Py_DECREF(item); goto fail; }
+        stack[count++] = item;
+    }
+fail:
+    for (Py_ssize_t i = 0; i < count; i++) Py_DECREF(stack[i]);
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError)) PyErr_Clear();
+    return NULL;
+}
+
+/* unpickle_simple(data) -> tuple or None: unpickle_simple's tuple, or None for a stream
+ * pickle_simple did not write. */
+PyObject *Core_unpickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    if (nargs != 1 || PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "unpickle_simple(data)");
+        return NULL;
+    }
+    PyObject *t = unpickle_simple(view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (!t && !PyErr_Occurred()) Py_RETURN_NONE;
+    return t;
+}
+
+/* pickle_simple(args) -> bytes or None: the tuple `args` pickled as above, or None when
+ * an item is of another kind (message.encode_call then pickles it in Python). The same
+ * values pickle.dumps(args, 5) loads back to. */
+PyObject *Core_pickle_simple(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyTuple_CheckExact(args[0])) { PyErr_SetString(PyExc_TypeError, "pickle_simple(tuple)"); return NULL; }
+    PyObject *t = args[0];
+    char out[SIMPLE_PICKLE_MAX];
+    Py_ssize_t len = pickle_simple(out, &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t));
+    if (len <= 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(out, len);
+}
