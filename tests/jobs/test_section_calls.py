@@ -58,3 +58,52 @@ def test_a_section_with_one_member_per_pe_is_sent_compiled_calls_in_order(mpi_jo
     # multicasts (the 8 members of `many`, and the big array to 2 members): the three calls
     # to `one` came as compiled calls
     assert lines["MANY"] == "MANY ([1.0, 20000.0], 2)", job
+
+
+FAR = """
+import shoal
+from shoal._runtime import sections
+
+multicasts = []
+original = sections.Sections.on_multicast
+def counted(self, *args):
+    multicasts.append(args[1])
+    return original(self, *args)
+sections.Sections.on_multicast = counted
+
+class W(shoal.Chare):
+    def __init__(self):
+        self.got = []
+    def put(self, x):
+        self.got.append(x)
+    def seen(self):
+        return self.got, len(multicasts), shoal.my_pe()
+
+async def main(args):
+    a = shoal.Array(W, 4)                    # blocks of 2 per PE
+    await a.seen(ret=True)
+    far = a.section([2, 3])                  # both on PE 1: compiled calls, no plan loop
+    far.put(1.5)
+    far.put("two")
+    far.put([3])                             # a list: pickled, still a compiled call
+    far.put(x=5)                             # keywords: one multicast
+    a.migrate(3, 0)                          # now one member here: the plan again
+    await a.seen(ret=True)
+    far.put(4)
+    for i in (2, 3):
+        print("GOT", i, await a[i].seen(ret=True), flush=True)
+
+shoal.start(main)
+"""
+
+
+@MPI
+def test_a_section_whose_members_are_all_elsewhere_is_sent_compiled_calls(mpi_job):
+    """A one-collection section with its members on other PEs, few on each, is sent a
+    compiled call per member straight from its kept proxies; keywords take one multicast,
+    and when a member moves the section is planned again (a member here: the multicast)."""
+    job = mpi_job(FAR, n=2, timeout=120)
+    assert job.returncode == 0, job
+    lines = [line for line in job.stdout.splitlines() if line.startswith("GOT")]
+    assert lines[0] == "GOT 2 ([1.5, 'two', [3], 5, 4], 1, 1)", job  # PE 1 took one multicast: the keywords
+    assert lines[1] == "GOT 3 ([1.5, 'two', [3], 5, 4], 1, 0)", job  # moved to PE 0, which sent itself one

@@ -239,3 +239,69 @@ def test_coroutines_resume_on_the_compiled_path(mpi_job):
     assert "twice 42" in job.stdout, job
     assert "raised from the coroutine" in job.stdout, job
     assert "refused True" in job.stdout, job
+
+
+@BOTH
+def test_a_future_resolved_in_an_entry_method_resumes_its_waiter_after_it(mpi_job, native):
+    """Futures that an entry method resolves wake their coroutines after the method
+    returns, never inside it, in the order they were resolved. On the compiled path a
+    method the core runs steps up to WOKEN_MAX (8) of them itself as it returns, and
+    the rest go through the engine's ready queue (Task._wake), as every one does on the
+    Python path."""
+    job = mpi_job(
+        """
+        import shoal
+        from shoal._runtime import futures
+
+        queued = []  # the wake-ups that took the Python path (the engine's ready queue)
+        python_wake = futures.Task._wake
+        def counted(self, fut):
+            queued.append(1)
+            return python_wake(self, fut)
+        futures.Task._wake = counted
+
+        class W(shoal.Chare):
+            def __init__(self):
+                self.log = []
+                self.fs = []
+            def prepare(self, n):
+                self.fs = [shoal.Future() for _ in range(n)]
+                del queued[:]
+            async def wait(self, k):
+                v = await self.fs[k]
+                self.log.append(f"resumed {v}")
+            def poke(self):
+                for k, f in enumerate(self.fs):
+                    f.send(k)
+                    self.log.append(f"sent {k}")
+                self.log.append("poke done")
+            def report(self):
+                log, self.log = self.log, []
+                return log, len(queued)
+
+        def main(args):
+            w = shoal.Array(W, 2)
+            for n in (3, 10):
+                for i in (0, 1):
+                    w[i].prepare(n, ret=True).get()
+                    for k in range(n):
+                        w[i].wait(k)
+                    shoal.quiescence().get()
+                    w[i].poke()
+                    shoal.quiescence().get()
+                    log, queued = w[i].report(ret=True).get()
+                    want = [f"sent {k}" for k in range(n)] + ["poke done"] + [f"resumed {k}" for k in range(n)]
+                    assert log == want, (i, n, log)
+                    print("queued", i, n, queued)
+
+        shoal.start(main)
+        """,
+        env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 0, job
+    lines = [line for line in job.stdout.splitlines() if line.startswith("queued")]
+    assert len(lines) == 4, job.stdout
+    if native == "0":
+        assert lines == ["queued 0 3 3", "queued 1 3 3", "queued 0 10 10", "queued 1 10 10"], lines
+    else:  # PE 1's element was poked by a message the core delivered and ran
+        assert "queued 1 3 0" in lines and "queued 1 10 2" in lines, lines

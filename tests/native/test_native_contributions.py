@@ -34,6 +34,7 @@ _REDUCERS = """
                 (r.sum, v), (r.product, v / 1e3), (r.max, float("nan") if i == 3 else v), (r.min, mixed),
                 (r.sum, mixed), (r.sum, complex(v, -v)), (r.logical_and, i != 7), (r.logical_or, i == 7),
                 (r.nop, i), (r.sum, np.array([v, -v, 1.0])), (r.max, np.full(2, i, dtype=np.int32)),
+                (r.gather, (i, v, str(i))), (r.gather, np.full(2, i)),
             ]:
                 self.contribute(value, reducer, futures[len(self.seen)])
                 self.seen.append(reducer)
@@ -65,13 +66,13 @@ _REDUCERS = """
         for round in range(3):
             order = list(range(len(VALUES)))
             random.Random(round).shuffle(order)
-            futures = [shoal.Future() for _ in range(11)]
+            futures = [shoal.Future() for _ in range(13)]
             for i in order:
                 workers[i].go(futures)
             print("round", [show(f.get()) for f in futures])
         group = shoal.Group(W)
         for round in range(2):
-            futures = [shoal.Future() for _ in range(11)]
+            futures = [shoal.Future() for _ in range(13)]
             group.go(futures)
             print("group round", [show(f.get()) for f in futures])
         one = shoal.Future()
@@ -90,7 +91,7 @@ _REDUCERS = """
 
 
 def test_contributions_give_the_python_results(mpi_job):
-    """Every built-in reducer of the core (sum, product, max, min, logical, nop) over
+    """Every built-in reducer of the core (sum, product, max, min, logical, nop, gather) over
     floats whose total depends on their order, ints and floats mixed, NaN, complex
     numbers and arrays, with a future and an entry method as targets, elements of an
     Array called in a shuffled order and of a Group, on 3 PEs (a root with two children
@@ -116,7 +117,8 @@ def test_elements_that_move_mid_reduction_hand_it_over(mpi_job):
     still wait for the others: their contributions gathered in the core go to the Python
     manager with their elements' places, PE 0 goes on gathering in the core and takes
     its children's partials from the Python path, and the float sums and array sums keep
-    their bits: the same as without the moves, and as on the Python path."""
+    their bits and a gather its order: the same as without the moves, and as on the
+    Python path."""
     program = """
         import os
         import numpy as np
@@ -125,10 +127,11 @@ def test_elements_that_move_mid_reduction_hand_it_over(mpi_job):
         VALUES = [1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9, 4e15]
 
         class W(shoal.Chare):
-            def go(self, f, g):
+            def go(self, f, g, h):
                 v = VALUES[self.index[0]]
                 self.contribute(v, shoal.reducers.sum, f)
                 self.contribute(np.array([v, v / 3]), shoal.reducers.sum, g)
+                self.contribute((self.index[0], v), shoal.reducers.gather, h)
 
             def where(self):
                 return shoal.my_pe()
@@ -139,9 +142,9 @@ def test_elements_that_move_mid_reduction_hand_it_over(mpi_job):
             on = {pe: [i for i, p in enumerate(places) if p == pe] for pe in (1, 2)}
             first = [0, *on[1][:2], *on[2][:2]]
             for round in range(2):
-                f, g = shoal.Future(), shoal.Future()
+                f, g, h = shoal.Future(), shoal.Future(), shoal.Future()
                 for i in first:
-                    arr[i].go(f, g)
+                    arr[i].go(f, g, h)
                 if round == 0 and os.environ.get("MOVE") == "1":
                     shoal.quiescence().get()  # PEs 1 and 2 hold two contributions each
                     arr.migrate(on[1][0], 2)
@@ -149,8 +152,8 @@ def test_elements_that_move_mid_reduction_hand_it_over(mpi_job):
                     shoal.quiescence().get()
                 for i in range(len(VALUES)):
                     if i not in first:
-                        arr[i].go(f, g)
-                print("sum", f.get().hex(), g.get().tobytes().hex())
+                        arr[i].go(f, g, h)
+                print("sum", f.get().hex(), g.get().tobytes().hex(), h.get())
             after = arr.where(ret=True).get()
             print("moved", after[on[1][0]] == 2 and after[on[2][0]] == 1)
 
@@ -165,6 +168,7 @@ def test_elements_that_move_mid_reduction_hand_it_over(mpi_job):
         assert len(sums[key]) == 2, (key, job.stdout)
         assert f"moved {key[1] == '1'}" in job.stdout, (key, job.stdout)
     assert len({tuple(s) for s in sums.values()}) == 1, sums
+    assert f"{[(i, v) for i, v in enumerate([1e16, 1.0, -1e16, 0.1, 3.0, -7e15, 2.5e-3, 1e-9, 4e15])]}" in sums["1", "1"][0]
 
 
 @pytest.mark.parametrize("case", ["reducer", "target"])
@@ -271,6 +275,7 @@ def test_reductions_to_an_element_of_the_collection_run_in_the_core(mpi_job):
                 self.contribute(v, shoal.reducers.sum, self.collection[0].total)
                 self.contribute(np.array([v, -v / 3]), shoal.reducers.sum, self.collection[2].total)
                 self.contribute(self.index[0] * k, shoal.reducers.max, self.collection[11].total)
+                self.contribute((v, k), shoal.reducers.gather, self.collection[5].total)
             def total(self, x):
                 self.got.append(x.hex() if isinstance(x, float) else x.tobytes().hex() if isinstance(x, np.ndarray) else x)
             def report(self):
@@ -288,7 +293,7 @@ def test_reductions_to_an_element_of_the_collection_run_in_the_core(mpi_job):
                 for i in order:
                     w[i].go(k)
                 shoal.quiescence().get()
-            for i in (0, 2, 11):
+            for i in (0, 2, 5, 11):
                 print("got", i, w[i].report(ret=True).get())
             print("python", sum(shoal.Group(Probe).python(w._info.id, ret=True).get(), []))
 
@@ -299,7 +304,7 @@ def test_reductions_to_an_element_of_the_collection_run_in_the_core(mpi_job):
     for native, job in runs.items():
         assert job.returncode == 0, job
         got[native] = [line for line in job.stdout.splitlines() if line.startswith("got")]
-        assert len(got[native]) == 3, job.stdout
+        assert len(got[native]) == 4, job.stdout
     assert got["1"] == got["0"], "the compiled reductions to an element differ from the Python path"
     assert "python []" in runs["1"].stdout, runs["1"].stdout
     assert "python []" not in runs["0"].stdout, runs["0"].stdout

@@ -61,7 +61,7 @@ PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     if (!k || !x || active != c) Py_RETURN_FALSE;
     int rid = builtin_reducer(x, reducer);
     PyObject *now = PyDict_GetItemWithError(k->context, shoal_names.current);
-    if (rid < 0 || rid > R_NOP || now != c->rt || !PyObject_TypeCheck(el, (PyTypeObject *)k->chare_cls)) {
+    if (rid < 0 || rid == R_EXACT || now != c->rt || !PyObject_TypeCheck(el, (PyTypeObject *)k->chare_cls)) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_FALSE;
     }
@@ -112,7 +112,15 @@ PyObject *Core_contribute(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     } else if (partial_check(k, p, target, reducer) < 0) {
         return NULL;
     }
-    if (set_element_seq(el, seq + 1) < 0 || partial_keep(p, value, number) < 0) return NULL;
+    if (set_element_seq(el, seq + 1) < 0) return NULL;
+    if (rid == R_GATHER) { /* the value with its key, as an ordered reducer's (reducers.order_key) */
+        PyObject *pair = PyTuple_Pack(2, index, value);
+        int err = !pair || partial_keep(p, pair, number) < 0;
+        Py_XDECREF(pair);
+        if (err) return NULL;
+    } else if (partial_keep(p, value, number) < 0) {
+        return NULL;
+    }
     if (++p->got >= p->expected && partial_complete(c, k, p, 0) < 0) return NULL;
     Py_RETURN_TRUE;
 }

@@ -34,6 +34,7 @@ static inline int is_exact_array(PyObject *o) { return NUMPY_LOADED && PyArray_C
 #define H_AUX 8
 #define H_COLL 12
 #define MAX_INDEX 8
+#define WOKEN_MAX 8 /* tasks woken in one entry method that the core steps after it (Core.woken) */
 #define MAX_ARGS 16
 #define KIND_ARRAYS 0x40 /* message.ARRAYS */
 #define KIND_KWARGS 0x80 /* message.KWARGS */
@@ -114,6 +115,11 @@ struct Core {
     Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
     Broadcasts *broadcasts;  /* the compiled broadcasts (broadcasts.c), once use_broadcasts() was called */
     Contributions *contributions; /* the compiled contributions (contribute.c), once use_contributions() was called */
+    /* tasks whose future an entry method the core runs resolved: stepped when it returns
+     * (tasks.c), not after a trip through the engine's ready queue */
+    PyObject *woken[WOKEN_MAX];
+    int nwoken;
+    int in_entry;            /* an entry method run_entry began, outermost, runs now */
     uint32_t pe;
     long long sent, received, depth, calls;
     double busy;             /* ticks in outermost entry methods: the PE's busy time (background load) */
@@ -253,6 +259,9 @@ PyObject *compiled_value_method(Core *c, PyObject *obj, PyObject *fallback, valu
 /* tasks.c: a coroutine task's compiled resume() and wake_now(fut) */
 PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_task_wake_now(Core *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *Core_task_wake(Core *self, PyObject *const *args, Py_ssize_t nargs);
+/* Step the tasks woken inside the entry method run_entry ran (Core.woken). 0 or -1. */
+int woken_step(Core *c);
 
 /* send.c */
 char *describe(char *p, char *end, PyArrayObject *a);
@@ -322,7 +331,10 @@ PyObject *Core_exchange_arrive(Core *c, PyObject *const *args, Py_ssize_t nargs)
 PyObject *Core_exchange_forget(Core *c, PyObject *coll);
 PyObject *Core_exchanges_under_way(Core *c, PyObject *unused);
 PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs);
-/* The number of built-in reducer `reducer` (R_SUM ... R_EXACT in exchange.c), or -1; and
+/* The built-in reducers by number (reductions.EXCHANGE_REDUCERS): R_EXACT is combined and
+ * finished by Python; R_GATHER only by contributions (partials.c), never by the butterfly. */
+enum { R_SUM, R_PRODUCT, R_MAX, R_MIN, R_AND, R_OR, R_NOP, R_EXACT, R_GATHER, R_BUILTINS };
+/* The number of built-in reducer `reducer` (R_SUM ... R_GATHER), or -1; and
  * the reducer of a number (borrowed; NULL if none). */
 int builtin_reducer(Exchanges *x, PyObject *reducer);
 PyObject *exchange_reducer(Exchanges *x, int rid);

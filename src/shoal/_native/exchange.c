@@ -16,7 +16,6 @@
 #define LAST_ROUND 0xFFFF          /* butterfly.LAST: the result, to a PE outside the power of two */
 #define ROUNDS 34                  /* rounds 0..32 and the last */
 enum { STEP_RECV = 0, STEP_SEND = 1, STEP_SENDRECV = 2 }; /* butterfly.RECV, SEND, SENDRECV */
-enum { R_SUM, R_PRODUCT, R_MAX, R_MIN, R_AND, R_OR, R_NOP, R_EXACT, R_BUILTINS }; /* R_EXACT: combined and finished by Python */
 
 typedef struct {
     uint8_t what;
@@ -40,7 +39,7 @@ struct Exchanges {
     PyObject *post_value;                /* rt.post_value: what send_to does not send */
     PyObject *result_cls;                /* reductions._ResultFuture */
     PyObject *context;                   /* the context module's namespace (_current) */
-    PyObject *builtin[R_BUILTINS];       /* reducers.sum, product, max, min, logical_and, logical_or, nop, exact_sum */
+    PyObject *builtin[R_BUILTINS];       /* reducers.sum, product, max, min, logical_and, logical_or, nop, exact_sum, gather */
     PyObject *ufunc[4];                  /* np.add, multiply, maximum, minimum: fetched at the first array */
     PyObject *pe, *what;                 /* this PE as an int; "an allreduce of" */
     PyObject *chare_cls;                 /* Chare: an all-reduce's element must be one (its slots are read) */
@@ -498,7 +497,8 @@ PyObject *Core_allreduce(Core *c, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     PyObject *el = args[0], *value = args[1], *reducer = args[2] == Py_None && x ? x->builtin[R_SUM] : args[2];
-    if (!x || active != c || builtin_reducer(x, reducer) < 0 || !PyObject_TypeCheck(el, (PyTypeObject *)x->chare_cls))
+    int rid = builtin_reducer(x, reducer);
+    if (!x || active != c || rid < 0 || rid == R_GATHER || !PyObject_TypeCheck(el, (PyTypeObject *)x->chare_cls))
         Py_RETURN_NONE;
     PyObject *now = PyDict_GetItemWithError(x->context, shoal_names.current);
     if (now != c->rt) {

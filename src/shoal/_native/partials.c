@@ -305,7 +305,7 @@ static PyObject *fold(Exchanges *x, Partial *p) {
  * reducer's combine does on them all at once: no array among them, or arrays only, of one
  * shape and dtype (pairwise folding then gives the same bits; mixed dtypes would not). */
 static int combinable(Partial *p) {
-    if (p->rid == R_NOP) return 1;
+    if (p->rid == R_NOP || p->rid == R_GATHER) return 1;
     PyObject *first = NULL;
     Py_ssize_t n = PyList_GET_SIZE(p->values), nkids = p->kids ? PyList_GET_SIZE(p->kids) : 0;
     int arrays = 0, others = 0;
@@ -322,12 +322,36 @@ static int combinable(Partial *p) {
     return !(arrays && others);
 }
 
+/* A gather's values (its elements' (index, value) pairs and its children's sequences of
+ * them) as one tuple of pairs in index order: what reducers.gather's combine and
+ * partials.in_order make of them (a new reference). */
+static PyObject *gathered(Partial *p) {
+    Py_ssize_t nkids = p->kids ? PyList_GET_SIZE(p->kids) : 0;
+    if (sort_partial(p) < 0) return NULL;
+    if (nkids == 0) return PyList_AsTuple(p->values);
+    PyObject *all = PyList_GetSlice(p->values, 0, PyList_GET_SIZE(p->values));
+    for (Py_ssize_t i = 0; all && i < nkids; i++) {
+        PyObject *kid = PySequence_Fast(PyTuple_GET_ITEM(PyList_GET_ITEM(p->kids, i), 1), "a gather's partial is a sequence");
+        int err = !kid || PyList_SetSlice(all, PyList_GET_SIZE(all), PyList_GET_SIZE(all), kid) < 0; /* appended */
+        Py_XDECREF(kid);
+        if (err) Py_CLEAR(all);
+    }
+    if (!all || PyList_Sort(all) < 0) { /* the keys differ: only they are compared */
+        Py_XDECREF(all);
+        return NULL;
+    }
+    PyObject *out = PyList_AsTuple(all);
+    Py_DECREF(all);
+    return out;
+}
+
 /* Every value of `p` combined: its elements' in element order, then its children's in PE
  * order (a new reference). */
 static PyObject *combined(Core *c, Partial *p) {
     Py_ssize_t nkids = p->kids ? PyList_GET_SIZE(p->kids) : 0;
     if (p->rid == R_NOP) /* no value; the only one stands alone (as Python's path has it) */
         return Py_NewRef(p->got == 1 && p->first_value ? p->first_value : Py_None);
+    if (p->rid == R_GATHER) return gathered(p);
     if (sort_partial(p) < 0 || (nkids > 1 && PyList_Sort(p->kids) < 0)) return NULL;
     PyObject *acc = PyList_GET_SIZE(p->values) ? fold(c->exchanges, p) : NULL;
     if (!acc && PyErr_Occurred()) return NULL;
@@ -348,7 +372,7 @@ static int hand_over(Core *c, Contributions *k, Partial *p, int combine) {
     unlink_partial(k, p);
     PyObject *values = NULL, *numbers = NULL, *kids = NULL;
     Py_ssize_t own = p->got - (p->kids ? PyList_GET_SIZE(p->kids) : 0);
-    if (combine && combinable(p)) {
+    if ((combine || p->rid == R_GATHER) && combinable(p)) { /* (a gather's pairs keep their keys) */
         PyObject *value = combined(c, p);
         values = value ? PyList_New(1) : NULL;
         if (values) PyList_SET_ITEM(values, 0, value);
@@ -414,7 +438,7 @@ static int take_child(Core *c, uint32_t src, uint64_t coll, uint32_t seq, PyObje
                       PyObject *packed, PyObject *value, int delivered) {
     Contributions *k = c->contributions;
     int rid = builtin_reducer(c->exchanges, reducer);
-    if (!k || rid < 0 || rid > R_NOP) return 0;
+    if (!k || rid < 0 || rid == R_EXACT) return 0;
     Partial *p = partial_find(k, coll, seq);
     if (p) {
         if (!p->whole) return 0; /* the manager has the children's partials of this one */
@@ -450,7 +474,8 @@ int contribution_deliver(Core *c, uint16_t entry, uint32_t src, uint32_t seq, ui
     Contributions *k = c->contributions;
     int to_entry = (entry & 0xFF00) == TO_ENTRY, rid = (int)entry - (to_entry ? TO_ENTRY : TO_FUTURE);
     Py_ssize_t n = to_entry ? 3 : 2; /* the target's part of the item */
-    if (!k || !c->exchanges || rid < 0 || rid > R_NOP || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != n + 1) return 0;
+    if (!k || !c->exchanges || rid < 0 || rid >= R_BUILTINS || rid == R_EXACT || !PyTuple_Check(item) || PyTuple_GET_SIZE(item) != n + 1)
+        return 0;
     PyObject *reducer = exchange_reducer(c->exchanges, rid), *value = PyTuple_GET_ITEM(item, n);
     Partial *p = partial_find(k, coll, seq);
     if (p && p->whole && p->reducer == reducer && (to_entry ? p->packed != NULL : is_future(p->target))) {

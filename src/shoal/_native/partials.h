@@ -5,7 +5,6 @@
 #define SHOAL_PARTIALS_H
 #include "core.h"
 
-enum { R_SUM, R_PRODUCT, R_MAX, R_MIN, R_AND, R_OR, R_NOP }; /* exchange.c's numbering */
 #define CHECKED 4 /* contributions of one call remembered to refuse a second one */
 /* TO_FUTURE (core.h): the entry field of a compact REDUCE carrying a child's partial of a
  * reduction to a future is TO_FUTURE + the reducer's number; its value (owner, fid, partial).

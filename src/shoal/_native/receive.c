@@ -72,9 +72,12 @@ static int reply_failed(Core *c, PyObject *el, PyObject *fn, PyObject *value, ui
 }
 
 /* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does;
- * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. */
+ * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. The
+ * outermost one then steps the tasks whose futures it resolved (tasks.c: woken_step). */
 static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
                         Collect *into);
+static int run_one(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
+                   Collect *into);
 
 int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid) {
     return run_entry_to(c, el, fn, args, kwargs, src, fid, NULL);
@@ -82,6 +85,28 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
 
 static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
                         Collect *into) {
+    if (c->depth || c->in_entry) return run_one(c, el, fn, args, kwargs, src, fid, into);
+    c->in_entry = 1;
+    int err = run_one(c, el, fn, args, kwargs, src, fid, into);
+    c->in_entry = 0;
+    if (c->nwoken == 0) return err;
+    if (err == 0) return woken_step(c);
+    PyObject *type, *value, *tb; /* an error of the core's own: the tasks still resume, the Python way */
+    PyErr_Fetch(&type, &value, &tb);
+    for (int i = 0; i < c->nwoken; i++) {
+        PyObject *task = c->woken[i], *r = PyObject_CallOneArg(SLOT(task, shoal_slots.task_wake), Py_None);
+        if (!r) PyErr_Clear();
+        Py_XDECREF(r);
+        c->woken[i] = NULL;
+        Py_DECREF(task);
+    }
+    c->nwoken = 0;
+    PyErr_Restore(type, value, tb);
+    return err;
+}
+
+static int run_one(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
+                   Collect *into) {
     PyObject *vec[MAX_ARGS + 2];
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     PyObject *r;

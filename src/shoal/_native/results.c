@@ -6,16 +6,26 @@
  * core received completed the reduction and the element is here, the core runs the entry
  * method at once, as it runs a received call (receive.c): the Python path would send the
  * value to the element as a local call, pickled, queued and unpickled. It does so only for
- * a value no element still holds (a number, a str, a fresh array), since a local call
- * gives its receiver a copy. */
+ * a value no element still holds (a number, a str, a fresh array, a gather's list of
+ * numbers), since a local call gives its receiver a copy. A gather's partials travel as
+ * tuples of (index, value) pairs in index order; its result is their values. */
 #include "partials.h"
 
-/* Whether `value`, the result of `p`, is nobody else's: immutable, or an array that is
- * none of this PE's elements' own values (a combination makes a fresh one). */
+static int immutable(PyObject *value) {
+    return value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+           PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value);
+}
+
+/* Whether `value`, the result of `p`, is nobody else's: immutable, a gather's new list of
+ * immutable values, or an array that is none of this PE's elements' own values (a
+ * combination makes a fresh one). */
 static int fresh(Partial *p, PyObject *value) {
-    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
-        PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value))
+    if (immutable(value)) return 1;
+    if (p->rid == R_GATHER) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+            if (!immutable(PyList_GET_ITEM(value, i))) return 0;
         return 1;
+    }
     if (!is_exact_array(value) || value == p->first_value) return 0;
     for (Py_ssize_t i = 0; p->values && i < PyList_GET_SIZE(p->values); i++)
         if (PyList_GET_ITEM(p->values, i) == value) return 0;
@@ -100,12 +110,34 @@ static int resolve(Core *c, Partial *p, PyObject *value) {
     return r ? 0 : -1;
 }
 
+/* A gather's result: the values of its (index, value) pairs, in their order (a new list). */
+static PyObject *values_of(PyObject *pairs) {
+    Py_ssize_t n = PyTuple_GET_SIZE(pairs);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, i);
+        PyObject *v = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? Py_NewRef(PyTuple_GET_ITEM(pair, 1))
+                                                                         : PySequence_GetItem(pair, 1);
+        if (!v) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
 int partial_result(Core *c, Partial *p, PyObject *value, int delivered) {
     if (p->parent >= 0) return send_up(c, p, value);
-    if (!p->packed) return resolve(c, p, value);
-    int ran = delivered ? run_at_root(c, p, value) : 0;
-    if (ran) return ran < 0 ? -1 : 0;
-    PyObject *r = PyObject_CallOneArg(p->target, value); /* the proxy call, as the Python path's deliver makes */
-    Py_XDECREF(r);
-    return r ? 0 : -1;
+    PyObject *result = p->rid == R_GATHER ? values_of(value) : Py_NewRef(value);
+    if (!result) return -1;
+    int ran = !p->packed ? -2 : delivered ? run_at_root(c, p, result) : 0, err;
+    if (ran == -2) {
+        err = resolve(c, p, result);
+    } else if (ran) {
+        err = ran < 0 ? -1 : 0;
+    } else { /* the proxy call, as the Python path's deliver makes */
+        PyObject *r = PyObject_CallOneArg(p->target, result);
+        Py_XDECREF(r);
+        err = r ? 0 : -1;
+    }
+    Py_DECREF(result);
+    return err;
 }

@@ -67,10 +67,10 @@ _EXCHANGEABLE = frozenset({"sum", "product", "max", "min", "logical_and", "logic
 #: its values as the message's arguments and (the broadcast's PE, first) as its index
 RET_GATHER = 0xFFFF
 RET_BLOCK = 0xFFFE
-#: the built-in reducers the compiled core combines, by its numbers (exchange.c's R_SUM ...
-#: R_EXACT; the ufuncs given with them: add, multiply, maximum, minimum); it runs the
-#: all-reduces of all, and gathers the contributions of all but exact_sum
-EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum")
+#: the built-in reducers the compiled core combines, by its numbers (core.h's R_SUM ...
+#: R_GATHER; the ufuncs given with them: add, multiply, maximum, minimum); it runs the
+#: all-reduces of all but gather, and gathers the contributions of all but exact_sum
+EXCHANGE_REDUCERS = ("sum", "product", "max", "min", "logical_and", "logical_or", "nop", "exact_sum", "gather")
 #: the entry field of a compact REDUCE carrying a child's partial of a reduction to a
 #: future, plus the reducer's number in EXCHANGE_REDUCERS: its value (owner, fid, partial)
 TO_FUTURE = 0x100

@@ -36,7 +36,10 @@ _PLANS_MAX = 4096  # multicast plans kept (see Sections._plan)
 
 def _small(args: tuple) -> bool:
     """Whether ``args`` are cheap to send once per member: no array of more than _SMALL bytes."""
-    return all(type(a) is not np.ndarray or a.nbytes <= _SMALL for a in args)
+    for a in args:  # (a loop, not all() of a generator: this runs once per multicast)
+        if type(a) is np.ndarray and a.nbytes > _SMALL:
+            return False
+    return True
 
 
 class SectionState:
@@ -60,11 +63,28 @@ class Sections:
         #: (section id, part) -> (location epoch, [(PE, members, their proxies or None)]):
         #: where a multicast goes, kept while no element's location changes
         self.plans: dict[tuple[int, int], tuple[int, list]] = {}
+        #: section id -> (location epoch, its members' proxies, or None): a one-collection
+        #: section whose members are all on other PEs, at most _CALLS_MAX on each, is sent
+        #: a compiled call per member without the plan's loop (see :meth:`_direct`)
+        self.direct: dict[int, tuple[int, tuple | None]] = {}
 
     def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to the elements of ``section``, one message per PE
         (per collection of a union: there the method of the same name); a PE with few
         members gets a compiled call each instead (:meth:`_calls`)."""
+        if ret is False and not kwargs and not section.others and self.rt._core_send is not None:
+            proxies = self._direct(section)
+            if proxies is not None and _small(args):
+                send = self.rt._core_send
+                for i, proxy in enumerate(proxies):
+                    if not send(proxy, entry, 0, *args):
+                        break
+                else:
+                    return None
+                if i > 0:  # (the arguments decide, so the first declines if any does) the rest as plain calls
+                    for proxy in proxies[i:]:
+                        self.rt.invoke(proxy, entry, name, args, {}, False)
+                    return None
         if ret is not False and ret is not True:
             raise bad_ret(section._info.cls, name, ret)
         fut = Future(_depth=5) if ret else None
@@ -102,6 +122,22 @@ class Sections:
             self.plans.clear()
         self.plans[(sid, part)] = (epoch, where)
         return where
+
+    def _direct(self, section: "SectionProxy") -> tuple | None:
+        """The proxies of the members of one-collection ``section`` when each has a compiled
+        call (:meth:`_plan`'s proxies, none on this PE), else None; kept per location epoch."""
+        epoch = self.rt.locations.epoch
+        kept = self.direct.get(section.sid)
+        if kept is not None and kept[0] == epoch:
+            return kept[1]
+        where = self._plan(section.sid, 0, section._info, section.members)
+        pe = self.rt.pe
+        direct = all(proxies is not None and dest != pe for dest, _, proxies in where)
+        proxies = tuple(p for _, _, ps in where for p in ps) if direct else None
+        if len(self.direct) >= _PLANS_MAX:
+            self.direct.clear()
+        self.direct[section.sid] = (epoch, proxies)
+        return proxies
 
     def _calls(self, members: list, proxies: list, entry: int, args: tuple) -> list:
         """Send ``members`` of a PE plain calls of ``entry`` through the compiled path, as
