@@ -315,15 +315,16 @@ def test_the_root_runs_the_entry_method_at_once_with_a_value_no_element_holds(mp
     root, the core runs the method there and then, as it runs a received call, instead of
     sending the value to the element as a local call; a value an element still holds (its
     own list, which ``max`` picks) goes as a local call, so the method gets a copy, as on
-    the Python path."""
+    the Python path, and a gather's arrays are copied for it."""
     program = """
+        import numpy as np
         import shoal
         from shoal._runtime import proxy
 
         calls = []  # the targets called through the proxy (a local call) on this PE
         call = proxy.EntryRef.__call__
         def counted(self, *args, **kwargs):
-            if self.name in ("take", "total"):
+            if self.name in ("take", "total", "took"):
                 calls.append(self.name)
             return call(self, *args, **kwargs)
         proxy.EntryRef.__call__ = counted
@@ -331,16 +332,22 @@ def test_the_root_runs_the_entry_method_at_once_with_a_value_no_element_holds(mp
         class W(shoal.Chare):
             def __init__(self):
                 self.mine = [100 - self.index[0]]
+                self.arr = np.full(2, self.index[0])
                 self.got = []
             def go(self, k):
                 self.contribute(self.mine, shoal.reducers.max, self.collection[0].take)
                 self.contribute(float(self.index[0] + k), shoal.reducers.sum, self.collection[0].total)
+                self.contribute(self.arr, shoal.reducers.gather, self.collection[0].took)
             def take(self, x):
                 x.append("touched")
+            def took(self, arrays):
+                assert [a.tolist() for a in arrays] == [[0, 0], [1, 1]], arrays
+                for a in arrays:
+                    a += 10  # a copy: the elements' own arrays stay as they are
             def total(self, x):
                 self.got.append(x)
             def report(self):
-                return self.mine, self.got, calls
+                return self.mine, self.arr.tolist(), self.got, calls
 
         def main(args):
             w = shoal.Array(W, 2)
@@ -356,5 +363,5 @@ def test_the_root_runs_the_entry_method_at_once_with_a_value_no_element_holds(mp
     for native in ("1", "0"):
         job = mpi_job(program, n=2, env={"SHOAL_NATIVE": native})
         assert job.returncode == 0, job
-        calls = ["take"] * 3 if native == "1" else ["take", "total"] * 3
-        assert f"root ([100], [1.0, 3.0, 5.0], {calls})" in job.stdout, (native, job.stdout)
+        calls = ["take"] * 3 if native == "1" else ["take", "total", "took"] * 3
+        assert f"root ([100], [0, 0], [1.0, 3.0, 5.0], {calls})" in job.stdout, (native, job.stdout)

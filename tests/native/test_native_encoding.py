@@ -116,6 +116,38 @@ def test_unpickle_simple_reads_what_pickle_simple_writes_and_nothing_else():
         module.unpickle_simple(7)
 
 
+def test_small_plain_arrays_travel_in_the_simple_pickle():
+    """Small C-contiguous arrays of plain dtypes (inside tuples too) are written by the
+    compiled pickle as message._rebuild_array of a bytearray: pickle.loads and the compiled
+    reader both give fresh, writable arrays of the same dtype, shape and bytes; views that
+    are not contiguous, object arrays and arrays too big for the stream are declined."""
+    import pickle
+
+    import numpy as np
+
+    from shoal.native import load_native
+
+    module = load_native()
+    if module is None:
+        pytest.skip("the compiled path is not available here")
+    arrays = [np.arange(3.0), np.array(7, dtype=np.int32), np.zeros((2, 3), dtype=">u2"), np.ones((1, 1, 2, 1), dtype=bool),
+              np.array([1 + 2j]), np.empty(0), np.arange(4, dtype=np.int8).reshape(2, 2)]
+    for a in arrays:
+        args = (a, ((3, a), "k"))
+        blob = module.pickle_simple(args)
+        assert blob is not None, a
+        for back in (pickle.loads(blob), module.unpickle_simple(blob)):
+            for got in (back[0], back[1][0][1]):
+                assert type(got) is np.ndarray and got.dtype == a.dtype and got.shape == a.shape, (a, got)
+                assert got.tobytes() == a.tobytes() and got.flags.writeable and not np.shares_memory(got, a)
+            assert back[1][0][0] == 3 and back[1][1] == "k"
+    for declined in (np.arange(10.0)[::2], np.array([None]), np.zeros(200), np.float64(1.0)):
+        assert module.pickle_simple((declined,)) is None, declined
+    blob = module.pickle_simple((np.arange(2.0),))
+    for other in (blob.replace(b"_rebuild_array", b"_rebuild_arrax"), blob.replace(b"<f8", b"<f4"), blob.replace(b"R\x85.", b"\x85.")):
+        assert module.unpickle_simple(other) is None, other
+
+
 def _types(value: object) -> object:
     """The types in ``value``, nested as its tuples are."""
     return tuple(_types(v) for v in value) if type(value) is tuple else type(value)

@@ -264,6 +264,8 @@ PyObject *Core_task_wake(Core *self, PyObject *const *args, Py_ssize_t nargs);
 int woken_step(Core *c);
 
 /* send.c */
+/* dtype.str of `d` (byte order, kind, item size in decimal) at `code` (room for 24): its length */
+int dtype_code(char *code, PyArray_Descr *d, long long itemsize);
 char *describe(char *p, char *end, PyArrayObject *a);
 int plain_array(PyObject *o);
 int fill_array(PyArrayObject *a, const char *data);

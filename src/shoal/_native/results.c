@@ -6,8 +6,8 @@
  * core received completed the reduction and the element is here, the core runs the entry
  * method at once, as it runs a received call (receive.c): the Python path would send the
  * value to the element as a local call, pickled, queued and unpickled. It does so only for
- * a value no element still holds (a number, a str, a fresh array, a gather's list of
- * numbers), since a local call gives its receiver a copy. A gather's partials travel as
+ * a value no element still holds (a number, a str, a fresh array; a gather's list with
+ * its arrays copied), since a local call gives its receiver a copy. A gather's partials travel as
  * tuples of (index, value) pairs in index order; its result is their values. */
 #include "partials.h"
 
@@ -16,20 +16,27 @@ static int immutable(PyObject *value) {
            PyComplex_CheckExact(value) || PyUnicode_CheckExact(value) || PyBytes_CheckExact(value);
 }
 
-/* Whether `value`, the result of `p`, is nobody else's: immutable, a gather's new list of
- * immutable values, or an array that is none of this PE's elements' own values (a
- * combination makes a fresh one). */
-static int fresh(Partial *p, PyObject *value) {
-    if (immutable(value)) return 1;
+/* `value`, the result of `p`, as nobody else's (a new reference): itself if immutable or
+ * an array that is none of this PE's elements' own values (a combination makes a fresh
+ * one); a gather's list with its plain arrays copied (as a local call's pickle would);
+ * NULL (no error) if neither. */
+static PyObject *unshared(Partial *p, PyObject *value) {
+    if (immutable(value)) return Py_NewRef(value);
     if (p->rid == R_GATHER) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
-            if (!immutable(PyList_GET_ITEM(value, i))) return 0;
-        return 1;
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        PyObject *out = PyList_New(n);
+        for (Py_ssize_t i = 0; out && i < n; i++) {
+            PyObject *v = PyList_GET_ITEM(value, i);
+            PyObject *mine = immutable(v) ? Py_NewRef(v) : plain_array(v) ? copy_plain((PyArrayObject *)v) : NULL;
+            if (!mine) Py_CLEAR(out);
+            else PyList_SET_ITEM(out, i, mine);
+        }
+        return out;
     }
-    if (!is_exact_array(value) || value == p->first_value) return 0;
+    if (!is_exact_array(value) || value == p->first_value) return NULL;
     for (Py_ssize_t i = 0; p->values && i < PyList_GET_SIZE(p->values); i++)
-        if (PyList_GET_ITEM(p->values, i) == value) return 0;
-    return 1;
+        if (PyList_GET_ITEM(p->values, i) == value) return NULL;
+    return Py_NewRef(value);
 }
 
 /* Entry method `name` of element `el`: its class's function if `name` is one of its entry
@@ -52,7 +59,7 @@ static int run_at_root(Core *c, Partial *p, PyObject *value) {
     PyObject *index = PyTuple_GET_ITEM(p->packed, 0), *name = PyTuple_GET_ITEM(p->packed, 1);
     PyObject *lead = PyTuple_GET_ITEM(p->packed, 2);
     Py_ssize_t nidx = PyTuple_Check(index) ? PyTuple_GET_SIZE(index) : -1;
-    if (nidx < 0 || nidx > MAX_INDEX || !PyTuple_Check(lead) || !fresh(p, value)) return 0;
+    if (nidx < 0 || nidx > MAX_INDEX || !PyTuple_Check(lead)) return 0;
     unsigned char bytes[8 * MAX_INDEX];
     for (Py_ssize_t i = 0; i < nidx; i++) {
         long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(index, i));
@@ -63,11 +70,16 @@ static int run_at_root(Core *c, Partial *p, PyObject *value) {
     if (!el) return PyErr_Occurred() ? -1 : 0;
     PyObject *fn = entry_named(el, name);
     if (!fn) return 0;
+    PyObject *mine = unshared(p, value);
+    if (!mine) {
+        Py_DECREF(fn);
+        return PyErr_Occurred() ? -1 : 0;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(lead);
     PyObject *args = PyTuple_New(n + 1);
-    if (!args) { Py_DECREF(fn); return -1; }
+    if (!args) { Py_DECREF(fn); Py_DECREF(mine); return -1; }
     for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(args, i, Py_NewRef(PyTuple_GET_ITEM(lead, i)));
-    PyTuple_SET_ITEM(args, n, Py_NewRef(value));
+    PyTuple_SET_ITEM(args, n, mine);
     Py_INCREF(el);
     int err = run_entry(c, el, fn, args, NULL, 0, 0);
     Py_DECREF(el);

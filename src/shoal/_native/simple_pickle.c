@@ -1,9 +1,14 @@
 /* The compiled pickle of simple arguments (reference: pickle.dumps(args, 5) and
  * pickle.loads): a call's arguments, a reduction's value or a reduction's target made of
- * None, bools, floats, 64-bit ints, short strs, pending futures and tuples of them go out
- * and come in without the Python encoder or an Unpickler. The bytes are a pickle that
- * pickle.loads reads back equal; the reader takes only streams this writer makes. */
+ * None, bools, floats, 64-bit ints, short strs, small plain arrays, pending futures and
+ * tuples of them go out and come in without the Python encoder or an Unpickler. The bytes
+ * are a pickle that pickle.loads reads back equal (an array as message._rebuild_array of
+ * a bytearray, as shoal's pickler writes one in-band); the reader takes only streams this
+ * writer makes. */
 #include "core.h"
+
+/* an array in a simple pickle: _rebuild_array(bytearray, dtype.str, shape) */
+static const char ARRAY_MODULE[] = "shoal._runtime.message", ARRAY_NAME[] = "_rebuild_array";
 
 /* At most this many values (tuples among them) in one stream, tuples this deep: the
  * reader's stack has room for them all. */
@@ -74,6 +79,41 @@ static char *pickle_future(char *p, char *end, PyObject *fut) {
 
 static char *pickle_items(char *p, char *end, PyObject *const *items, Py_ssize_t n, int depth, int *count);
 
+/* A plain C-contiguous array as _rebuild_array(bytearray(data), dtype.str, shape): STACK_GLOBAL,
+ * BYTEARRAY8, the dtype's str, the shape's tuple, TUPLE3, REDUCE. At `p` with room to `end`:
+ * the end of what was written, or NULL (no room, or more than 4 dimensions). */
+static char *pickle_array(char *p, char *end, PyArrayObject *a, int *count) {
+    Py_ssize_t nbytes = PyArray_NBYTES(a);
+    int nd = PyArray_NDIM(a);
+    if (nd > SIMPLE_DEPTH_MAX || end - p < nbytes + 64 + 10 * nd) return NULL;
+    char code[24];
+    int clen = dtype_code(code, PyArray_DESCR(a), (long long)PyArray_ITEMSIZE(a));
+    *p++ = '\x8c';
+    *p++ = (char)(sizeof ARRAY_MODULE - 1);
+    memcpy(p, ARRAY_MODULE, sizeof ARRAY_MODULE - 1);
+    p += sizeof ARRAY_MODULE - 1;
+    *p++ = '\x8c';
+    *p++ = (char)(sizeof ARRAY_NAME - 1);
+    memcpy(p, ARRAY_NAME, sizeof ARRAY_NAME - 1);
+    p += sizeof ARRAY_NAME - 1;
+    *p++ = '\x93'; /* STACK_GLOBAL */
+    *p++ = '\x96'; /* BYTEARRAY8: 8 bytes of length, little-endian, then the bytes */
+    for (int k = 0; k < 8; k++) *p++ = (char)((uint64_t)nbytes >> (8 * k));
+    memcpy(p, PyArray_DATA(a), (size_t)nbytes);
+    p += nbytes;
+    *p++ = '\x8c';
+    *p++ = (char)clen;
+    memcpy(p, code, (size_t)clen);
+    p += clen;
+    if (nd > 3) *p++ = '(';
+    for (int i = 0; i < nd; i++) p = pickle_int(p, (long long)PyArray_DIMS(a)[i]);
+    *p++ = nd == 0 ? ')' : nd <= 3 ? (char)(0x84 + nd) : 't';
+    *p++ = '\x87'; /* TUPLE3 */
+    *p++ = 'R';     /* REDUCE */
+    *count += 4 + nd;
+    return *count > SIMPLE_ITEMS_MAX ? NULL : p;
+}
+
 /* One value at `p` (room to `end`), `depth` tuples down, `*count` values written so far:
  * the end of what was written, or NULL (not a simple value, or no room). */
 static char *pickle_one(char *p, char *end, PyObject *o, int depth, int *count) {
@@ -94,6 +134,8 @@ static char *pickle_one(char *p, char *end, PyObject *o, int depth, int *count) 
         p = pickle_str(p, end, o);
     } else if (PyTuple_CheckExact(o) && depth < SIMPLE_DEPTH_MAX) {
         p = pickle_items(p, end, &PyTuple_GET_ITEM(o, 0), PyTuple_GET_SIZE(o), depth + 1, count);
+    } else if (plain_array(o)) {
+        p = pickle_array(p, end, (PyArrayObject *)o, count);
     } else if (active && Py_IS_TYPE(o, (PyTypeObject *)active->future_cls) && future_pending(active, o) == 1) {
         p = pickle_future(p, end, o);
     } else {
@@ -134,6 +176,35 @@ Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nargs) {
     return p - out;
 }
 
+/* The array that _rebuild_array(data, code, shape) makes, built here: a fresh, writable
+ * copy (a new reference); NULL with no error if the parts are not what pickle_array
+ * writes, or NumPy is not loaded (pickle.loads then makes it). */
+static PyObject *rebuild_array(PyObject *args) {
+    static PyObject *last_code; /* the dtype of the last array read, and its code: most repeat */
+    static PyArray_Descr *last_descr;
+    if (!NUMPY_LOADED || !PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != 3) return NULL;
+    PyObject *data = PyTuple_GET_ITEM(args, 0), *code = PyTuple_GET_ITEM(args, 1), *shape = PyTuple_GET_ITEM(args, 2);
+    Py_ssize_t nd = PyTuple_CheckExact(shape) ? PyTuple_GET_SIZE(shape) : -1;
+    if (!PyBytes_CheckExact(data) || !PyUnicode_CheckExact(code) || nd < 0 || nd > SIMPLE_DEPTH_MAX) return NULL;
+    npy_intp dims[SIMPLE_DEPTH_MAX];
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        dims[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (dims[i] < 0) { PyErr_Clear(); return NULL; }
+    }
+    if (!last_code || PyUnicode_Compare(code, last_code) != 0) {
+        PyArray_Descr *d = NULL;
+        if (PyErr_Occurred() || !PyArray_DescrConverter(code, &d)) { PyErr_Clear(); return NULL; }
+        Py_XSETREF(last_descr, d);
+        Py_XSETREF(last_code, Py_NewRef(code));
+    }
+    Py_INCREF(last_descr); /* (stolen by the array) */
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, last_descr, (int)nd, dims, NULL, NULL, 0, NULL);
+    if (!a) return NULL;
+    if (PyArray_NBYTES((PyArrayObject *)a) != PyBytes_GET_SIZE(data)) { Py_DECREF(a); return NULL; }
+    memcpy(PyArray_DATA((PyArrayObject *)a), PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
+    return a;
+}
+
 /* The tuple that the `n` bytes at `s` pickle, if pickle_simple wrote them (those opcodes
  * only, and nothing after STOP): a new reference; NULL with no error for any other
  * stream (pickle.loads reads it); NULL with an error if memory ran out. Reading these
@@ -144,7 +215,7 @@ PyObject *unpickle_simple(const char *s, Py_ssize_t n) {
     p += 2;
     PyObject *stack[SIMPLE_ITEMS_MAX];
     Py_ssize_t count = 0, marks[SIMPLE_DEPTH_MAX + 1];
-    int nmarks = 0;
+    int nmarks = 0, arrays = 0; /* arrays: _rebuild_array found (Py_Ellipsis stands for it), not yet called */
     while (p < end) {
         unsigned char op = *p++;
         PyObject *item = NULL;
@@ -170,6 +241,26 @@ PyObject *unpickle_simple(const char *s, Py_ssize_t n) {
         } else if (op == 0x8c && end - p >= 1 && end - p - 1 >= p[0]) { /* SHORT_BINUNICODE */
             item = PyUnicode_DecodeUTF8((const char *)p + 1, p[0], "strict");
             p += 1 + p[0];
+        } else if (op == 0x93 && count - base >= 2 && PyUnicode_CheckExact(stack[count - 2]) && PyUnicode_CheckExact(stack[count - 1]) &&
+                   PyUnicode_CompareWithASCIIString(stack[count - 2], ARRAY_MODULE) == 0 &&
+                   PyUnicode_CompareWithASCIIString(stack[count - 1], ARRAY_NAME) == 0) { /* STACK_GLOBAL */
+            Py_DECREF(stack[--count]);
+            Py_DECREF(stack[--count]);
+            item = Py_NewRef(Py_Ellipsis);
+            arrays++;
+        } else if (op == 0x96 && end - p >= 8 && count > base && stack[count - 1] == Py_Ellipsis) { /* BYTEARRAY8 */
+            uint64_t len = 0;
+            for (int k = 0; k < 8; k++) len |= (uint64_t)p[k] << (8 * k);
+            p += 8;
+            if (len > (uint64_t)(end - p)) goto fail;
+            item = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)len);
+            p += len;
+        } else if (op == 'R' && count - base >= 2 && stack[count - 2] == Py_Ellipsis) { /* REDUCE */
+            item = rebuild_array(stack[count - 1]);
+            if (!item) goto fail;
+            Py_DECREF(stack[--count]);
+            Py_DECREF(stack[--count]);
+            arrays--;
         } else if (op == '(' && nmarks < SIMPLE_DEPTH_MAX + 1) {
             marks[nmarks++] = count;
             continue;
@@ -180,7 +271,7 @@ PyObject *unpickle_simple(const char *s, Py_ssize_t n) {
         } else if (op == 't' && nmarks && count - base > 3) {
             take = count - base; /* TUPLE: the values since the MARK */
             nmarks--;
-        } else if (op == '.' && p == end && count == 1 && nmarks == 0 && PyTuple_CheckExact(stack[0])) {
+        } else if (op == '.' && p == end && count == 1 && nmarks == 0 && arrays == 0 && PyTuple_CheckExact(stack[0])) {
             return stack[0];
         } else {
             goto fail;

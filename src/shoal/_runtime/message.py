@@ -356,8 +356,8 @@ def _encode_arrays(args: tuple) -> list | None:
 
 
 #: ``pickle_simple(args)``: the compiled core's pickle of a tuple of None, bools, floats,
-#: 64-bit ints and pending futures (None for anything else), once a core runs here
-#: (core_contract.py)
+#: 64-bit ints, short strs, small plain arrays, pending futures and tuples of them (None
+#: for anything else), once a core runs here (core_contract.py, _native/simple_pickle.c)
 pickle_simple: Any = None
 
 
