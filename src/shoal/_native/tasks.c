@@ -94,20 +94,21 @@ static int resume_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_
     return nargs <= 1 && steppable(task) ? task_step(c, task) : 0;
 }
 
-/* Resume steppable `task` now: no longer waiting nor suspended, then its step. 1 or -1. */
-static int step_woken(Core *c, PyObject *task) {
+/* `task` no longer waits nor is suspended (Task._wake's first half). 0 or -1. */
+static int unpark(PyObject *task) {
     Py_XSETREF(SLOT(task, shoal_slots.task_waiting), Py_NewRef(Py_None));
     PyObject *suspended = SLOT(SLOT(task, shoal_slots.task_rt), shoal_slots.rt_suspended);
     if (!suspended) { PyErr_SetString(PyExc_SystemError, "a runtime without its suspended tasks"); return -1; }
-    if (PySet_Discard(suspended, task) < 0) return -1;
-    return task_step(c, task);
+    return PySet_Discard(suspended, task) < 0 ? -1 : 0;
 }
 
 /* The future `task` awaits resolved inside the entry method run_entry runs (outermost):
- * keep the task, to step when the method returns (woken_step), as the engine would at its
- * next step. 1 kept; 0 not (another place, no room: the Python path queues it). */
+ * unpark the task now, as Task._wake does, and keep it to step when the method returns
+ * (woken_step), as the engine would at its next step. 1 kept; 0 not (another place, no
+ * room: the Python path queues it); -1 error. */
 static int keep_woken(Core *c, PyObject *task) {
     if (!c->in_entry || c->depth != 1 || c->nwoken == WOKEN_MAX || !steppable(task)) return 0;
+    if (unpark(task) < 0) return -1;
     c->woken[c->nwoken++] = Py_NewRef(task);
     return 1;
 }
@@ -119,7 +120,7 @@ int woken_step(Core *c) {
         c->woken[i] = NULL;
         if (!err) {
             if (steppable(task)) {
-                err = step_woken(c, task) < 0;
+                err = task_step(c, task) < 0;
             } else { /* its element began to keep load counters: Task._wake queues it */
                 PyObject *r = PyObject_CallOneArg(SLOT(task, shoal_slots.task_wake), Py_None);
                 err = !r;
@@ -137,7 +138,8 @@ int woken_step(Core *c) {
  * queues it. */
 static int wake_now_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
     if (c->depth) return keep_woken(c, task);
-    return steppable(task) ? step_woken(c, task) : 0;
+    if (!steppable(task)) return 0;
+    return unpark(task) < 0 ? -1 : task_step(c, task);
 }
 
 /* task.wake(fut): the future it awaited resolved; inside an entry method the core runs,
