@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
+    import numpy as np
 
 from ..errors import ShoalError, exit_code
 from .chare import Chare
@@ -87,7 +87,11 @@ class Receiving:
     def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
         buf = self._posted(header, index, nbytes, False)
-        return buf if buf is not None else np.empty(nbytes, np.uint8)
+        if buf is not None:
+            return buf
+        import numpy as np
+
+        return np.empty(nbytes, np.uint8)
 
     @staticmethod
     def receive_early(header: bytes) -> bool:

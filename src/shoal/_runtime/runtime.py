@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
+    import numpy as np
 
 from ..settings import Settings
 from . import chare, tree
@@ -360,4 +360,6 @@ def _pending_sets(el: Chare, pe: int) -> list[str]:
 
 def _zero_pair() -> Any:
     """Load counters for the Python paths: [seconds, ticks]."""
+    import numpy as np
+
     return np.zeros(2)

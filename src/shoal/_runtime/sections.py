@@ -13,7 +13,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
-from ..lazy_numpy import np
+if TYPE_CHECKING:
+    import numpy as np
+
+from ..numpy_types import ndarray
 from . import tree
 from .chare import entry_table
 from .futures import Future, future_handle
@@ -36,7 +39,8 @@ _PLANS_MAX = 4096  # multicast plans kept (see Sections._plan)
 
 def _small(args: tuple) -> bool:
     """Whether ``args`` are cheap to send once per member: no array of more than _SMALL bytes."""
-    return all(type(a) is not np.ndarray or a.nbytes <= _SMALL for a in args)
+    array = ndarray()
+    return all(type(a) is not array or a.nbytes <= _SMALL for a in args)
 
 
 class SectionState:
