@@ -47,8 +47,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-    import numpy as np
-
 from ..numpy_types import integer
 from ..errors import ShoalError
 from .lb_period import AUTO, interval, next_floor, next_period

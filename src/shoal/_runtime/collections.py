@@ -16,8 +16,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, Sequence, TypeAlias
 
-    import numpy as np
-
 from ..numpy_types import integer
 from . import tree
 from .context import current

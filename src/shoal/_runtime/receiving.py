@@ -18,8 +18,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    import numpy as np
-
 from ..errors import ShoalError, exit_code
 from .chare import Chare
 from .devices import allocate_device

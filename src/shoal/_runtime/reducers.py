@@ -15,8 +15,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    import numpy as np
-
 from ..errors import ReductionError
 from ..numpy_types import ndarray
 

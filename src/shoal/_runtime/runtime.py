@@ -17,8 +17,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    import numpy as np
-
 from ..settings import Settings
 from . import chare, tree
 from .chare import Chare

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
-if TYPE_CHECKING:
-    import numpy as np
-
 from ..numpy_types import ndarray
 from . import tree
 from .chare import entry_table

@@ -13,8 +13,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-    import numpy as np
-
 __all__ = ["unique"]
 
 

@@ -32,8 +32,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    import numpy as np
-
 __all__ = ["GO_TAG", "WROTE_TAG", "READ_TAG", "MAX_SEGMENTS", "address", "pack", "unpack", "split",
            "read", "write", "available"]
 
