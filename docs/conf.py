@@ -28,7 +28,6 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # the working tree's shoal, also without an install
 
-import numpy  # noqa: E402,F401 - first: the type hints that say np.ndarray name NumPy's (shoal.lazy_numpy)
 import shoal  # noqa: E402
 
 project = "shoal"
@@ -77,6 +76,7 @@ nitpick_ignore_regex = [
     # Private names of shoal that public signatures mention; the docstring of each
     # function says what to pass:
     ("py:class", r"Placement"),  # Array(placement=): a function (index, num_pes) -> pe
+    ("py:class", r"Strategy"),  # register_strategy(fn=): a function (loads, comm, placement, ...) -> placement
     ("py:class", r"shoal\._runtime\.strategies\.CommGraph"),  # what a strategy receives
     ("py:class", r"shoal\._runtime\.\w+\.F"),  # decorators' TypeVar: they return what they take
 ]

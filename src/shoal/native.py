@@ -103,10 +103,8 @@ def _key(mpicc: str | None) -> list[str]:
     import mpi4py
     from mpi4py import MPI
 
-    import numpy
-
     return [source_digest(), sys.version, mpi4py.__version__, MPI.Get_library_version(), str(MPI.__file__),
-            numpy.__version__, str(mpicc)]
+            _numpy_version(), str(mpicc)]
 
 
 def _compile_command(mpicc: str, output: Path) -> list[str]:
@@ -263,7 +261,7 @@ def _mismatch(config: dict[str, Any]) -> str | None:
 
 def _numpy_version() -> str:
     """The installed NumPy's version, read from its ``version.py`` without importing NumPy
-    (a PE imports it only if its program does: :mod:`shoal.lazy_numpy`)."""
+    (a PE imports it only if its program does: :mod:`shoal.numpy_types`)."""
     if "numpy" in sys.modules:
         return str(sys.modules["numpy"].__version__)
     spec = importlib.util.find_spec("numpy")
@@ -367,7 +365,6 @@ def load_native() -> ModuleType | None:
             why = f"the installed extension {path} did not load ({type(exc).__name__}: {exc})"
         else:
             _status = f"installed extension {path} ({_describe(config)})"
-            _link_numpy(_module)
             return _module
     try:
         target = _build_on_first_use()
@@ -377,15 +374,7 @@ def load_native() -> ModuleType | None:
         return None
     _status = f"built on first use in {target} because {why}"
     _module = module
-    _link_numpy(module)
     return module
-
-
-def _link_numpy(module: ModuleType) -> None:
-    """Have the compiled core load NumPy's C API when the process imports NumPy."""
-    from .lazy_numpy import when_loaded
-
-    when_loaded(lambda numpy: module.load_numpy())
 
 
 def native_status() -> str:

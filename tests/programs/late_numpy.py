@@ -1,6 +1,6 @@
 """NumPy imported late: a job starts without it, and arrays work once anyone imports it.
 
-Run by tests/base/test_lazy_numpy.py with ``shoal run -n 2`` (compiled core on and off). No
+Run by tests/base/test_late_numpy.py with ``shoal run -n 2`` (compiled core on and off). No
 module here imports NumPy at its top. The runtime must not import it either: start-up,
 entry methods, futures, reductions and broadcasts of plain values leave it unloaded on
 every PE. Then PE 0's main imports NumPy and sends arrays to an element on PE 1, which

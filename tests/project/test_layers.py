@@ -23,7 +23,7 @@ import pytest
 from support import SRC, TESTS
 
 
-BASE = {"errors", "version", "bytecode", "settings", "lazy_numpy", "_lazy_names", "banners", "process", "compiler", "native",
+BASE = {"errors", "version", "bytecode", "settings", "numpy_types", "_lazy_names", "banners", "process", "compiler", "native",
         "_native_build", "gpu"}
 BELOW_RUNTIME = BASE | {"_transport", "jobwatch"}
 RUNTIME = BELOW_RUNTIME | {"_runtime"}
@@ -36,14 +36,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     "version": set(),
     "bytecode": set(),
     "settings": set(),
-    "lazy_numpy": set(),
+    "numpy_types": set(),  # NumPy's types for type tests, without importing NumPy
     "_lazy_names": set(),  # a package's names loaded on first use (shoal, lowlevel, remote)
     "banners": set(),
     "process": set(),
     "_native_build": set(),
     "compiler": {"settings"},  # the one compile-and-cache service
-    "native": {"settings", "lazy_numpy", "_native_build", "compiler"},
-    "gpu": {"lazy_numpy"},
+    "native": {"settings", "_native_build", "compiler"},
+    "gpu": set(),
     "_transport": BASE,
     "jobwatch": BASE | {"_transport"},  # ends a job: MPI_Abort, the one call it needs below it
     "_runtime": RUNTIME,
@@ -237,7 +237,7 @@ def test_the_runtime_modules_import_each_other_without_a_circle():
 #: the folders of tests/: one per layer of the diagram above (the compiled core beside the
 #: runtime it serves), one for launching and ending jobs, and one for the project as a whole
 TEST_FOLDERS = {
-    "base": "errors, settings, the compiler service, bytecode, lazy NumPy and lazy names, child processes, packaging",
+    "base": "errors, settings, the compiler service, bytecode, NumPy imported late and lazy names, child processes, packaging",
     "transport": "the transport contract, the wire format, nodes and hosts, rendezvous",
     "native": "the compiled core and its contract with the Python runtime",
     "runtime": "the programming model: chares, collections, reductions, migration, checkpoints, devices",

@@ -443,16 +443,23 @@ PyTypeObject LoadType = {
     .tp_methods = Load_methods,
 };
 
-/* load_numpy(): load NumPy's C API; lazy_numpy calls it when this process imports NumPy. */
-static PyObject *Core_load_numpy(PyObject *self, PyObject *unused) {
-    if (!NUMPY_LOADED && _import_array() < 0) return NULL;
-    Py_RETURN_NONE;
+static PyObject *numpy_name; /* "numpy": its key in sys.modules */
+
+/* Load NumPy's C API if this process has imported NumPy (numpy_api_ready, core.h): 1
+ * loaded, 0 not: NumPy is not imported yet, or its C API did not load, and arrays then
+ * take the Python path, which uses NumPy's Python API. */
+int numpy_api_load(void) {
+    PyObject *numpy = PyDict_GetItemWithError(PyImport_GetModuleDict(), numpy_name);
+    if (!numpy || _import_array() < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
 }
 
 static PyMethodDef core_functions[] = {
     {"contribute_method", (PyCFunction)(void (*)(void))Core_contribute_method, METH_FASTCALL,
      "contribute_method(Chare, fallback) -> the compiled Chare.contribute (fallback: the Python method)"},
-    {"load_numpy", Core_load_numpy, METH_NOARGS, "load_numpy() -> None: load NumPy's C API (when the process imports NumPy)"},
     {"describe", (PyCFunction)(void (*)(void))Core_describe, METH_FASTCALL, "describe(*arrays) -> the ARRAYS descriptor the compiled path sends"},
     {"pickle_simple", (PyCFunction)(void (*)(void))Core_pickle_simple, METH_FASTCALL, "pickle_simple(args) -> the pickle of a tuple of None, bools, floats and 64-bit ints, else None"},
     {"unpickle_simple", (PyCFunction)(void (*)(void))Core_unpickle_simple, METH_FASTCALL, "unpickle_simple(data) -> the tuple pickle_simple pickled, else None"},
@@ -460,6 +467,7 @@ static PyMethodDef core_functions[] = {
 };
 
 int core_init(PyObject *m) {
+    if (!numpy_name && !(numpy_name = PyUnicode_FromString("numpy"))) return -1;
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&CompiledType) < 0 || PyType_Ready(&LoadType) < 0) return -1;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) { Py_DECREF(&CoreType); return -1; }

@@ -14,12 +14,14 @@
 #endif
 #include <numpy/arrayobject.h>
 
-/* NumPy's C API is loaded (Core_load_numpy) when this process imports NumPy
- * (shoal/lazy_numpy.py), not at start-up: until then no object is an array, and these
- * tests say so without touching the API. */
-#define NUMPY_LOADED (PyArray_API != NULL)
-static inline int is_array(PyObject *o) { return NUMPY_LOADED && PyArray_Check(o); }
-static inline int is_exact_array(PyObject *o) { return NUMPY_LOADED && PyArray_CheckExact(o); }
+/* NumPy's C API is loaded at the first array test after this process imported NumPy, not
+ * at start-up: a program without arrays never pays NumPy's import, and no object is an
+ * array before NumPy is imported, so until then these tests say no and load nothing
+ * (shoal/numpy_types.py does the same for the Python side). */
+int numpy_api_load(void);
+static inline int numpy_api_ready(void) { return PyArray_API != NULL || numpy_api_load(); }
+static inline int is_array(PyObject *o) { return numpy_api_ready() && PyArray_Check(o); }
+static inline int is_exact_array(PyObject *o) { return numpy_api_ready() && PyArray_CheckExact(o); }
 
 /* The wire format, as _runtime/message.py, _runtime/system.py and _runtime/channels.py
  * define it; tests/transport/test_wire_format.py fails, naming the constant, when one of these

@@ -100,7 +100,7 @@ static void exchange_unlink(Exchanges *x, Exchange *gone) {
 }
 
 /* NumPy's add, multiply, maximum and minimum, taken from NumPy the first time two arrays
- * combine (NumPy is then loaded: lazy_numpy). 0 or -1. */
+ * combine (NumPy is then imported: the arrays are its). 0 or -1. */
 static int fetch_ufuncs(Exchanges *x) {
     static const char *names[4] = {"add", "multiply", "maximum", "minimum"};
     PyObject *numpy = PyImport_ImportModule("numpy");

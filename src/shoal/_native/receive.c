@@ -15,6 +15,11 @@ PyObject *rebuild_arrays(Core *c, const char *desc, Py_ssize_t dlen, const char 
     else if (!PyErr_Occurred()) layout = PyObject_CallOneArg(c->layout, key);
     Py_DECREF(key);
     if (!layout) return NULL;
+    if (!numpy_api_ready()) { /* (the layout's dtypes imported NumPy: its C API failed to load) */
+        Py_DECREF(layout);
+        PyErr_SetString(PyExc_ImportError, "shoal's compiled core could not load NumPy's C API");
+        return NULL;
+    }
     Py_ssize_t n = PyTuple_Check(layout) ? PyTuple_GET_SIZE(layout) : -1;
     if (n != nseg) { Py_DECREF(layout); return NULL; }
     PyObject *out = PyTuple_New(n);

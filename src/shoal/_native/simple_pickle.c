@@ -182,7 +182,7 @@ Py_ssize_t pickle_simple(char *out, PyObject *const *args, Py_ssize_t nargs) {
 static PyObject *rebuild_array(PyObject *args) {
     static PyObject *last_code; /* the dtype of the last array read, and its code: most repeat */
     static PyArray_Descr *last_descr;
-    if (!NUMPY_LOADED || !PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != 3) return NULL;
+    if (!numpy_api_ready() || !PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != 3) return NULL;
     PyObject *data = PyTuple_GET_ITEM(args, 0), *code = PyTuple_GET_ITEM(args, 1), *shape = PyTuple_GET_ITEM(args, 2);
     Py_ssize_t nd = PyTuple_CheckExact(shape) ? PyTuple_GET_SIZE(shape) : -1;
     if (!PyBytes_CheckExact(data) || !PyUnicode_CheckExact(code) || nd < 0 || nd > SIMPLE_DEPTH_MAX) return NULL;

@@ -47,8 +47,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
-
+from ..numpy_types import integer
 from ..errors import ShoalError
 from .lb_period import AUTO, interval, next_floor, next_period
 from .message import Kind, decode
@@ -235,6 +234,8 @@ class Balancer:
         """Report this PE's SYNCED elements once every element here is SYNCED or REPORTED."""
         if not st.synced or st.synced + st.waiting < len(cs.elements):
             return
+        import numpy as np
+
         rt = self.rt
         modules = len(sys.modules)
         elements = [(index, el) for index, el in cs.elements.items() if sync_state(el)[0] == SYNCED]
@@ -323,7 +324,7 @@ class Balancer:
         rt = self.rt
         if info.kind == "group":
             raise ShoalError(f"migrate() on a Group of {info.cls.__qualname__}: Group elements stay on their PE")
-        if not isinstance(pe, (int, np.integer)) or not 0 <= pe < rt.npes:
+        if not isinstance(pe, (int, integer())) or not 0 <= pe < rt.npes:
             raise ShoalError(
                 f"migrate({index if len(index) > 1 else index[0]}, {pe!r}) on the Array of {info.cls.__qualname__}: "
                 f"PE {pe!r} does not exist; this job has PEs 0..{rt.npes - 1}"
@@ -383,6 +384,8 @@ class Balancer:
         self._decide(cs, st)
 
     def _decide(self, cs: "CollectionState", st: _Round) -> None:
+        import numpy as np
+
         from .strategies import REASONED, CommGraph, background_speeds, check_placement, get_strategy
 
         rt = self.rt

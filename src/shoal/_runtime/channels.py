@@ -17,8 +17,9 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
+    import numpy as np
 
+from ..numpy_types import ndarray
 from ..errors import ChannelError, GPUError
 from ..gpu.kinds import kind_of
 from .context import current
@@ -183,7 +184,7 @@ class Channel:
         if self.waiting is not None:
             raise ChannelError(f"channel {self!r} already has a receive pending; await it first")
         if into is not None and into is not self.checked:
-            if not isinstance(into, np.ndarray) or not into.flags.c_contiguous or not into.flags.writeable:
+            if not isinstance(into, ndarray()) or not into.flags.c_contiguous or not into.flags.writeable:
                 check_buffer(into, "recv(into=...)", device=True)  # raises unless writable, strided or on a GPU
             self.checked = into  # the usual loop posts one buffer again and again: check it once
         fut = _new_future(ChannelFuture)  # Future.local, inlined: one per message
@@ -204,14 +205,14 @@ class Channel:
         into = self.into
         if into is not None and seq == self.arrived and not self.landed and into.nbytes == nbytes:
             if device:
-                if type(into) is np.ndarray:
+                if type(into) is ndarray():
                     return None  # a host buffer: copied out of the device memory the message lands in
                 self.landed = True
                 return into
-            if type(into) is not np.ndarray or not into.flags.c_contiguous:
+            if type(into) is not ndarray() or not into.flags.c_contiguous:
                 return None  # a device buffer, or a strided view: unpacked from fresh memory
             self.landed = True
-            return into.reshape(-1).view(np.uint8)
+            return into.reshape(-1).view("uint8")
         return None
 
     def arrive(self, seq: int, kind: int, segments: list) -> None:
@@ -248,7 +249,7 @@ class Channel:
             return
         value: Any
         try:
-            if type(message) is np.ndarray:
+            if type(message) is ndarray():
                 value = message
             elif message[0] & ARRAYS:  # plain host arrays: no device array to place
                 value = message_value(message)
@@ -295,7 +296,7 @@ def _bind_methods(ch: Channel, rt: Any) -> None:
 
 def portable_message(message: Any) -> Any:
     """An inbox entry as something pickle can carry (received memory is not)."""
-    if type(message) is np.ndarray:
+    if type(message) is ndarray():
         return message
     kind, segments = message
     return kind, [portable_segment(s) for s in segments]
@@ -304,7 +305,7 @@ def portable_message(message: Any) -> Any:
 def message_value(message: Any) -> Any:
     """The value of an inbox entry: ``(kind, segments)`` as it came, or an array that
     a sender on this PE delivered straight to the inbox (already a copy)."""
-    if type(message) is np.ndarray:
+    if type(message) is ndarray():
         return message
     values = decode_call(*message)[0]
     return values[0] if len(values) == 1 else values
@@ -314,7 +315,7 @@ def check_buffer(buf: Any, what: str, device: bool = False) -> None:
     """Raise :class:`ChannelError` unless ``buf`` can take a message: a writable NumPy
     array, contiguous or a strided view (called once the C-contiguous check failed), or
     with ``device`` a device array (CuPy, Numba, PyTorch: devices.py writes into it)."""
-    if not isinstance(buf, np.ndarray):
+    if not isinstance(buf, ndarray()):
         if device and kind_of(buf) is not None:
             return
         arrays = "a NumPy array or a device array" if device else "a NumPy array"
@@ -335,7 +336,7 @@ def _fill(into: np.ndarray, value: Any, ch: Channel, landed: bool) -> np.ndarray
     A strided ``into`` (a column face) is filled by NumPy's strided copy."""
     if value is into:  # a device array was written into it as it arrived (devices.py)
         return into
-    if not isinstance(value, np.ndarray):
+    if not isinstance(value, ndarray()):
         raise ChannelError(
             f"{ch!r}: recv(into=array) got a {type(value).__name__}, not a NumPy array; send one array "
             "per message to a receive with into=, or receive without into="

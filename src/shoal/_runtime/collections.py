@@ -16,8 +16,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, Sequence, TypeAlias
 
-from ..lazy_numpy import np
-
+from ..numpy_types import integer
 from . import tree
 from .context import current
 
@@ -110,7 +109,7 @@ class CollectionInfo:
                 return (index,)
         idx = index if type(index) is tuple else (index,)
         if self.kind == "group":
-            if len(idx) != 1 or not isinstance(idx[0], (int, np.integer)):
+            if len(idx) != 1 or not isinstance(idx[0], (int, integer())):
                 raise IndexError(f"a Group of {self.cls.__qualname__} is indexed by a PE number, not {index!r}")
             pe, npes = int(idx[0]), current("indexing a Group").npes
             if not 0 <= pe < npes:
@@ -119,7 +118,8 @@ class CollectionInfo:
                 raise IndexError(f"the Group of {self.cls.__qualname__} has no element on PE {pe}: it spans "
                                  f"PEs {list(self.pes)}")
             return (pe,)
-        if len(idx) != self.ndims or not all(isinstance(i, (int, np.integer)) for i in idx):
+        ints = (int, integer())
+        if len(idx) != self.ndims or not all(isinstance(i, ints) for i in idx):
             raise IndexError(
                 f"{index!r} is not an index of the {self.ndims}-d array of {self.cls.__qualname__}; "
                 f"use {self.ndims} integer(s)"
@@ -140,7 +140,7 @@ class CollectionInfo:
             return index[0]
         if self.placement is not None:
             pe = self.placement(index if len(index) > 1 else index[0], npes)
-            if not isinstance(pe, (int, np.integer)) or not 0 <= pe < npes:
+            if not isinstance(pe, (int, integer())) or not 0 <= pe < npes:
                 raise ValueError(
                     f"placement {self.placement!r} put element {index} of {self.cls.__qualname__} "
                     f"on PE {pe!r}; it must return an int in 0..{npes - 1}"
@@ -256,7 +256,7 @@ def Array(
         return rt.lifecycle.create(cls, "sparse", None, int(ndims), placement, tuple(args))
     shape: tuple[Any, ...]
     try:  # one size, or a sequence of them (a float, or anything else, is refused below)
-        shape = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+        shape = (dims,) if isinstance(dims, (int, integer())) else tuple(dims)
     except TypeError:
         shape = (dims,)
     if not shape or len(shape) > 8 or not all(_size(n) for n in shape):
@@ -269,5 +269,5 @@ def Array(
 
 def _size(n: Any) -> bool:
     """Whether ``n`` is one size of a dense array: a positive integer (not a bool, nor a float)."""
-    return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and bool(n > 0)
+    return isinstance(n, (int, integer())) and not isinstance(n, bool) and bool(n > 0)
 

@@ -30,10 +30,11 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
+    import numpy as np
 
 from .._transport.base import DeviceSegment
 from ..errors import GPUError
+from ..numpy_types import ndarray
 from ..gpu.kinds import ArrayKind, kind_named, kind_of
 from ..gpu.ops import DeviceOps
 from ..gpu.paths import choose_device, choose_path
@@ -88,6 +89,8 @@ class _OnDevice:
         """Hand device bytes ``flat`` to MPI: the out-of-band marker the message's pickle
         carries for them. ``private``: ``flat`` is a copy already (else one is made here,
         so the sender may overwrite its array at once)."""
+        import numpy as np
+
         if not private:
             copy = self.ops.empty((flat.nbytes,), np.dtype(np.uint8))
             self.ops.copy(copy, flat)
@@ -129,6 +132,8 @@ class DeviceTransfers:
     # -- sending -------------------------------------------------------------------
     def reduce(self, obj: Any, kind: ArrayKind, shared: bool) -> tuple:
         """The pickle reduction of device array ``obj``: rebuild function and arguments."""
+        import numpy as np
+
         ops = kind.ops
         st = self.state(ops)
         given = kind.native(obj)
@@ -204,7 +209,7 @@ class DeviceTransfers:
         if into is None:
             arr = st.ops.empty(shape, dtype)
             return kind.wrap(arr), st.ops.flat(arr)
-        if type(into) is np.ndarray:
+        if type(into) is ndarray():
             self._check_posted(into, "host", dtype, shape)
             return into, None
         posted_kind = kind_of(into)
@@ -241,6 +246,8 @@ def reduce_device(obj: Any, kind: ArrayKind, shared: bool) -> tuple:
 
 
 def _arriving(meta: tuple) -> tuple[DeviceTransfers, ArrayKind, _OnDevice, np.dtype, tuple]:
+    import numpy as np
+
     name, dtype, shape = meta
     dt = transfers()
     kind = kind_named(name)
@@ -257,6 +264,8 @@ def _arriving(meta: tuple) -> tuple[DeviceTransfers, ArrayKind, _OnDevice, np.dt
 
 def _host_bytes(into: np.ndarray) -> np.ndarray:
     """Host bytes to receive into ``into``: its own memory, or a scratch buffer when strided."""
+    import numpy as np
+
     if into.flags.c_contiguous:
         return into.reshape(-1).view(np.uint8)
     return np.empty(into.nbytes, np.uint8)
@@ -270,6 +279,8 @@ def _unpack(into: np.ndarray, host: np.ndarray) -> None:
 
 def _rebuild_ipc(meta: tuple, owner: int, token: int, handle: bytes, capacity: int) -> Any:
     """Receive a lent device buffer: copy it out, ack the owner, give the array."""
+    import numpy as np
+
     dt, kind, st, dtype, shape = _arriving(meta)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     src = _LENT_HERE.get((owner, token))
@@ -318,6 +329,8 @@ def allocate_device(rt: "Runtime", posted: Any, nbytes: int) -> Any:
     """Where a device segment of ``nbytes`` arriving by MPI lands (the transport's device
     allocator): the device array a channel posted for it (``posted``, if it fits), else
     fresh device memory, as a flat uint8 device array."""
+    import numpy as np
+
     dt = transfers(rt)
     st = dt.mpi_state()
     if posted is not None:
@@ -332,6 +345,8 @@ def allocate_device(rt: "Runtime", posted: Any, nbytes: int) -> Any:
 
 def _rebuild_staged(meta: tuple, host: Any) -> Any:
     """Receive a staged device array: copy its host bytes onto this PE's device."""
+    import numpy as np
+
     dt, kind, st, dtype, shape = _arriving(meta)
     data = np.frombuffer(host, np.uint8)
     result, dst = dt.target(kind, st, dtype, shape)

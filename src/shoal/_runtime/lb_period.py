@@ -80,7 +80,7 @@ def interval(loads: Any, placement: Any, speeds: Any, period: int, residual: flo
     """The :class:`Interval` of per-element ``loads`` (seconds since the last round) placed
     as ``placement`` on PEs of relative ``speeds``, with each PE's ``idle`` seconds in it
     and the idle time per at_sync of the earlier intervals (``floor``; None: none yet)."""
-    from ..lazy_numpy import np
+    import numpy as np
 
     times = np.bincount(placement, weights=loads, minlength=len(speeds)) / speeds
     mean = float(times.mean()) if times.size else 0.0

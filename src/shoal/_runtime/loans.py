@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import weakref
 
-from ..lazy_numpy import np
+TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
+if TYPE_CHECKING:
+    import numpy as np
 
 from .._transport.rendezvous import LENT
 from ..errors import ShoalError
+from ..numpy_types import ndarray
 from .context import current
 from .futures import Future
 
@@ -45,8 +48,8 @@ class Loan:
     __slots__ = ("array", "returned", "_rt", "_out")
 
     def __init__(self, array: np.ndarray):
-        if type(array) is not np.ndarray or array.dtype.kind not in _PLAIN or not array.flags.c_contiguous:
-            what = f"a {type(array).__name__}" if type(array) is not np.ndarray else (
+        if type(array) is not ndarray() or array.dtype.kind not in _PLAIN or not array.flags.c_contiguous:
+            what = f"a {type(array).__name__}" if type(array) is not ndarray() else (
                 f"an array of {array.dtype}" if array.dtype.kind not in _PLAIN else "a strided array")
             raise TypeError(f"shoal.lend() takes a C-contiguous NumPy array of numbers or bools, not {what}; "
                             "send other objects as they are (they are copied)")

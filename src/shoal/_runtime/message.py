@@ -20,10 +20,11 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
+    import numpy as np
 
 from ..gpu.kinds import kind_of
 from ..errors import ShoalError
+from ..numpy_types import ndarray
 from .._transport.base import DeviceSegment
 from .devices import MARKED, reduce_device
 from .kinds import Kind
@@ -79,6 +80,8 @@ _PLAIN_KINDS = frozenset("biufc")  # dtypes fully described by dtype.str (others
 
 
 def _rebuild_array(buf: Any, dtype: str, shape: tuple) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(buf, dtype).reshape(shape)
 
 
@@ -91,11 +94,11 @@ class _Pickler(pickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         cls = type(obj)
-        if cls is np.ndarray:
+        if cls in _HOST_TYPES:  # (never NumPy's array: arrays return below, before _device_reduction)
+            return NotImplemented
+        if cls is ndarray():
             if obj.dtype.kind in _PLAIN_KINDS and obj.flags.c_contiguous:
                 return _rebuild_array, (pickle.PickleBuffer(obj), obj.dtype.str, obj.shape)  # type: ignore[arg-type]
-            return NotImplemented
-        if cls in _HOST_TYPES:
             return NotImplemented
         return _device_reduction(obj)
 
@@ -275,7 +278,7 @@ def segment_nbytes(segment: Any) -> int:
 def portable_segment(segment: Any) -> Any:
     """A received segment as something pickle carries: bytes, or the device memory's
     :class:`DeviceSegment` (which pickles its device array like any other)."""
-    return segment if isinstance(segment, (bytes, np.ndarray, DeviceSegment)) else bytes(segment)
+    return segment if isinstance(segment, (bytes, ndarray(), DeviceSegment)) else bytes(segment)
 
 
 def decode(segments: list) -> Any:
@@ -309,6 +312,8 @@ def _describe(key: tuple) -> bytes:
 
 
 def _layout(desc: bytes) -> tuple:
+    import numpy as np
+
     n, off, out = desc[0], 1, []
     for _ in range(n):
         clen = desc[off]
@@ -332,6 +337,8 @@ def _encode_arrays(args: tuple) -> list | None:
     array's own memory (sent out-of-band, so large arrays still go zero-copy). A
     strided array (a column face ``u[:, 0]``) is packed into a C-ordered copy first.
     """
+    import numpy as np  # (imported: args[0] is an array)
+
     if len(args) == 1:  # the common case, without loops
         a = args[0]
         k: tuple = ((a.dtype, a.shape),)
@@ -365,7 +372,7 @@ def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
     """The kind flag and segments of an entry-method call's arguments."""
     if kwargs:
         return KWARGS, encode((args, kwargs))
-    if args and type(args[0]) is np.ndarray:
+    if args and type(args[0]) is ndarray():
         segments = _encode_arrays(args)
         if segments is not None:
             return ARRAYS, segments
@@ -379,6 +386,8 @@ def encode_call(args: tuple, kwargs: dict | None) -> tuple[int, list]:
 def decode_call(kind: int, segments: list) -> tuple[tuple, dict | None]:
     """Inverse of :func:`encode_call`: ``(args, kwargs)``."""
     if kind & ARRAYS:
+        import numpy as np
+
         desc = segments[0]
         if type(desc) is not bytes:
             desc = bytes(desc)

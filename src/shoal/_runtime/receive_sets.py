@@ -14,8 +14,9 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable, Sequence
 
-from ..lazy_numpy import np
+    import numpy as np
 
+from ..numpy_types import ndarray
 from ..errors import ChannelError, GPUError
 from .channels import Channel, _fill, check_buffer, message_value
 from .chare import entry_table
@@ -75,7 +76,7 @@ class ReceiveSet:
             raise ValueError("shoal.ReceiveSet: then must be an entry method of the chare that owns every channel, "
                              "given bound (then=self.method)")
         for k, buf in enumerate(into):
-            if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
+            if not isinstance(buf, ndarray()) or not buf.flags.c_contiguous or not buf.flags.writeable:
                 check_buffer(buf, f"shoal.ReceiveSet: buffer {k} (into[{k}])", device=True)
         table = entry_table(type(chare))
         name = getattr(then, "__name__", "")
@@ -102,7 +103,7 @@ class ReceiveSet:
             if ch.inbox:  # it came early: take it now
                 try:
                     message = ch.inbox.popleft()
-                    if type(message) is np.ndarray:
+                    if type(message) is ndarray():
                         _fill(buf, message, ch, False)
                     else:
                         with posting(self._rt, buf):  # a device array in it goes straight into buf

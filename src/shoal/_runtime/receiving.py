@@ -18,8 +18,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
-
 from ..errors import ShoalError, exit_code
 from .chare import Chare
 from .devices import allocate_device
@@ -87,7 +85,11 @@ class Receiving:
     def allocate(self, header: bytes, index: int, nbytes: int) -> Any:
         """Where a large incoming segment lands: a channel's posted array, else fresh memory."""
         buf = self._posted(header, index, nbytes, False)
-        return buf if buf is not None else np.empty(nbytes, np.uint8)
+        if buf is not None:
+            return buf
+        import numpy as np
+
+        return np.empty(nbytes, np.uint8)
 
     @staticmethod
     def receive_early(header: bytes) -> bool:

@@ -15,9 +15,8 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
-
 from ..errors import ReductionError
+from ..numpy_types import ndarray
 
 __all__ = ["Reducer", "reducers", "as_reducer", "BUILTINS", "BUILTIN_IDS", "BUILTIN_NAMES"]
 
@@ -61,14 +60,19 @@ def _fold(name: str, op: Callable[[Any, Any], Any]) -> Callable[[list], Any]:
     closed = name in _CLOSED
 
     def combine(values: list) -> Any:
+        array = ndarray()
         if len(values) == 2:
             a, b = values
-            if closed and type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype:
+            if closed and type(a) is array and type(b) is array and a.shape == b.shape and a.dtype == b.dtype:
+                import numpy as np
+
                 out = getattr(np, name)(a, b)  # a fresh array of the same dtype: the common case
                 return out if a.ndim else np.asarray(out)  # 0-d in, 0-d out (a ufunc gives a scalar)
-        arrays = [v for v in values if isinstance(v, np.ndarray)]
+        arrays = [v for v in values if isinstance(v, array)]
         if not arrays:
             return functools.reduce(op, values)
+        import numpy as np
+
         ufunc = getattr(np, name)
         shape = arrays[0].shape
         if len(arrays) != len(values) or any(a.shape != shape for a in arrays):
@@ -109,7 +113,9 @@ _SCALE = 1 << 1074
 def _exact(value: Any) -> _Exact:
     if isinstance(value, _Exact):
         return value
-    if isinstance(value, np.ndarray):
+    if isinstance(value, ndarray()):
+        import numpy as np
+
         flat = value.astype(np.float64, copy=False).ravel()
         finite = np.isfinite(flat)
         total = np.array([_scaled(x) if ok else 0 for x, ok in zip(flat.tolist(), finite.tolist())], dtype=object)
@@ -140,7 +146,9 @@ def _exact_combine(values: list) -> _Exact:
 
 def _exact_finish(value: Any) -> Any:
     e = _exact(value)
-    if isinstance(e.total, np.ndarray):  # each element rounded once, correctly (int / int)
+    if isinstance(e.total, ndarray()):  # each element rounded once, correctly (int / int)
+        import numpy as np
+
         out = np.array([t / _SCALE for t in e.total.ravel().tolist()], dtype=np.float64).reshape(e.total.shape)
         if e.special is not None:
             out = np.where(np.isfinite(e.special) & (e.special == 0.0), out, e.special)

@@ -17,8 +17,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
-
 from ..settings import Settings
 from . import chare, tree
 from .chare import Chare
@@ -360,4 +358,6 @@ def _pending_sets(el: Chare, pe: int) -> list[str]:
 
 def _zero_pair() -> Any:
     """Load counters for the Python paths: [seconds, ticks]."""
+    import numpy as np
+
     return np.zeros(2)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
-from ..lazy_numpy import np
+from ..numpy_types import ndarray
 from . import tree
 from .chare import entry_table
 from .futures import Future, future_handle
@@ -36,8 +36,9 @@ _PLANS_MAX = 4096  # multicast plans kept (see Sections._plan)
 
 def _small(args: tuple) -> bool:
     """Whether ``args`` are cheap to send once per member: no array of more than _SMALL bytes."""
+    array = ndarray()
     for a in args:  # (a loop, not all() of a generator: this runs once per multicast)
-        if type(a) is np.ndarray and a.nbytes > _SMALL:
+        if type(a) is array and a.nbytes > _SMALL:
             return False
     return True
 

@@ -16,9 +16,8 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
-
 from ..errors import ShoalError
+from ..numpy_types import ndarray
 from .balancing import COMM_SAMPLE, record_comm
 from .collections import CollectionInfo
 from .futures import Failure, Future
@@ -46,14 +45,17 @@ def _own(segments: list) -> list:
     memory is the sender's own copy already)."""
     if len(segments) == 1:
         return segments
+    import numpy as np
+
     return [segments[0], *[s if type(s) is DeviceSegment else np.frombuffer(s, np.uint8).copy() for s in segments[1:]]]
 
 
 
 def _copy_plain_arrays(args: tuple) -> tuple | None:
     """Copies of ``args`` if they are all numeric NumPy arrays (whose copy is a full copy)."""
+    array = ndarray()
     for a in args:
-        if type(a) is not np.ndarray or a.dtype.kind not in "biufc":
+        if type(a) is not array or a.dtype.kind not in "biufc":
             return None
     return tuple([a.copy() for a in args])
 
@@ -115,7 +117,7 @@ class Sending:
         self._comm_countdown -= 1
         if self._comm_countdown <= 0:
             self._sample_comm(proxy, args)
-        if not ret and not kwargs and args and type(args[0]) is np.ndarray:
+        if not ret and not kwargs and args and type(args[0]) is ndarray():
             loc = self.locations
             if (proxy._dest if proxy._epoch == loc.epoch else loc.route(proxy)) == self.pe:
                 copies = _copy_plain_arrays(args)
@@ -201,5 +203,6 @@ class Sending:
         """One send in COMM_SAMPLE from an element, for the communication graph (balancing.py)."""
         # varied (1 .. 2*COMM_SAMPLE-1): no send pattern aliases with it
         self._comm_countdown = 1 + int.from_bytes(os.urandom(2), "little") % (2 * COMM_SAMPLE - 1)
-        nbytes = sum(a.nbytes if isinstance(a, np.ndarray) else 64 for a in data)
+        array = ndarray()
+        nbytes = sum(a.nbytes if isinstance(a, array) else 64 for a in data)
         record_comm(self.current_element, proxy, nbytes)

@@ -13,8 +13,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
-
 __all__ = ["unique"]
 
 
@@ -22,6 +20,8 @@ def unique(values: Any, *, return_inverse: bool = False, return_counts: bool = F
     """The sorted distinct values of the 1-D array ``values``, as ``np.unique`` returns
     them; with ``return_inverse`` also each value's position among them, with
     ``return_counts`` how often each occurs (in that order, as a tuple)."""
+    import numpy as np
+
     a = np.asarray(values).ravel()
     order = np.argsort(a, kind="stable")
     s = a[order]

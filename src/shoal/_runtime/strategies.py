@@ -11,6 +11,9 @@ Built-ins: ``greedy`` (from scratch, heaviest first), ``refine`` (few moves from
 current placement), ``comm`` (graph growing that keeps communicating elements together,
 then refinement), ``rotate`` and ``random`` (for tests). ``register_strategy`` adds a
 user's own.
+
+Each function that calls NumPy imports it: ``shoal.register_strategy`` (and ``from shoal
+import *``) load this module, and a program without arrays does not pay NumPy's import.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import heapq
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..lazy_numpy import np
+if TYPE_CHECKING:
+    import numpy as np
 
 from ..errors import ShoalError
 from .setops import unique
@@ -50,11 +54,13 @@ class CommGraph(NamedTuple):
     @classmethod
     def empty(cls) -> CommGraph:
         """A graph with no edges, for strategies that ignore communication."""
+        import numpy as np
+
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z, z, z)
 
 
-Strategy = Callable[[np.ndarray, CommGraph, np.ndarray, int, np.ndarray], np.ndarray]
+Strategy = Callable[["np.ndarray", CommGraph, "np.ndarray", int, "np.ndarray"], "np.ndarray"]  # (strings: see above)
 
 TOLERANCE = 0.05  # refine/comm stop once no PE's time is above (1 + TOLERANCE) * average
 MESSAGE_COST_BYTES = 1024.0  # comm weighs each message like this many bytes of payload
@@ -66,6 +72,8 @@ KEEP_CUT = 1.1  # comm keeps the (refined) current placement if its cut is at mo
 
 def _inputs(loads: Any, placement: Any, num_pes: int, pe_speeds: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated float64 loads, int64 placement and float64 speeds (copies where converted)."""
+    import numpy as np
+
     if isinstance(num_pes, bool) or not isinstance(num_pes, (int, np.integer)) or num_pes < 1:
         raise ShoalError(f"num_pes must be a positive integer, not {num_pes!r}")
     num_pes = int(num_pes)
@@ -88,6 +96,8 @@ def _inputs(loads: Any, placement: Any, num_pes: int, pe_speeds: Any) -> tuple[n
 def check_placement(new: Any, n: int, num_pes: int, strategy_name: str) -> np.ndarray:
     """Return a strategy's result as ``int64[n]`` with values in [0, num_pes), or raise
     ShoalError naming the strategy and what is wrong with what it returned."""
+    import numpy as np
+
     where = f"load-balancing strategy {strategy_name!r}"
     arr = np.asarray(new)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -115,6 +125,8 @@ def background_speeds(wall: Any, busy: Any, idle: Any, *, floor: float = 0.05) -
     half-shared core reads 0.5 however idle the PE was). A PE never busy (wall - idle ~ 0)
     carries no evidence and reads 1.0. Accurate when ``busy`` is CPU time.
     """
+    import numpy as np
+
     w, b, i = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (wall, busy, idle)))
     if not 0 < floor <= 1:
         raise ShoalError(f"floor must be in (0, 1], not {floor!r}")
@@ -125,6 +137,8 @@ def background_speeds(wall: Any, busy: Any, idle: Any, *, floor: float = 0.05) -
 
 
 def _times(loads: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return np.bincount(placement, weights=loads, minlength=speeds.size) / speeds
 
 
@@ -142,6 +156,8 @@ def _greedy(loads: np.ndarray, speeds: np.ndarray) -> np.ndarray:
     """One heap of (time, PE) per speed class; each element goes to the class head where it
     finishes first. Classes are the distinct speeds when few (exact: with one speed this
     is plain LPT), else 20%-wide speed bands (the head is then near-best in its band)."""
+    import numpy as np
+
     order = np.argsort(-loads, kind="stable").tolist()
     distinct = unique(speeds)
     if distinct.size <= 16:
@@ -196,6 +212,8 @@ def _rebalance(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: flo
     Each move takes the smallest element that brings the donor under ``thr`` while the
     receiver stays under it, else the largest that fits, else the one that best evens the
     pair. Every move lowers the sorted vector of PE times, so the loop ends."""
+    import numpy as np
+
     num_pes = speeds.size
     if num_pes < 2 or loads.size == 0:
         return 0
@@ -274,6 +292,8 @@ def comm(
     """Keep heavily communicating elements on one PE: grow each PE's share as a connected
     region (greedy graph growing), balance, smooth boundaries; keep a refined current
     placement instead when its cut is within KEEP_CUT of that, so little migrates."""
+    import numpy as np
+
     loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
     n, num_pes = loads.size, speeds.size
     if n == 0 or num_pes == 1:
@@ -311,6 +331,8 @@ class _Graph(NamedTuple):
 
 def _adjacency(graph: CommGraph, n: int, message_cost: float) -> _Graph:
     """Weight = bytes + messages x message_cost, both directions summed, self-edges dropped."""
+    import numpy as np
+
     src = np.asarray(graph.src, dtype=np.int64)
     dst = np.asarray(graph.dst, dtype=np.int64)
     w = np.asarray(graph.nbytes, dtype=np.float64) + message_cost * np.asarray(graph.messages, dtype=np.float64)
@@ -336,6 +358,8 @@ def _grow(loads: np.ndarray, speeds: np.ndarray, g: _Graph) -> np.ndarray:
     """Fill PEs one after another, each from a seed next to the region before it, always
     adding the unplaced element with the most bytes to the region (first reached among
     equals, which grows compact blobs), until the PE holds its share of what is left."""
+    import numpy as np
+
     n, num_pes = loads.size, speeds.size
     indptr, nbr, wts = g.indptr, g.nbr, g.wts
     lds = loads.tolist()
@@ -405,6 +429,8 @@ def _balance_by_comm(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, th
     """While some PE is above ``thr``, move the element off the most loaded PE whose move to
     a PE with room cuts the fewest extra bytes (preferring the heavier among equals). Stops
     after scanning ~10 x the graph's size, leaving the rest to ``_rebalance``."""
+    import numpy as np
+
     times = _times(loads, part, speeds)
     members: dict[int, set[int]] = {}
     budget = 10 * (loads.size + len(g.nbr))
@@ -444,6 +470,8 @@ def _balance_by_comm(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, th
 def _smooth(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, g: _Graph, passes: int = 3) -> None:
     """Move boundary elements in place to the PE holding more of their bytes where that PE
     stays under the current maximum time: cut bytes fall and the maximum never rises."""
+    import numpy as np
+
     n, num_pes = loads.size, speeds.size
     u, v, w = g.u, g.v, g.w
     if u.size == 0:
@@ -483,6 +511,8 @@ def _smooth(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, g: _Graph, 
 def _match_labels(part: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.ndarray:
     """Renumber the regions (each built for one PE's speed) among PEs of equal speed so
     that as many elements as possible stay where they are: greedy matching on overlap."""
+    import numpy as np
+
     num_pes = speeds.size
     _, group = unique(speeds, return_inverse=True)
     keys, counts = unique(part * num_pes + placement, return_counts=True)
@@ -532,6 +562,8 @@ def auto_reasoned(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num
                   seed: int = 0, sizes: np.ndarray | None = None) -> tuple[np.ndarray, Reason]:
     """:func:`auto`'s placement and its :class:`~.strategy_reasons.Reason`: which plan it took
     (nothing, refine or greedy), why, and the time it estimated the plan saves and costs."""
+    import numpy as np
+
     loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
     before = float(_times(loads, placement, speeds).max(initial=0.0))
     thr = _threshold(loads, speeds, TOLERANCE) if loads.size else 0.0
@@ -576,6 +608,8 @@ def _swap_down(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: flo
     PE's room): an element of the slowest PE for a lighter one of the PE with most room,
     the pair chosen to even their two times, while that lowers the maximum; the swaps made.
     Each swap moves two elements, so a balanced placement stays near the one given."""
+    import numpy as np
+
     num_pes = speeds.size
     if num_pes < 2 or loads.size < 2:
         return 0
@@ -625,6 +659,8 @@ def rotate(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: i
 
 def random(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """Each element to a uniformly random PE, reproducible from ``seed``: for tests."""
+    import numpy as np
+
     loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
     return np.random.default_rng(seed).integers(0, speeds.size, size=loads.size, dtype=np.int64)
 

@@ -10,9 +10,10 @@ words. Pure NumPy on the strategy's inputs and result: nothing here touches the 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..lazy_numpy import np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Reason", "judge", "imbalance", "NOTHING", "UNDER", "ENOUGH", "NEEDED", "BETTER", "UNPAID", "NO_GAIN", "PLACED"]
 
@@ -55,6 +56,8 @@ class Reason(NamedTuple):
 
 def imbalance(loads: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> float:
     """The busiest PE's time (load / speed) over the average time (1.0 with no load)."""
+    import numpy as np
+
     times = np.bincount(placement, weights=loads, minlength=speeds.size) / speeds
     mean = float(loads.sum()) / float(speeds.sum())
     return float(times.max(initial=0.0)) / mean if mean > 0 else 1.0
@@ -66,6 +69,8 @@ def judge(strategy: str, loads: Any, placement: Any, new: Any, speeds: Any, tole
     """The reason of a round of ``strategy`` that went from ``placement`` to ``new``: the
     imbalance before and after measured here; ``plan`` (default: the strategy's name, or
     NOTHING if nothing moves), ``why`` and the estimates from the strategy where it says."""
+    import numpy as np
+
     loads, speeds = np.asarray(loads, np.float64), np.asarray(speeds, np.float64)
     placement, new = np.asarray(placement, np.int64), np.asarray(new, np.int64)
     moves = int((new != placement).sum())

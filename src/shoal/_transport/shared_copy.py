@@ -32,8 +32,6 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from ..lazy_numpy import np
-
 __all__ = ["GO_TAG", "WROTE_TAG", "READ_TAG", "MAX_SEGMENTS", "address", "pack", "unpack", "split",
            "read", "write", "available"]
 
@@ -74,6 +72,8 @@ def address(buf: Any) -> int:
     try:
         return ctypes.addressof(ctypes.c_char.from_buffer(buf))
     except TypeError:  # read-only: NumPy reads its address without writing
+        import numpy as np
+
         return np.frombuffer(buf, np.uint8).__array_interface__["data"][0]
 
 

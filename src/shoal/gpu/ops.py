@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
+    import numpy as np
 
 __all__ = ["DeviceOps", "CupyOps", "cupy_ops", "cupy_missing"]
 
@@ -179,6 +179,8 @@ class CupyOps(DeviceOps):
         self.stream.synchronize()
 
     def pinned(self, nbytes: int) -> np.ndarray:
+        import numpy as np
+
         mem = self.cp.cuda.alloc_pinned_memory(nbytes)
         return np.frombuffer(mem, np.uint8, nbytes)  # the array keeps `mem` alive
 

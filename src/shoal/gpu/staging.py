@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any
 
-from ..lazy_numpy import np
+    import numpy as np
 
 from .ops import DeviceOps
 

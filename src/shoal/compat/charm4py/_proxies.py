@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 import shoal
 from ... import CollectionProxy, ElementProxy, Future, SectionProxy
-from ...lazy_numpy import np
 from ...lowlevel import (
     ElementEntry, Entry, add_call_option, call_element, has_value, local_branch, local_element, new_future, outcome,
     resolve,

@@ -1,10 +1,10 @@
 """NumPy is imported when a program first uses it, not by shoal's start-up.
 
-``shoal.lazy_numpy.np`` stands in for NumPy until the process imports it: type tests
-against ``np.ndarray`` are false, any other attribute imports NumPy, and an import by
-anyone links ``np`` and the compiled core to it. tests/programs/late_numpy.py runs a job
-under mpiexec that starts without NumPy and then sends arrays every way they travel to a
-PE that never imported it.
+No array exists before the process imports NumPy, so shoal's type tests look at
+``sys.modules`` (``shoal.numpy_types``) and its modules import NumPy where they call it;
+the compiled core loads NumPy's C API at its first array test after NumPy's import. Nothing
+hooks the import system. tests/programs/late_numpy.py runs a job under mpiexec that starts
+without NumPy and then sends arrays every way they travel to a PE that never imported it.
 """
 
 from __future__ import annotations
@@ -27,45 +27,33 @@ def _fresh_python(code: str) -> str:
     return proc.stdout
 
 
-def test_np_links_when_the_program_imports_numpy():
+def test_the_type_tests_say_no_until_numpy_is_imported_and_import_nothing():
     out = _fresh_python("""
         import sys
-        import shoal, shoal.lazy_numpy as lazy
-        from shoal.lazy_numpy import np
-        assert "numpy" not in sys.modules and not lazy.loaded()
-        assert not isinstance(1, np.integer) and np.ndarray.__module__ == "shoal.lazy_numpy"
-        seen = []
-        lazy.when_loaded(seen.append)
+        from shoal.numpy_types import Never, integer, ndarray
+        assert ndarray() is Never and integer() is Never
+        assert isinstance(3, (int, integer())) and not isinstance(b"", ndarray())
+        assert "numpy" not in sys.modules
         import numpy
-        assert lazy.loaded() and seen == [numpy]
-        assert np.ndarray is numpy.ndarray and np.integer is numpy.integer and np.float64 is numpy.float64
-        lazy.when_loaded(seen.append)  # once loaded: called at once
-        assert seen == [numpy, numpy]
+        assert ndarray() is numpy.ndarray and integer() is numpy.integer
         print("ok")
     """)
     assert out.split() == ["ok"]
 
 
-def test_a_search_for_numpy_that_imports_nothing_leaves_the_link_armed():
-    out = _fresh_python("""
-        import importlib.util, sys
-        from shoal.lazy_numpy import np, loaded
-        assert importlib.util.find_spec("numpy") is not None  # an optional-package check
-        assert "numpy" not in sys.modules and not loaded()
-        import numpy
-        assert loaded() and np.ndarray is numpy.ndarray
-        print("ok")
-    """)
-    assert out.split() == ["ok"]
-
-
-def test_an_attribute_of_np_imports_numpy():
+def test_shoal_and_its_message_path_load_without_numpy_or_an_import_hook():
     out = _fresh_python("""
         import sys
-        from shoal.lazy_numpy import np
-        a = np.zeros(3)
-        import numpy
-        assert type(a) is numpy.ndarray and np.ndarray is numpy.ndarray and np.linalg is numpy.linalg
+        import shoal
+        from shoal import *  # every public name, and the modules that define them
+        from shoal._runtime import channels, message, receiving, reducers, runtime, sending, strategies
+        from shoal import native
+        native.load_native()
+        assert "numpy" not in sys.modules, "importing shoal imported NumPy"
+        hooks = [f for f in sys.meta_path if getattr(f, "__module__", "").startswith("shoal")]
+        assert not hooks, f"shoal hooks the import system: {hooks}"
+        assert message.encode_call((1, "two", [3.0]), None)[0] == 0
+        assert "numpy" not in sys.modules, "a message without arrays imported NumPy"
         print("ok")
     """)
     assert out.split() == ["ok"]
@@ -83,6 +71,7 @@ def test_the_compiled_core_takes_arrays_once_numpy_is_imported():
             core.describe(b"not an array")
         except TypeError:
             pass
+        assert "numpy" not in sys.modules, "the compiled core's array test imported NumPy"
         import numpy as np
         from shoal._runtime.message import _describe
         a = np.arange(6.0).reshape(2, 3)
