@@ -365,3 +365,37 @@ def test_the_root_runs_the_entry_method_at_once_with_a_value_no_element_holds(mp
         assert job.returncode == 0, job
         calls = ["take"] * 3 if native == "1" else ["take", "total", "took"] * 3
         assert f"root ([100], [0, 0], [1.0, 3.0, 5.0], {calls})" in job.stdout, (native, job.stdout)
+
+
+def test_partials_too_big_for_one_frame_still_reach_the_core(mpi_job):
+    """A child's partial of 512 KiB is sent the Python way (rendezvous): the root's own
+    part waits in the core, so the Python side hands the partial to the core
+    (``receive_compact`` offers it) instead of keeping it, which would hang the reduction;
+    sums and gathers, to a future and to an element's entry method."""
+    program = """
+        import numpy as np
+        import shoal
+
+        class W(shoal.Chare):
+            def go(self, f, g):
+                big = np.full(65536, float(self.index[0] + 1))
+                self.contribute(big, shoal.reducers.sum, f)
+                self.contribute((self.index[0], big), shoal.reducers.gather, g)
+                self.contribute(big, shoal.reducers.gather, self.collection[0].took)
+            def took(self, arrays):
+                print("took", [float(a.sum()) for a in arrays], flush=True)
+
+        def main(args):
+            w = shoal.Array(W, 2)
+            for _ in range(2):
+                f, g = shoal.Future(), shoal.Future()
+                w.go(f, g)
+                print("sum", float(f.get().sum()), [(i, float(a[0])) for i, a in g.get()], flush=True)
+            shoal.quiescence().get()
+
+        shoal.start(main)
+        """
+    job = mpi_job(program, n=2, timeout=60)
+    assert job.returncode == 0, job
+    assert job.stdout.count("sum 196608.0 [(0, 1.0), (1, 2.0)]") == 2, job.stdout
+    assert job.stdout.count("took [65536.0, 131072.0]") == 2, job.stdout

@@ -34,7 +34,7 @@ typedef struct {
 
 /* Interned attribute and method names, looked up on runtime objects. */
 typedef struct {
-    PyObject *futures, *local, *on_value, *send_future, *replier, *pe;            /* the Runtime */
+    PyObject *futures, *local, *on_value, *send_future, *replier, *pe, *ready;    /* the Runtime */
     PyObject *route;                                                              /* Locations */
     PyObject *next_fid;                                                           /* the Runtime */
     PyObject *funcs, *channels;                                                   /* a chare class, an element */

@@ -70,6 +70,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
     PyObject *local = PyObject_GetAttr(rt, shoal_names.local);
     if (!local) return -1;
     self->local = local;
+    if (!(self->ready = PyObject_GetAttr(rt, shoal_names.ready))) return -1;
     if (!(self->on_value = PyObject_GetAttr(rt, shoal_names.on_value))) return -1;
     if (!(self->route = PyObject_GetAttr(self->locations, shoal_names.route))) return -1;
     if (!(self->send_future = PyObject_GetAttr(rt, shoal_names.send_future))) return -1;
@@ -111,7 +112,7 @@ static PyObject *Core_detach(Core *self, PyObject *unused) {
 
 static void Core_dealloc(Core *self) {
     Core_detach(self, NULL);
-    for (int i = 0; i < self->nwoken; i++) Py_CLEAR(self->woken[i]);
+    Py_XDECREF(self->ready);
     Py_XDECREF(self->frames);
     Py_XDECREF(self->rt);
     Py_XDECREF(self->locations);
@@ -221,7 +222,6 @@ static PyMethodDef Core_methods[] = {
     {"set_post", (PyCFunction)(void (*)(void))Core_set_post, METH_FASTCALL, "set_post(set, fallback) -> the receive set's compiled post()"},
     {"task_resume", (PyCFunction)(void (*)(void))Core_task_resume, METH_FASTCALL, "task_resume(task, fallback) -> the task's compiled resume()"},
     {"task_wake_now", (PyCFunction)(void (*)(void))Core_task_wake_now, METH_FASTCALL, "task_wake_now(task, fallback) -> the task's compiled wake_now(fut)"},
-    {"task_wake", (PyCFunction)(void (*)(void))Core_task_wake, METH_FASTCALL, "task_wake(task, fallback) -> the task's compiled wake(fut)"},
     {"use_exchanges", (PyCFunction)(void (*)(void))Core_use_exchanges, METH_FASTCALL,
      "use_exchanges(manager, npes, post_value, ResultFuture, Chare, CollectionState, context, reducers, ufuncs): all-reduces compiled"},
     {"exchange", (PyCFunction)(void (*)(void))Core_exchange, METH_FASTCALL, "exchange(coll, seq, value, reducer, fut): start an all-reduce"},

@@ -36,7 +36,6 @@ static inline int is_exact_array(PyObject *o) { return numpy_api_ready() && PyAr
 #define H_AUX 8
 #define H_COLL 12
 #define MAX_INDEX 8
-#define WOKEN_MAX 8 /* tasks woken in one entry method that the core steps after it (Core.woken) */
 #define MAX_ARGS 16
 #define KIND_ARRAYS 0x40 /* message.ARRAYS */
 #define KIND_KWARGS 0x80 /* message.KWARGS */
@@ -117,11 +116,7 @@ struct Core {
     Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
     Broadcasts *broadcasts;  /* the compiled broadcasts (broadcasts.c), once use_broadcasts() was called */
     Contributions *contributions; /* the compiled contributions (contribute.c), once use_contributions() was called */
-    /* tasks whose future an entry method the core runs resolved: stepped when it returns
-     * (tasks.c), not after a trip through the engine's ready queue */
-    PyObject *woken[WOKEN_MAX];
-    int nwoken;
-    int in_entry;            /* an entry method run_entry began, outermost, runs now */
+    PyObject *ready;         /* rt.ready: what the engine runs next (a woken coroutine's resume) */
     uint32_t pe;
     long long sent, received, depth, calls;
     double busy;             /* ticks in outermost entry methods: the PE's busy time (background load) */
@@ -261,9 +256,6 @@ PyObject *compiled_value_method(Core *c, PyObject *obj, PyObject *fallback, valu
 /* tasks.c: a coroutine task's compiled resume() and wake_now(fut) */
 PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_task_wake_now(Core *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *Core_task_wake(Core *self, PyObject *const *args, Py_ssize_t nargs);
-/* Step the tasks woken inside the entry method run_entry ran (Core.woken). 0 or -1. */
-int woken_step(Core *c);
 
 /* send.c */
 /* dtype.str of `d` (byte order, kind, item size in decimal) at `code` (room for 24): its length */

@@ -77,12 +77,9 @@ static int reply_failed(Core *c, PyObject *el, PyObject *fn, PyObject *value, ui
 }
 
 /* Run `fn(el, *args, **kwargs)` (`kwargs` may be NULL) as the runtime's run_entry does;
- * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. The
- * outermost one then steps the tasks whose futures it resolved (tasks.c: woken_step). */
+ * `fid` not 0: the call's value (or error) goes to future `fid` of PE `src`. */
 static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
                         Collect *into);
-static int run_one(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
-                   Collect *into);
 
 int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid) {
     return run_entry_to(c, el, fn, args, kwargs, src, fid, NULL);
@@ -90,28 +87,6 @@ int run_entry(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwa
 
 static int run_entry_to(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
                         Collect *into) {
-    if (c->depth || c->in_entry) return run_one(c, el, fn, args, kwargs, src, fid, into);
-    c->in_entry = 1;
-    int err = run_one(c, el, fn, args, kwargs, src, fid, into);
-    c->in_entry = 0;
-    if (c->nwoken == 0) return err;
-    if (err == 0) return woken_step(c);
-    PyObject *type, *value, *tb; /* an error of the core's own: the tasks still resume, the Python way */
-    PyErr_Fetch(&type, &value, &tb);
-    for (int i = 0; i < c->nwoken; i++) {
-        PyObject *task = c->woken[i], *r = PyObject_CallOneArg(SLOT(task, shoal_slots.task_wake), Py_None);
-        if (!r) PyErr_Clear();
-        Py_XDECREF(r);
-        c->woken[i] = NULL;
-        Py_DECREF(task);
-    }
-    c->nwoken = 0;
-    PyErr_Restore(type, value, tb);
-    return err;
-}
-
-static int run_one(Core *c, PyObject *el, PyObject *fn, PyObject *args, PyObject *kwargs, uint32_t src, uint32_t fid,
-                   Collect *into) {
     PyObject *vec[MAX_ARGS + 2];
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     PyObject *r;
@@ -262,7 +237,7 @@ static int value_deliver(Core *c, uint8_t kind, uint16_t entry, uint32_t src, ui
     return 1;
 }
 
-int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
+static int deliver_frame(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     uint16_t pre[2];
     memcpy(pre, frame, FRAME_PREFIX);
     Py_ssize_t hlen = pre[0], nseg = pre[1];
@@ -353,6 +328,29 @@ int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     Py_DECREF(args);
     Py_XDECREF(kwargs);
     return err ? -1 : 1;
+}
+
+/* Run what the engine's ready queue holds now (Runtime.step's last loop): the coroutines
+ * that the entry method just run woke (Task._wake queues them inside one). Outside any
+ * entry method only, as the engine would next; each once, in order. 0 or -1. */
+static int run_ready(Core *c) {
+    Py_ssize_t n = PyObject_Length(c->ready);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *fn = PyObject_CallMethodNoArgs(c->ready, shoal_names.popleft);
+        PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+        Py_XDECREF(fn);
+        if (!r) return -1;
+        Py_DECREF(r);
+    }
+    return n < 0 ? -1 : 0;
+}
+
+/* A received frame to the runtime (the frames' hook): 1 taken, 0 the Python path's, -1
+ * error. What it woke runs before the next frame, not after a trip back to the engine. */
+int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
+    int r = deliver_frame(c, frame, n, frames);
+    if (r > 0 && c->depth == 0 && c->ready && PyObject_Length(c->ready) > 0 && run_ready(c) < 0) return -1;
+    return r;
 }
 
 #define LOCAL_BATCH 64

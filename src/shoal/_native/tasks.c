@@ -1,9 +1,8 @@
 /* Coroutine steps, compiled (reference: Task.step and Task._wake_now in
  * shoal/_runtime/futures.py): resuming an `async` entry method or main where it awaited,
- * and parking it on the next future it awaits. A task whose future resolves inside an
- * entry method the core runs resumes when that method returns. A task whose element keeps
- * load counters (timed steps), a step with an exception to throw in, or a wake-up inside
- * another entry method goes to the Python path. */
+ * and parking it on the next future it awaits. A task whose element keeps load counters
+ * (timed steps), a step with an exception to throw in, or a wake-up inside an entry
+ * method goes to the Python path. */
 #include "core.h"
 
 static int configured = 0; /* configure_tasks() ran: the compiled steps may run */
@@ -94,58 +93,15 @@ static int resume_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_
     return nargs <= 1 && steppable(task) ? task_step(c, task) : 0;
 }
 
-/* `task` no longer waits nor is suspended (Task._wake's first half). 0 or -1. */
-static int unpark(PyObject *task) {
+/* task.wake_now(fut): the future it awaited resolved outside any entry method: resume
+ * it there and then (Task._wake_now); inside one, the Python path queues it instead. */
+static int wake_now_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
+    if (c->depth || !steppable(task)) return 0;
     Py_XSETREF(SLOT(task, shoal_slots.task_waiting), Py_NewRef(Py_None));
     PyObject *suspended = SLOT(SLOT(task, shoal_slots.task_rt), shoal_slots.rt_suspended);
     if (!suspended) { PyErr_SetString(PyExc_SystemError, "a runtime without its suspended tasks"); return -1; }
-    return PySet_Discard(suspended, task) < 0 ? -1 : 0;
-}
-
-/* The future `task` awaits resolved inside the entry method run_entry runs (outermost):
- * unpark the task now, as Task._wake does, and keep it to step when the method returns
- * (woken_step), as the engine would at its next step. 1 kept; 0 not (another place, no
- * room: the Python path queues it); -1 error. */
-static int keep_woken(Core *c, PyObject *task) {
-    if (!c->in_entry || c->depth != 1 || c->nwoken == WOKEN_MAX || !steppable(task)) return 0;
-    if (unpark(task) < 0) return -1;
-    c->woken[c->nwoken++] = Py_NewRef(task);
-    return 1;
-}
-
-int woken_step(Core *c) {
-    int err = 0;
-    for (int i = 0; i < c->nwoken; i++) { /* (a step may wake more: they queue the Python way) */
-        PyObject *task = c->woken[i];
-        c->woken[i] = NULL;
-        if (!err) {
-            if (steppable(task)) {
-                err = task_step(c, task) < 0;
-            } else { /* its element began to keep load counters: Task._wake queues it */
-                PyObject *r = PyObject_CallOneArg(SLOT(task, shoal_slots.task_wake), Py_None);
-                err = !r;
-                Py_XDECREF(r);
-            }
-        }
-        Py_DECREF(task);
-    }
-    c->nwoken = 0;
-    return err ? -1 : 0;
-}
-
-/* task.wake_now(fut): the future it awaited resolved outside any entry method: resume
- * it there and then (Task._wake_now); inside one, after it (keep_woken), or the Python path
- * queues it. */
-static int wake_now_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
-    if (c->depth) return keep_woken(c, task);
-    if (!steppable(task)) return 0;
-    return unpark(task) < 0 ? -1 : task_step(c, task);
-}
-
-/* task.wake(fut): the future it awaited resolved; inside an entry method the core runs,
- * the task resumes when that returns (keep_woken); elsewhere Task._wake queues it. */
-static int wake_fast(Core *c, PyObject *task, PyObject *const *args, Py_ssize_t nargs) {
-    return keep_woken(c, task);
+    if (PySet_Discard(suspended, task) < 0) return -1;
+    return task_step(c, task);
 }
 
 PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -156,11 +112,6 @@ PyObject *Core_task_resume(Core *self, PyObject *const *args, Py_ssize_t nargs) 
 PyObject *Core_task_wake_now(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "task_wake_now(task, fallback)"); return NULL; }
     return compiled_method(self, args[0], args[1], wake_now_fast);
-}
-
-PyObject *Core_task_wake(Core *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "task_wake(task, fallback)"); return NULL; }
-    return compiled_method(self, args[0], args[1], wake_fast);
 }
 
 /* `await future`, compiled (Future.__await__ is the reference): an iterator that yields

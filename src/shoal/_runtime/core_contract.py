@@ -73,7 +73,7 @@ SLOTS: tuple[tuple[str, type, str], ...] = (
 #: contract.h's Names, in order: (its field, the attribute or method name looked up)
 NAMES: tuple[tuple[str, str], ...] = (
     ("futures", "futures"), ("local", "local"), ("on_value", "_on_value"), ("send_future", "send_future"),
-    ("replier", "_replier"), ("pe", "pe"),
+    ("replier", "_replier"), ("pe", "pe"), ("ready", "ready"),
     ("route", "route"),
     ("next_fid", "_next_fid"),
     ("funcs", "_shoal_funcs"), ("channels", "_shoal_channels"),

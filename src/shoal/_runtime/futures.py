@@ -532,7 +532,6 @@ class Task:
         core = getattr(rt, "_core", None)
         if core is not None:  # the compiled step and wake-up (_native/tasks.c); these are their reference
             self.resume = core.task_resume(self, Task.step)
-            self.wake = core.task_wake(self, Task._wake)
             self.wake_now = core.task_wake_now(self, Task._wake_now)
 
     def step(self, _: Any = None, throw: BaseException | None = None) -> None:

@@ -244,15 +244,20 @@ class ReductionManager:
                 return  # the core gathers this broadcast's values here
             self.add((coll, "ret", src, seq), 0, replies, reducers.gather, future_handle(src, seq), 1, None)
             return
-        if TO_ENTRY <= rid < TO_ENTRY + 0x100:  # a child's partial of a reduction to an element's entry method, that the core did not take
-            reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_ENTRY])
-            target = _unpack_target(value[:3], (coll,), self.rt.infos)
-            self.add((coll,), seq, value[3], reducer, target, 1, None, (1, src) if keyed(reducer) else None)
-            return
-        if TO_FUTURE <= rid < TO_FUTURE + 0x100:  # a child's partial of a reduction to a future, that the core did not take
-            owner, fid, value = value
-            reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_FUTURE])
-            self.add((coll,), seq, value, reducer, future_handle(owner, fid), 1, None, (1, src) if keyed(reducer) else None)
+        if TO_ENTRY <= rid < TO_ENTRY + 0x100 or TO_FUTURE <= rid < TO_FUTURE + 0x100:
+            # a child's partial of a reduction to an element's entry method or to a future
+            # that came the Python way (a rendezvous-sized one): the core's, if it gathers
+            # this reduction here (it may hold this PE's own part), else the manager's
+            if rid >= TO_ENTRY:
+                reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_ENTRY])
+                target, value = _unpack_target(value[:3], (coll,), self.rt.infos), value[3]
+            else:
+                reducer = getattr(reducers, EXCHANGE_REDUCERS[rid - TO_FUTURE])
+                target, value = future_handle(value[0], value[1]), value[2]
+            core = self.core
+            if core is not None and core.contribution_offer(src, coll, seq, reducer, target, value):
+                return
+            self.add((coll,), seq, value, reducer, target, 1, None, (1, src) if keyed(reducer) else None)
             return
         reducer = BUILTINS[rid - 1]
         self.add((coll,), seq, value, reducer, ALLREDUCE, 1, None, (1, src) if keyed(reducer) else None)
