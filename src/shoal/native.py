@@ -41,7 +41,7 @@ __all__ = [
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 _FOLDER = os.path.join(_PACKAGE, "_native")
 #: the paths of the C files of the extension (one module), and of the headers they include
-SOURCES = [os.path.join(_FOLDER, name) for name in ("frames.c", "core.c", "send.c", "simple_pickle.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "broadcasts.c", "contribute.c", "partials.c", "results.c", "trace.c", "contract.c", "query.c")]
+SOURCES = [os.path.join(_FOLDER, name) for name in ("frames.c", "frames_trace.c", "core.c", "send.c", "simple_pickle.c", "receive.c", "channels.c", "sets.c", "proxies.c", "tasks.c", "exchange.c", "broadcasts.c", "contribute.c", "partials.c", "results.c", "trace.c", "contract.c", "query.c")]
 HEADERS = sorted(os.path.join(_FOLDER, name) for name in os.listdir(_FOLDER) if name.endswith(".h"))
 #: the extension's module name in the package (frames.c defines its PyInit__shoal_native)
 EXTENSION = "_shoal_native"

@@ -189,7 +189,7 @@ def test_the_layers_form_no_cycle():
 
 #: the compiled sources: the transport's files include only native.h (frames, queries), the
 #: runtime core's include core.h; nothing below the core includes it
-C_TRANSPORT = {"frames.c", "query.c", "native.h"}
+C_TRANSPORT = {"frames.c", "frames_trace.c", "query.c", "native.h"}
 
 
 def test_the_compiled_transport_does_not_include_the_runtime_core():

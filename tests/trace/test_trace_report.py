@@ -307,8 +307,8 @@ class Core:
 @pytest.mark.parametrize("make", [lambda: Tracer(0, Clock(0.0)), lambda: SummaryTracer(0, 0.5, Clock(0.0))])
 def test_the_compiled_paths_runs_in_ticks_become_seconds(make):
     t = make()
-    core = Core([(Work, Work.step, 5500, 6000, (4,), 1, 500),  # 2.5 s to 3.0 s
-                 (Work, Work.step, 5100, 5200, (4,), 1, 100)])  # 2.1 s to 2.2 s
+    core = Core([(Work, Work.step, 5500, 6000, (4,), 1, 500, 0),  # 2.5 s to 3.0 s
+                 (Work, Work.step, 5100, 5200, (4,), 1, 100, 0)])  # 2.1 s to 2.2 s
     t.use_core(core, Ticks())
     rec = t.export()
     if "bins" in rec:  # bins of 0.5 s from 0.0 s: 500 ticks from tick 3000
@@ -325,8 +325,8 @@ def test_the_compiled_paths_runs_in_ticks_become_seconds(make):
 
 def test_a_summary_takes_a_bins_runs_added_up_and_splits_a_run_over_bins():
     t = SummaryTracer(0, 0.5, Clock(0.0))
-    core = Core([(Work, Work.step, 5010, 5090, (4,), 3, 60),  # 3 calls in 2.01 s to 2.09 s: 0.06 s busy
-                 (Work, Work.step, 5400, 5600, (1,), 1, 200)])  # 2.4 s to 2.6 s: over the edge at 2.5 s
+    core = Core([(Work, Work.step, 5010, 5090, (4,), 3, 60, 0),  # 3 calls in 2.01 s to 2.09 s: 0.06 s busy
+                 (Work, Work.step, 5400, 5600, (1,), 1, 200, 0)])  # 2.4 s to 2.6 s: over the edge at 2.5 s
     t.use_core(core, Ticks())
     b = t.export()["bins"]
     assert b["calls"][0][4] == 4 and b["calls"][0][5] == 0

@@ -136,7 +136,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
     path = tmp_path / "trace.json"
     path.write_text("the previous trace")
 
-    def broken(rec, base):
+    def broken(rec, base, *rest):
         yield '{"name":"x"}'
         raise RuntimeError("disk on fire")
 

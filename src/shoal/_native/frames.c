@@ -63,6 +63,7 @@ static void Frames_dealloc(Frames *self) {
     PyMem_Free(self->rbuf);
     for (Py_ssize_t i = 0; i < self->nsends; i++) PyMem_Free(self->sends[i].buf);
     PyMem_Free(self->sends);
+    frames_trace_free(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -109,6 +110,8 @@ int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hl
     memcpy(p, header, hlen); p += hlen;
     for (Py_ssize_t i = 0; i < nseg; i++) { memcpy(p, segs[i], lens[i]); p += lens[i]; }
     MPI_Request req;
+    /* a full timeline: stamped before it leaves, so that no delivery precedes its send */
+    if (self->trace) frames_trace_sent(self, dest, total - FRAME_PREFIX - FRAME_SEG * nseg);
     if (check(MPI_Isend(frame, (int)total, MPI_BYTE, dest, FRAME_TAG, self->comm, &req), "MPI_Isend")) { PyMem_Free(frame); return -1; }
     int flag = 0;
     int err = check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
@@ -286,15 +289,27 @@ static long receive_frames(Frames *self, PyObject *deliver, PyObject *slow, PyOb
             }
         }
         count++;
+        /* a full timeline: the frame's number, its cause while it is delivered (frames_trace.c) */
+        uint64_t before = 0;
+        if (self->trace) {
+            before = self->trace->cause;
+            self->trace->cause = frames_trace_take(self, src);
+            if (eager && !queued) frames_trace_delivered(self, self->trace->cause, (Py_ssize_t)n - FRAME_PREFIX);
+        }
         if (eager && !queued && self->hook) {
             int done = self->hook(self->hook_owner, self->rbuf, n, self);  /* frees the buffer itself */
+            if (done && self->trace) self->trace->cause = before;
             if (done < 0) { Py_XDECREF(key); return -1; }
             if (done) { Py_XDECREF(key); continue; }
         }
         /* one copy out of the receive buffer, which is then free for the next frame */
         PyObject *copy = PyByteArray_FromStringAndSize(self->rbuf, n);
-        if (!copy) { Py_XDECREF(key); return -1; }
-        if (frames_restart(self)) { Py_DECREF(copy); Py_XDECREF(key); return -1; }
+        if (!copy || frames_restart(self)) {
+            Py_XDECREF(copy);
+            Py_XDECREF(key);
+            if (self->trace) self->trace->cause = before;
+            return -1;
+        }
         int err = 0;
         if (eager && !queued) {
             err = deliver_frame(deliver, copy);
@@ -305,6 +320,7 @@ static long receive_frames(Frames *self, PyObject *deliver, PyObject *slow, PyOb
         }
         Py_DECREF(copy);
         Py_XDECREF(key);
+        if (self->trace) self->trace->cause = before;
         if (err) return -1;
     }
     return count;
@@ -424,7 +440,7 @@ static PyObject *Frames_close(Frames *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-static PyMethodDef Frames_methods[] = {
+static PyMethodDef Frames_methods[16] = { /* and frames_trace_methods, added at import */
     {"send", (PyCFunction)(void (*)(void))Frames_send, METH_FASTCALL, "send(dest, header, segments) -> bool (False: not eager-only)"},
     {"poll", (PyCFunction)(void (*)(void))Frames_poll, METH_FASTCALL, "poll(deliver, slow, stalled, arrived) -> frames received"},
     {"wait", (PyCFunction)(void (*)(void))Frames_wait, METH_FASTCALL, "wait(deliver, slow, stalled, arrived, seconds) -> frames received"},
@@ -451,6 +467,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_shoal_native", "sho
 
 PyMODINIT_FUNC PyInit__shoal_native(void) {
     if (import_mpi4py() < 0) return NULL;
+    static int joined = 0; /* once per process, however often the module is made */
+    if (!joined) {
+        Py_ssize_t at = 0;
+        while (Frames_methods[at].ml_name) at++;
+        for (PyMethodDef *m = frames_trace_methods; m->ml_name; m++) Frames_methods[at++] = *m;
+        joined = 1;
+    }
     if (PyType_Ready(&FramesType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

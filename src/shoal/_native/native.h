@@ -49,6 +49,27 @@ typedef struct {
     char *buf;
 } PendingSend;
 
+/* A message's transport event for a full timeline (frames_trace.c): its stamp (the
+ * core's ticks), the other PE, the frame's number from that PE to this one or from this
+ * one to that (1, 2, ...: the transport keeps each pair's order, so the k-th frame a
+ * sends to b is the k-th that b takes from a) and its bytes (header and segments). */
+typedef struct {
+    uint64_t t, nbytes;
+    uint32_t peer, seq;
+} FrameEvent;
+
+/* What the frames record while a full timeline is kept (NULL otherwise: one test of a
+ * pointer per frame sent and received is all tracing off costs). */
+typedef struct {
+    uint32_t *sent_to, *taken_from; /* frames numbered so far, per PE */
+    int npes;
+    FrameEvent *sent, *taken;       /* sends; deliveries to the runtime */
+    Py_ssize_t nsent, ntaken, capsent, captaken;
+    /* the frame being delivered, (source + 1) << 32 | its number; 0: none. An entry
+     * method run meanwhile was caused by it (trace.c keeps it with the run). */
+    uint64_t cause;
+} FrameTrace;
+
 typedef struct {
     PyObject_HEAD
     MPI_Comm comm;
@@ -75,6 +96,7 @@ typedef struct {
     /* serve(): when the first frame of a receive that had to wait arrived (0: it waited not) */
     int stamp_first;
     double first_at;
+    FrameTrace *trace; /* a full timeline's record of frames (frames_trace.c), or NULL */
 } Frames;
 
 extern PyTypeObject FramesType;
@@ -92,6 +114,54 @@ static inline int stamps_are_ticks(void) {
  * frame (the caller uses the Python path); -1: error set. */
 int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
                        const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
+
+/* frames_trace.c: the stamp of a frame event (the core's clock, core.h: now_ticks) */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t frames_ticks(void) { return __rdtsc(); }
+#else
+#include <time.h>
+static inline uint64_t frames_ticks(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+#endif
+
+/* frames_trace.c: room for one more event in `*list` (0; -1: none, the event is lost) */
+int frames_trace_grow(FrameEvent **list, Py_ssize_t *n, Py_ssize_t *cap);
+
+/* one event more (inline: a full timeline pays it per frame sent and delivered) */
+static inline void frames_trace_keep(FrameEvent **list, Py_ssize_t *n, Py_ssize_t *cap, uint32_t peer, uint32_t seq,
+                                     Py_ssize_t nbytes) {
+    if (*n == *cap && frames_trace_grow(list, n, cap) < 0) return;
+    FrameEvent *e = &(*list)[(*n)++];
+    e->t = frames_ticks();
+    e->nbytes = (uint64_t)(nbytes > 0 ? nbytes : 0);
+    e->peer = peer;
+    e->seq = seq;
+}
+
+/* a frame of `nbytes` goes to `dest` (self->trace is set) */
+static inline void frames_trace_sent(Frames *self, int dest, Py_ssize_t nbytes) {
+    FrameTrace *t = self->trace;
+    if (dest >= 0 && dest < t->npes) frames_trace_keep(&t->sent, &t->nsent, &t->capsent, (uint32_t)dest, ++t->sent_to[dest], nbytes);
+}
+
+/* a frame came from `src` (self->trace is set): its cause number (see FrameTrace.cause) */
+static inline uint64_t frames_trace_take(Frames *self, int src) {
+    FrameTrace *t = self->trace;
+    return src >= 0 && src < t->npes ? ((uint64_t)src + 1) << 32 | ++t->taken_from[src] : 0;
+}
+
+/* the frame of cause number `cause` (of `nbytes`) is delivered to the runtime now */
+static inline void frames_trace_delivered(Frames *self, uint64_t cause, Py_ssize_t nbytes) {
+    FrameTrace *t = self->trace;
+    if (cause) frames_trace_keep(&t->taken, &t->ntaken, &t->captaken, (uint32_t)(cause >> 32) - 1, (uint32_t)cause, nbytes);
+}
+
+void frames_trace_free(Frames *self);
+extern PyMethodDef frames_trace_methods[];
 
 /* The frame in the receive buffer has been read: the next one may be received into it.
  * Nothing may read the buffer after this call: with a standing receive, a peer may write

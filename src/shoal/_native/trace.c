@@ -14,8 +14,12 @@
  * The waits of the compiled serve loop (frames.c) are kept alike, as runs of None: so a
  * traced job serves messages in C as an untraced one does, its idle periods recorded.
  *
- * The tracer takes them as a list of (class, function, t0, t1, index, calls, busy ticks)
- * (Tracer.ticked_runs). */
+ * A full timeline's run also keeps the message that caused it: the number of the frame
+ * being delivered when it ran (frames_trace.c), 0 for none (a local message's, one held
+ * back and run later, a run of summary mode).
+ *
+ * The tracer takes them as a list of (class, function, t0, t1, index, calls, busy ticks,
+ * cause) (Tracer.ticked_runs). */
 #include "core.h"
 
 #define TRACE_BATCH (1 << 20) /* a full timeline's runs kept before they go to the tracer */
@@ -23,7 +27,7 @@
 
 typedef struct {
     PyObject *cls, *fn, *index; /* strong references */
-    uint64_t t0, t1, busy, calls;
+    uint64_t t0, t1, busy, calls, cause;
 } Run;
 
 struct TraceRuns {
@@ -56,9 +60,9 @@ static int hand_runs(Core *c) {
     PyObject *list = PyList_New(t->n);
     for (Py_ssize_t i = 0; list && i < t->n; i++) {
         Run *r = &t->runs[i];
-        PyObject *item = Py_BuildValue("(OOKKOKK)", r->cls, r->fn, (unsigned long long)r->t0, (unsigned long long)r->t1,
+        PyObject *item = Py_BuildValue("(OOKKOKKK)", r->cls, r->fn, (unsigned long long)r->t0, (unsigned long long)r->t1,
                                        r->index ? r->index : Py_None, (unsigned long long)r->calls,
-                                       (unsigned long long)r->busy);
+                                       (unsigned long long)r->busy, (unsigned long long)r->cause);
         if (!item) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, item);
     }
@@ -117,6 +121,7 @@ static void record(Core *c, PyObject *cls, PyObject *fn, PyObject *index, uint64
     r->t1 = t1;
     r->busy = t1 - t0;
     r->calls = 1;
+    r->cause = !t->width && c->frames && c->frames->trace ? c->frames->trace->cause : 0;
     if (spans && hand_runs(c) < 0) PyErr_Clear(); /* (a run over bins goes as it is: the tracer splits it) */
     PyErr_Restore(type, value, tb);
 }

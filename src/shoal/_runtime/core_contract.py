@@ -101,7 +101,7 @@ class TickClock:
         self.core = core
         #: the first reading, taken now: by the first question (a balancing round's report,
         #: a trace's export) it is normally more than 10 ms old, so nobody waits for it
-        self.origin: tuple[int, float] = (core.ticks(), perf_counter())
+        self.origin: tuple[int, float] = self._reading()
         self.scale = 0.0
         self.measured = 0.0  # perf_counter when `scale` was measured
 
@@ -112,10 +112,25 @@ class TickClock:
                 pass
         elif now - self.measured < 1.0:
             return self.scale
-        ticks, now = self.core.ticks(), perf_counter()
+        ticks, now = self._reading()
         self.scale = (now - self.origin[1]) / max(ticks - self.origin[0], 1)
         self.measured = now
         return self.scale
+
+    def _reading(self) -> tuple[int, float]:
+        """``(ticks, perf_counter())`` read together: of 5 tries, the one with the fewest
+        ticks around the clock's read (a process descheduled between two reads would
+        shift every time converted by how long it waited; a trace's message arrows and
+        bytes in flight compare two PEs' times)."""
+        ticks = self.core.ticks
+        best = (1 << 64, 0, 0.0)
+        for _ in range(5):
+            a = ticks()
+            now = perf_counter()
+            b = ticks()
+            if b - a < best[0]:
+                best = (b - a, (a + b) // 2, now)
+        return best[1], best[2]
 
     def seconds(self, ticks: int) -> float:
         """``ticks`` as a time of ``perf_counter``."""

@@ -130,7 +130,7 @@ class Lifecycle:
         cs.done = True
         deferred, cs.deferred = cs.deferred, []
         for fn in deferred:
-            fn()
+            rt.uncaused(fn)  # broadcasts held until the array was complete
         rt.reductions.resume_collection(coll)
         for index, msgs in cs.early.items():
             rt.fail(

@@ -66,6 +66,8 @@ class Receiving:
     migration: "Migration"
     balancer: "Balancer"
     tracer: Any
+    #: a full timeline's numbered frames (``Frames``, trace_messages.py), or None
+    trace_frames: Any = None
     current_element: Chare | None
     busy_time: float
     _handlers: list[Callable[..., None]]
@@ -162,7 +164,24 @@ class Receiving:
         """Handle a message held back earlier (already counted)."""
         kind, n, entry, src, aux, coll = _unpack(header)
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
+        if self.trace_frames is not None:
+            self.uncaused(self._handlers[kind & KIND_MASK], kind, entry, src, aux, coll, index, segments, header)
+            return
         self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
+
+    def uncaused(self, fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args)`` for a message held back earlier, with message arrows (a full
+        timeline): its runs are not caused by the frame being delivered now, so they keep
+        no cause (and draw no arrow) rather than a wrong one."""
+        frames = self.trace_frames
+        if frames is None:
+            fn(*args)
+            return
+        before = frames.trace_deliver(0, 0)
+        try:
+            fn(*args)
+        finally:
+            frames.trace_restore(before)
 
     def collection_or_defer(self, coll: int, header: bytes, segments: list) -> CollectionState | None:
         cs = self.colls.get(coll)

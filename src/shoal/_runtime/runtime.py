@@ -169,6 +169,8 @@ class Runtime(Receiving, Sending, RunningState):
             self.tracer = new_tracer(self.pe, settings.trace_summary, settings.restart)
             if core is not None:
                 self.tracer.use_core(core, self.ticks)
+                if self.tracer.use_messages(self.transport):  # a full timeline: message arrows
+                    self.trace_frames = self.transport.compiled()[1]  # type: ignore[index]
         #: ``channel_send(channel, fallback)``: a channel's compiled ``send`` (None without a core)
         self.channel_send = core.channel_send if core is not None else None
         #: ``channel_recv(channel, fallback, future_class)``: a channel's compiled ``recv``

@@ -8,7 +8,6 @@ paths. Its messages (collection id 0) are not counted by quiescence detection.
 from __future__ import annotations
 
 import sys
-import time
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
@@ -75,8 +74,10 @@ class System(Chare):
             self.collection.stop(wish[2])
 
     def trace_export(self, code: int) -> None:
+        from .tracing import clock_offset  # a job that traces: the others never need it
+
         tracer = current().tracer
-        record = tracer.export(offset=time.time() - time.perf_counter()) if tracer is not None else None
+        record = tracer.export(offset=clock_offset()) if tracer is not None else None
         self.contribute([record], _concat, self.collection[0].trace_write.bind(code))
 
     def trace_write(self, code: int, records: list) -> None:

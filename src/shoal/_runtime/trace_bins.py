@@ -145,14 +145,14 @@ class SummaryTracer(Tracer):
                                             max(1, round(self.width / scale)))
 
     def ticked_runs(self, runs: list) -> None:
-        """The compiled core's runs (``(class, function, t0, t1, index, calls, busy)``, times
+        """The compiled core's runs (``(class, function, t0, t1, index, calls, busy, cause)``, times
         in ticks): each a bin's calls of one entry method and their busy ticks, or one call
         that spans bins (split here); runs of None are the compiled serve loop's waits. The
         tick rate is measured again at most once a second."""
         ticks = self.ticks
         ticks.seconds_per_tick()
         (tick0, second0), scale = ticks.origin, ticks.scale
-        for cls, fn, t0, t1, _, calls, busy in runs:
+        for cls, fn, t0, t1, _, calls, busy, _ in runs:
             s0 = second0 + (t0 - tick0) * scale
             if cls is None:  # waits
                 if calls == 1:

@@ -126,7 +126,7 @@ def check_records(records: object, dropped: Dropped) -> list[dict[str, Any]]:
 #: per list of a record: its tuples' length and the places of their times
 _SHAPES = {"entries": (3, (1, 2)), "idle": (2, (0, 1)), "sends": (3, (0,)), "migrations": (6, (0, 1)),
            "balances": (5, (0, 1)), "marks": (3, (1,)), "futures": (4, (0, 1)),
-           "queue": (2, (0,))}
+           "queue": (2, (0,)), "sent": (4, (0,)), "delivered": (4, (0,)), "caused": (4, (0, 1))}
 #: the lists whose tuples may hold one item more (an entry's element, a round's reason)
 _LONGER = ("entries", "balances")
 _WHY = {
@@ -138,7 +138,12 @@ _WHY = {
     "marks": "expected (name, t, args dict or None), t finite seconds",
     "futures": "expected (t_made, t_value, number, origin), finite seconds with t_made <= t_value",
     "queue": "expected (t, length), t finite seconds, length an int >= 0",
+    "sent": "expected (t, dest_pe, nbytes, number), t finite seconds, the rest ints >= 0",
+    "delivered": "expected (t, src_pe, nbytes, number), t finite seconds, the rest ints >= 0",
+    "caused": "expected (t0, t1, src_pe, number), finite seconds with t0 <= t1, PE and number ints >= 0",
 }
+#: the lists of a message's frames (trace_messages): ints from the given place on
+_INTS = {"sent": 1, "delivered": 1, "caused": 2}
 
 
 def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: int) -> bool:
@@ -153,6 +158,8 @@ def _well_formed(ev: object, size: int, at: tuple[int, ...], kind: str, names: i
         return ev[2] is None or isinstance(ev[2], Mapping)
     if kind == "queue":
         return isinstance(ev[1], int) and ev[1] >= 0
+    if kind in _INTS:
+        return all(type(x) is int and x >= 0 for x in ev[_INTS[kind]:])
     if kind == "balances" and len(ev) > size:
         return ev[size] is None or isinstance(ev[size], Mapping)
     return True
@@ -171,7 +178,7 @@ def times(rec: Mapping[str, Any]) -> Iterator[float]:
     for ev in (*rec["idle"], *rec["migrations"], *rec["balances"], *rec.get("futures", ())):
         yield ev[0]
         yield ev[1]
-    for ev in (*rec["sends"], *rec.get("queue", ())):
+    for ev in (*rec["sends"], *rec.get("queue", ()), *rec.get("sent", ()), *rec.get("delivered", ())):
         yield ev[0]
     for ev in rec["marks"]:
         yield ev[1]

@@ -17,6 +17,7 @@ from .trace_check import Dropped, check_records, finite, times
 from .trace_bins import SummaryTracer, binned, counter_events, summary_description
 from .trace_flows import flow_events
 from .trace_futures import future_events
+from .trace_messages import causes, message_events, pair
 from .trace_queue import queue_events
 from .tracing import BALANCE, ENTRY, FORMAT, IDLE, MARK, MIGRATION, SEND, TRACE_PID, Tracer
 
@@ -67,6 +68,10 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
     summary = [rec for rec in checked if "bins" in rec]
     if summary:  # summary mode (SHOAL_TRACE_SUMMARY): each PE's time bins
         other["shoal"]["summary"] = {"pes": [summary_description(rec, base) for rec in summary]}
+    messages = pair(checked, base)  # numbered messages (a full timeline with the compiled frames)
+    caused = causes(checked, messages)
+    if messages.sends or messages.runs:
+        other["shoal"]["messages"] = messages.description()
     import json  # here, not at the top: a PE that does not trace never needs it
 
     tail = json.dumps(other, default=repr, allow_nan=False)
@@ -83,7 +88,7 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
             f.write(f'{{"name":"process_name","ph":"M","pid":{TRACE_PID},"tid":{checked[0]["pe"] + 1},'
                     '"args":{"name":"shoal job"}}')
             for rec in checked:
-                for line in _events(rec, base):
+                for line in _events(rec, base, caused.get(rec["pe"], {})):
                     f.write(",\n")
                     f.write(line)
                 for line in counter_events(rec if "bins" in rec else binned(rec), base):
@@ -93,6 +98,9 @@ def write_trace(path: str | os.PathLike[str], records: Sequence[Mapping[str, Any
                     f.write(",\n")
                     f.write(line)
             for line in flow_events(checked, base):  # an arrow per migration
+                f.write(",\n")
+                f.write(line)
+            for line in message_events(messages):  # an arrow per message that ran an entry method
                 f.write(",\n")
                 f.write(line)
             f.write(f'\n],\n"displayTimeUnit":"ms",\n"otherData":{tail}}}\n')
@@ -147,9 +155,11 @@ def _us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
-def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
+def _events(rec: Mapping[str, Any], base: float,
+            caused: Mapping[tuple[float, float], tuple[int, float]]) -> Iterator[str]:
     """The JSON text of each event of ``rec``, times in µs from ``base`` (formatted by hand:
-    a trace has millions of events, and ``json.dumps`` of a dict each is slow)."""
+    a trace has millions of events, and ``json.dumps`` of a dict each is slow); a run in
+    ``caused`` names the PE and time of the send that caused it (``args.from``, ``args.sent``)."""
     import json
 
     pe = rec["pe"]
@@ -161,7 +171,12 @@ def _events(rec: Mapping[str, Any], base: float) -> Iterator[str]:
     for ev in rec["entries"]:
         i, t0, t1 = ev[0], ev[1], ev[2]
         element = ev[3] if len(ev) > 3 else None
-        extra = "" if element is None else f',"args":{{"element":{_element(element)}}}'
+        extra = "" if element is None else f'"element":{_element(element)}'
+        cause = caused.get((t0, t1)) if caused else None
+        if cause is not None:
+            extra += f'{"," if extra else ""}"from":"PE {cause[0]}","sent":{cause[1] * 1e6:.3f}'
+        if extra:
+            extra = f',"args":{{{extra}}}'
         yield (f'{{"name":{names[i]},"cat":"{ENTRY}","ph":"X","ts":{(t0 + shift) * 1e6:.3f},'
                f'"dur":{(t1 - t0) * 1e6:.3f},{where}{extra}}}')
     for t0, t1 in rec["idle"]:

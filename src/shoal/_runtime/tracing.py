@@ -26,7 +26,10 @@ An exported record is a plain dict of lists of tuples (picklable, no per-event d
      "balances": [(t0, t1, collection, moved, strategy[, reason]), ...],   # reason: a dict
      "marks": [(name, t, args_or_None), ...],
      "futures": [(t_made, t_value, number, origin), ...],   # optional (trace_futures)
-     "queue": [(t, length), ...]}              # optional (trace_queue)
+     "queue": [(t, length), ...],              # optional (trace_queue)
+     "sent": [(t, dest_pe, nbytes, number), ...],       # optional (trace_messages): each
+     "delivered": [(t, src_pe, nbytes, number), ...],   # frame sent and delivered, and
+     "caused": [(t0, t1, src_pe, number), ...]}         # each run a frame caused
 
 Times are seconds of the PE's own clock (``time.perf_counter``). Clocks of different
 processes need not agree: ``offset`` (seconds, default 0) is added to every time of its
@@ -44,17 +47,34 @@ TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its 
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["Tracer", "FORMAT", "ENTRY", "IDLE", "SEND", "MIGRATION", "BALANCE", "MARK", "TRACE_PID"]
+__all__ = ["Tracer", "clock_offset", "FORMAT", "ENTRY", "IDLE", "SEND", "MIGRATION", "BALANCE", "MARK", "MESSAGE", "TRACE_PID"]
 
 #: the ``format`` of an exported record and of the file's ``otherData.shoal``
 FORMAT = "shoal.trace/1"
 #: trace-event categories (``cat``) of each kind of event
 ENTRY, IDLE, SEND, MIGRATION, BALANCE, MARK = "entry", "idle", "send", "migration", "lb", "mark"
+#: a message's arrow: its flow events and the short ``send`` slice its start binds to
+MESSAGE = "message"
 #: every PE is a thread of this one process in the file (Perfetto treats pid 0 as the
 #: kernel's swapper, so neither pid nor tid is 0: PE ``p`` is tid ``p + 1``)
 TRACE_PID = 1
 
 _LISTS = ("names", "entries", "idle", "sends", "migrations", "balances", "marks")
+
+
+def clock_offset() -> float:
+    """``time.time() - time.perf_counter()``: what puts this PE's times on the job's shared
+    time line (a record's ``offset``). Of 5 tries, the one whose two reads of
+    ``perf_counter`` around ``time.time()`` are closest: a process descheduled between
+    the reads would shift its whole timeline against the other PEs'."""
+    best, offset = float("inf"), 0.0
+    for _ in range(5):
+        a = time.perf_counter()
+        now = time.time()
+        b = time.perf_counter()
+        if b - a < best:
+            best, offset = b - a, now - (a + b) / 2
+    return offset
 
 
 class Tracer:
@@ -70,7 +90,7 @@ class Tracer:
     __slots__ = ("pe", "clock", "start", "cpu_start", "ticks", "core", "idle_in_core", "_ids", "_runs", "_names",
                  "_entries", "_ticked", "_idle_ticked",
                  "_idle", "_sends", "_migrations", "_balances", "_marks", "_futures", "_open_futures",
-                 "_queue", "_queued_last")
+                 "_queue", "_queued_last", "messages", "_cause", "_caused", "_ticked_caused", "_frames_sent", "_frames_delivered")
 
     def __init__(self, pe: int, clock: Callable[[], float] = time.perf_counter) -> None:
         if not isinstance(pe, int) or isinstance(pe, bool) or pe < 0:
@@ -104,6 +124,14 @@ class Tracer:
         #: the scheduler queue's length where it changed (:mod:`.trace_queue`): (t, length)
         self._queue: list[tuple[float, int]] = []
         self._queued_last = 0
+        #: the transport that numbers frames for message arrows (:meth:`use_messages`), or None
+        self.messages: Any = None
+        #: the number of the frame being delivered (``Frames.trace_cause``), or None
+        self._cause: Callable[[], int] | None = None
+        self._caused: list[tuple[float, float, int]] = []  # (t0, t1, cause) of Python-path runs
+        self._ticked_caused: list[tuple[int, int, int]] = []  # the compiled path's, in ticks
+        self._frames_sent: list[tuple[float, int, int, int]] = []
+        self._frames_delivered: list[tuple[float, int, int, int]] = []
 
     def entry(self, name: str, t0: float, t1: float) -> None:
         """Entry method ``name`` (``"Tile.step"``) ran from ``t0`` to ``t1``."""
@@ -121,6 +149,10 @@ class Tracer:
         if i is None:
             i = self._runs[key] = self._intern(f"{type(el).__qualname__}.{getattr(fn, '__name__', '?')}")
         self._entries.append((i, t0, t1, getattr(el, "index", None)))
+        if self._cause is not None:
+            cause = self._cause()
+            if cause:
+                self._caused.append((t0, t1, cause))
 
     def use_core(self, core: Any, ticks: Any) -> None:
         """Record the entry methods that the compiled ``core`` runs: it keeps their runs
@@ -130,6 +162,16 @@ class Tracer:
         self.ticks = ticks
         self.core = core
         self.idle_in_core = core.trace_into(self.ticked_runs, 0, 0)
+
+    def use_messages(self, transport: Any) -> bool:
+        """Number every message ``transport`` sends and delivers (a full timeline with the
+        compiled core: their times are its ticks), for an arrow from each send to the runs
+        it caused and the bytes in flight (:mod:`.trace_messages`). False where it cannot."""
+        if self.binned or self.ticks is None or not transport.trace_messages(True):
+            return False
+        self.messages = transport
+        self._cause = transport.compiled()[1].trace_cause
+        return True
 
     def _name_of(self, cls: type, fn: Any) -> int:
         """The name index of entry method ``fn`` of class ``cls`` (made once per pair)."""
@@ -146,11 +188,13 @@ class Tracer:
         index): a tuple holding the function would stay tracked by the cyclic GC, whose
         passes over millions of them cost more."""
         name_of, keep = self._name_of, self._ticked.append
-        for cls, fn, t0, t1, index, _, _ in runs:
+        for cls, fn, t0, t1, index, _, _, cause in runs:
             if cls is None:
                 self._idle_ticked.append((t0, t1))
             else:
                 keep((name_of(cls, fn), t0, t1, index))
+                if cause:
+                    self._ticked_caused.append((t0, t1, cause))
 
     def _seconds(self) -> list[tuple[Any, ...]]:
         """The compiled path's entries with times in seconds of :attr:`clock`."""
@@ -181,8 +225,23 @@ class Tracer:
         self._idle.append((t0, t1))
 
     def send(self, t: float, dest_pe: int, nbytes: int) -> None:
-        """A message of ``nbytes`` left for ``dest_pe`` at ``t``."""
-        self._sends.append((t, dest_pe, nbytes))
+        """A message of ``nbytes`` left for ``dest_pe`` at ``t`` (where the transport
+        numbers messages, it records each send itself: :meth:`use_messages`)."""
+        if self.messages is None:
+            self._sends.append((t, dest_pe, nbytes))
+
+    def _message_seconds(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Every numbered frame sent and delivered so far, and every run a frame caused,
+        in seconds of :attr:`clock` (the transport's records are the core's ticks)."""
+        sent, delivered = self.messages.trace_events()
+        scale = self.ticks.seconds_per_tick()
+        tick0, second0 = self.ticks.origin
+        self._frames_sent += [(second0 + (t - tick0) * scale, pe, n, k) for t, pe, n, k in sent]
+        self._frames_delivered += [(second0 + (t - tick0) * scale, pe, n, k) for t, pe, n, k in delivered]
+        caused = [(t0, t1, (c >> 32) - 1, c & 0xFFFFFFFF) for t0, t1, c in self._caused]
+        caused += [(second0 + (a - tick0) * scale, second0 + (b - tick0) * scale, (c >> 32) - 1, c & 0xFFFFFFFF)
+                   for a, b, c in self._ticked_caused]
+        return [(t, pe, n) for t, pe, n, _ in self._frames_sent], caused
 
     def migration(self, t0: float, t1: float, what: str, src_pe: int, dst_pe: int, nbytes: int) -> None:
         """Element ``what`` moved from ``src_pe`` to ``dst_pe`` (out of or into this PE)."""
@@ -210,11 +269,17 @@ class Tracer:
         if self.core is not None:
             self.core.trace_flush()  # the runs the compiled core still keeps
         entries = self._entries + self._seconds()
+        numbered: dict[str, Any] = {}
+        sends = list(self._sends)
+        if self.messages is not None:
+            more, caused = self._message_seconds()
+            sends += more
+            numbered = {"sent": list(self._frames_sent), "delivered": list(self._frames_delivered), "caused": caused}
         return {
             "format": FORMAT, "pe": self.pe, "start": self.start, "end": self.clock(), "offset": offset,
             "cpu": time.process_time() - self.cpu_start,
             "names": list(self._names), "entries": entries, "idle": sorted(self._idle + self._idle_seconds()),
-            "sends": list(self._sends), "migrations": list(self._migrations), "balances": list(self._balances),
+            "sends": sends, "migrations": list(self._migrations), "balances": list(self._balances),
             "marks": list(self._marks), "futures": list(self._futures),
-            "queue": list(self._queue),
+            "queue": list(self._queue), **numbered,
         }

@@ -129,6 +129,16 @@ class Transport(ABC):
         takes received frames first); None if this transport has none."""
         return None
 
+    def trace_messages(self, on: bool) -> bool:
+        """Number the messages sent and delivered for a full timeline's arrows (see
+        ``_runtime/trace_messages.py``); False (the default): this transport cannot."""
+        return False
+
+    def trace_events(self) -> tuple[list, list]:
+        """The messages sent and delivered since the last call, each ``(ticks, PE, bytes,
+        number)`` (see :meth:`trace_messages`)."""
+        return [], []
+
     @abstractmethod
     def barrier(self) -> None:
         """Block until every PE reached the barrier (start-up and shut-down only)."""

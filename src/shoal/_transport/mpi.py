@@ -130,10 +130,12 @@ def _node_numbers(world: MPI.Comm, node: MPI.Comm) -> array:
 class _Incoming:
     """A message whose frame arrived but whose bulk segments are still moving."""
 
-    __slots__ = ("header", "segments", "bulk", "requests", "shared")
+    __slots__ = ("header", "segments", "bulk", "requests", "shared", "cause")
 
-    def __init__(self, header: bytes, segments: list, bulk: list):
+    def __init__(self, header: bytes, segments: list, bulk: list, cause: int = 0):
         self.header = header
+        #: a full timeline's number of its frame (``_native/frames_trace.c``), 0 untraced
+        self.cause = cause
         self.segments = segments  # the bulk ones are None until posted
         self.bulk = bulk  # (segment index, bytes, in device memory) of each bulk segment
         self.requests: list | None = [] if not bulk else None  # None: not posted yet
@@ -202,7 +204,9 @@ class MPITransport(Transport):
         self._bulk_sender = BulkSender(self._bulk, self.probe)
         # the sender's queues themselves (changed in place), tested on every poll
         self._bulk_waiting, self._bulk_moving = self._bulk_sender.waiting, self._bulk_sender.moving
-        self._arrived: deque = deque()  # complete messages not yet delivered
+        self._arrived: deque = deque()  # complete messages not yet delivered: (header, segments, cause)
+        #: a full timeline numbers frames (trace_messages): a queued one keeps its number
+        self._tracing = False
         self._stalled: dict[int, deque] = {}  # source -> messages waiting on bulk data
         self._repost: list[int] = []  # sources whose next bulk receives may be posted
         #: what the Python side has to do once it is not empty: the compiled serve() returns then
@@ -216,6 +220,20 @@ class MPITransport(Transport):
             settings.rendezvous_threshold, settings.frame_capacity, native=bool(settings.native),
             heap_reuse=settings.heap_reuse, shared_copy=settings.shared_copy, receive=settings.receive,
         )
+
+    def trace_messages(self, on: bool) -> bool:
+        """Number each frame sent and delivered, for a full timeline's message arrows
+        (``_native/frames_trace.c``); False where the compiled frames are not in use."""
+        native = self._native
+        if native is None:
+            return False
+        native.trace_on(self.size if on else 0)
+        self._tracing = on
+        return on
+
+    def trace_events(self) -> tuple[list, list]:
+        """The frames sent and delivered since the last call (see :meth:`trace_messages`)."""
+        return self._native.trace_take() if self._native is not None else ([], [])
 
     # -- sending -----------------------------------------------------------------
     def send(self, dest: int, header: bytes, segments: Sequence[Any]) -> None:
@@ -251,6 +269,9 @@ class MPITransport(Transport):
         frame = b"".join(
             [_PREFIX.pack(len(header), len(views)), struct.pack(f"<{len(views)}Q", *lengths), header, *inline]
         )
+        if self._tracing:  # numbered as the compiled frames are (frames_trace.c), before it leaves
+            self._native.trace_send(  # type: ignore[union-attr]  # (tracing: the compiled frames)
+                dest, len(header) + sum(w >> _SHIFT for w in lengths))
         req = self._frames.Isend(frame, dest, _FRAME_TAG)
         if not req.Test():  # small frames usually complete at once (eager protocol)
             self._sends.append((req, frame))
@@ -306,15 +327,16 @@ class MPITransport(Transport):
             else:
                 segments.append(bytes(mv[off : off + n]) if i == 0 else mv[off : off + n])
                 off += n
+        cause = self._native.trace_cause() if self._tracing else 0  # type: ignore[union-attr]  # its number
         queue = self._stalled.get(src)
         if bulk or queue:
             if queue is None:
                 queue = self._stalled[src] = deque()
-            queue.append(_Incoming(header, segments, bulk))
+            queue.append(_Incoming(header, segments, bulk, cause))
             if bulk:
                 self._post_next(src, queue)
         else:
-            self._arrived.append((header, segments))
+            self._arrived.append((header, segments, cause))
 
     def _post_next(self, src: int, queue: deque, early: bool = False) -> None:
         """Post the bulk receives of ``src``'s next messages, in order, while fewer than
@@ -388,7 +410,7 @@ class MPITransport(Transport):
                     self._read_shared(src, head)
                     continue
                 msg = queue.popleft()
-                self._arrived.append((msg.header, msg.segments))
+                self._arrived.append((msg.header, msg.segments, msg.cause))
                 popped = True
             if not queue:
                 done.append(src)
@@ -463,8 +485,16 @@ class MPITransport(Transport):
         arrived = self._arrived
         n = 0
         while arrived:
-            header, segments = arrived.popleft()
-            deliver(header, segments)
+            header, segments, cause = arrived.popleft()
+            if cause:  # a full timeline: delivered now, the cause of what it runs
+                native: Any = self._native
+                before = native.trace_deliver(cause, 0)
+                try:
+                    deliver(header, segments)
+                finally:
+                    native.trace_restore(before)
+            else:
+                deliver(header, segments)
             n += 1
         return n
 

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ShoalError
-from .._runtime.tracing import BALANCE, ENTRY, IDLE, MARK, MIGRATION, SEND, TRACE_PID
+from .._runtime.tracing import BALANCE, ENTRY, IDLE, MARK, MESSAGE, MIGRATION, SEND, TRACE_PID
 from .waiting import waiting_series
 
 __all__ = ["Analysis", "analyze", "coverage", "usage", "method_totals", "outliers", "BINS"]
@@ -56,6 +56,8 @@ class Analysis:
     slice_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slice_dur: np.ndarray = field(default_factory=lambda: np.zeros(0))
     slice_element: list[str] = field(default_factory=list)
+    #: full traces: each slice's message, where a send caused it: (sending row's name, send µs)
+    slice_cause: list[tuple[str, float] | None] = field(default_factory=list)
     #: full traces: sends (row, time µs, destination PE or -1, bytes) of the Python path
     send_row: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     send_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -143,6 +145,7 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
     name_ids: dict[str, int] = {}
     ent: list[tuple[int, int, float, float]] = []
     elements: list[str] = []
+    caused: list[tuple[str, float] | None] = []
     idle: list[tuple[int, float, float]] = []
     sends: list[tuple[int, float, Any, float]] = []
     migr: list[dict[str, Any]] = []
@@ -161,6 +164,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
         dur = max(0.0, _num(ev.get("dur"))) if ph == "X" else 0.0
         args = ev.get("args") if isinstance(ev.get("args"), Mapping) else {}
         row = rows(ev)
+        if cat == MESSAGE:  # an arrow's send slice: its run names the sender (args.from)
+            continue
         if ph == "X" and (cat == ENTRY or cat not in (IDLE, MIGRATION, BALANCE)):
             name = str(ev.get("name"))
             m = name_ids.get(name)
@@ -169,6 +174,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
                 names.append(name)
             ent.append((row, m, ts, dur))
             elements.append(str(args.get("element", "")))
+            sender = args.get("from")  # a message arrow's head (trace_messages.py)
+            caused.append((str(sender), _num(args.get("sent"))) if sender is not None else None)
         elif cat == IDLE:
             idle.append((row, ts, ts + dur))
         elif cat == MIGRATION:
@@ -291,7 +298,8 @@ def analyze(data: Mapping[str, Any], *, bins: int = BINS, notes: list[str] | Non
     an = Analysis(rows=labels, pes=pes, spans=spans - lo, edges=edges - lo, methods=names, work=work, idle=idle_b,
                   pack=pack, covered=covered, calls=calls, comm_count=comm_count, comm_bytes=comm_bytes,
                   sent_bytes=sent, slice_row=er, slice_method=em, slice_start=es - lo, slice_dur=ed,
-                  slice_element=elements, idle_row=ir, idle_start=iv[:, 1] - lo, idle_dur=iv[:, 2] - iv[:, 1],
+                  slice_element=elements,
+                  slice_cause=[None if c is None else (c[0], c[1] - lo) for c in caused], idle_row=ir, idle_start=iv[:, 1] - lo, idle_dur=iv[:, 2] - iv[:, 1],
                   migrations=migr, cpu=cpu, send_row=sr, send_time=st - lo, send_bytes=sb,
                   send_to=np.array([s[2] if isinstance(s[2], int) else -1 for s in sends], int), balances=bal,
                   marks=marks,

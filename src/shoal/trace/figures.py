@@ -88,9 +88,10 @@ def timeline(an: Analysis) -> tuple[Any, str] | None:
         fig.add_trace(go.Bar(
             y=[an.rows[r] for r in an.slice_row[sel]], x=an.slice_dur[sel] / 1e3, base=an.slice_start[sel] / 1e3,
             orientation="h", name=an.methods[m], marker={"color": colors[m], "line": {"width": 0}},
-            customdata=np.stack([[an.slice_element[i] or "—" for i in sel], an.slice_dur[sel]], axis=1),
+            customdata=np.stack([[an.slice_element[i] or "—" for i in sel], an.slice_dur[sel],
+                                 [_cause_text(an, i) for i in sel]], axis=1),
             hovertemplate=f"<b>{an.methods[m]}</b><br>element %{{customdata[0]}}<br>start %{{base:.3f}} ms"
-                          "<br>duration %{customdata[1]:.1f} µs<extra>%{y}</extra>"))
+                          "<br>duration %{customdata[1]:.1f} µs<br>%{customdata[2]}<extra>%{y}</extra>"))
     idle_shown = np.flatnonzero(np.isin(an.idle_row, rows))
     idle = idle_shown[np.argsort(-an.idle_dur[idle_shown], kind="stable")][:MAX_SLICES]
     if len(idle):
@@ -109,6 +110,10 @@ def timeline(an: Analysis) -> tuple[Any, str] | None:
                                  customdata=np.stack([an.send_to[sends], an.send_bytes[sends]], axis=1),
                                  hovertemplate="send to PE %{customdata[0]}: %{customdata[1]:,.0f} bytes"
                                                "<extra>%{y}</extra>", visible="legendonly"))
+    xs, ys = _arrows(an, keep, set(rows))
+    if xs:
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="message (send → run)",
+                                 line={"color": "#2ca02c", "width": 1}, hoverinfo="skip"))
     _marks(fig, an, set(rows))
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array",
                      categoryarray=[an.rows[r] for r in rows])
@@ -118,6 +123,31 @@ def timeline(an: Analysis) -> tuple[Any, str] | None:
             legend={"orientation": "h", "x": 0, "y": -60 / (40 * len(rows) + 40), "yanchor": "top"})
     fig.update_layout(margin={"b": 110})
     return fig, note
+
+
+def _cause_text(an: Analysis, i: int) -> str:
+    """What a run's hover says of the message that caused it."""
+    cause = an.slice_cause[i] if i < len(an.slice_cause) else None
+    if cause is None:
+        return "message: not recorded (same PE, held back, or no numbered send)"
+    return f"message from {cause[0]}, sent at {cause[1] / 1e3:.3f} ms"
+
+
+def _arrows(an: Analysis, keep: np.ndarray, rows: set[int]) -> tuple[list[float | None], list[str | None]]:
+    """Line segments from each drawn run's send to the run's start (ms, row names), for
+    runs whose sender's row is drawn too; at most :data:`MAX_SENDS`."""
+    names = {an.rows[r] for r in rows}
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    for i in keep:
+        cause = an.slice_cause[i] if i < len(an.slice_cause) else None
+        if cause is None or cause[0] not in names or an.slice_row[i] not in rows:
+            continue
+        xs += [cause[1] / 1e3, an.slice_start[i] / 1e3, None]
+        ys += [cause[0], an.rows[an.slice_row[i]], None]
+        if len(xs) >= 3 * MAX_SENDS:
+            break
+    return xs, ys
 
 
 def _paths(an: Analysis, rows: set[int]) -> tuple[list[float | None], list[str | None]]:
