@@ -9,7 +9,8 @@ import pytest
 
 MPI = pytest.mark.mpi
 
-PROGRAM = """
+#: the start of each program: every multicast a PE receives is counted
+COUNTING = """
 import numpy as np
 import shoal
 from shoal._runtime import sections
@@ -20,7 +21,9 @@ def counted(self, *args):
     multicasts.append(args[1])
     return original(self, *args)
 sections.Sections.on_multicast = counted
+"""
 
+PROGRAM = COUNTING + """
 class W(shoal.Chare):
     def __init__(self):
         self.got = []
@@ -60,17 +63,7 @@ def test_a_section_with_one_member_per_pe_is_sent_compiled_calls_in_order(mpi_jo
     assert lines["MANY"] == "MANY ([1.0, 20000.0], 2)", job
 
 
-FAR = """
-import shoal
-from shoal._runtime import sections
-
-multicasts = []
-original = sections.Sections.on_multicast
-def counted(self, *args):
-    multicasts.append(args[1])
-    return original(self, *args)
-sections.Sections.on_multicast = counted
-
+FAR = COUNTING + """
 class W(shoal.Chare):
     def __init__(self):
         self.got = []

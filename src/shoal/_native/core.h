@@ -128,20 +128,7 @@ extern PyTypeObject CompiledType;
 /* slot `off` (a __slots__ member's offset) of `obj`, borrowed; NULL if unset */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
-/* A cheap clock for the time elements spend in entry methods (load balancing): the
- * time-stamp counter where there is one (9 ns a read here, against 24 ns for
- * clock_gettime), nanoseconds elsewhere; Core.ticks() lets Python convert. */
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t now_ticks(void) { return __rdtsc(); }
-#else
-#include <time.h>
-static inline uint64_t now_ticks(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-#endif
+/* (now_ticks, the core's clock: native.h) */
 
 /* Whether element `el` holds messages back until a sender's fence comes (migration.py):
  * then every message for it takes the Python path, which keeps the order. */

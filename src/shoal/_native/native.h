@@ -115,13 +115,16 @@ static inline int stamps_are_ticks(void) {
 int frames_send_inline(Frames *self, int dest, const char *header, Py_ssize_t hlen,
                        const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg);
 
-/* frames_trace.c: the stamp of a frame event (the core's clock, core.h: now_ticks) */
+/* A cheap clock, for the time elements spend in entry methods (load balancing) and the
+ * stamps of a timeline's frame events (frames_trace.c): the time-stamp counter where
+ * there is one (9 ns a read here, against 24 ns for clock_gettime), nanoseconds
+ * elsewhere; Core.ticks() lets Python convert. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
-static inline uint64_t frames_ticks(void) { return __rdtsc(); }
+static inline uint64_t now_ticks(void) { return __rdtsc(); }
 #else
 #include <time.h>
-static inline uint64_t frames_ticks(void) {
+static inline uint64_t now_ticks(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
@@ -136,7 +139,7 @@ static inline void frames_trace_keep(FrameEvent **list, Py_ssize_t *n, Py_ssize_
                                      Py_ssize_t nbytes) {
     if (*n == *cap && frames_trace_grow(list, n, cap) < 0) return;
     FrameEvent *e = &(*list)[(*n)++];
-    e->t = frames_ticks();
+    e->t = now_ticks();
     e->nbytes = (uint64_t)(nbytes > 0 ? nbytes : 0);
     e->peer = peer;
     e->seq = seq;
