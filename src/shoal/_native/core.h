@@ -292,6 +292,7 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
 PyObject *Core_run_local(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *Core_run_each(Core *c, PyObject *const *args, Py_ssize_t nargs);
 PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx);
+PyObject *element_of(Core *c, uint64_t coll, PyObject *index);
 
 /* channels.c */
 /* Channel message `seq` (tag `tag`) for element `el`; `frames` NULL for one from this

@@ -182,15 +182,22 @@ PyObject *decode_args(Core *c, uint8_t kind, const char *const *segs, const Py_s
     return args;
 }
 
-/* Element `index` (nidx int64s as the wire header carries them) of collection `coll`,
- * if it is on this PE (borrowed); NULL with no error if not, NULL with an error. */
-PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx) {
+/* Element `index` (a tuple of ints) of collection `coll`, if it is on this PE and takes
+ * messages now (borrowed); NULL with no error if not, NULL with an error. */
+PyObject *element_of(Core *c, uint64_t coll, PyObject *index) {
     PyObject *key = PyLong_FromUnsignedLongLong(coll);
     if (!key) return NULL;
     PyObject *cs = PyDict_GetItemWithError(c->colls, key);
     Py_DECREF(key);
     PyObject *elements = cs ? SLOT(cs, shoal_slots.state_elements) : NULL;
     if (!elements || !PyDict_Check(elements)) return NULL;
+    PyObject *el = PyDict_GetItemWithError(elements, index);
+    return el && holding(c, el) ? NULL : el;
+}
+
+/* Element `index` (nidx int64s as the wire header carries them) of collection `coll`:
+ * element_of. */
+PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, int nidx) {
     PyObject *index = PyTuple_New(nidx);
     if (!index) return NULL;
     for (int i = 0; i < nidx; i++) {
@@ -200,9 +207,9 @@ PyObject *element_at(Core *c, uint64_t coll, const unsigned char *index_bytes, i
         if (!o) { Py_DECREF(index); return NULL; }
         PyTuple_SET_ITEM(index, i, o);
     }
-    PyObject *el = PyDict_GetItemWithError(elements, index);
+    PyObject *el = element_of(c, coll, index);
     Py_DECREF(index);
-    return el && holding(c, el) ? NULL : el;
+    return el;
 }
 
 /* Entry method `entry` of element `el` (a new reference); NULL with no error if the

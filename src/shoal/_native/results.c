@@ -58,15 +58,8 @@ static PyObject *entry_named(PyObject *el, PyObject *name) {
 static int run_at_root(Core *c, Partial *p, PyObject *value) {
     PyObject *index = PyTuple_GET_ITEM(p->packed, 0), *name = PyTuple_GET_ITEM(p->packed, 1);
     PyObject *lead = PyTuple_GET_ITEM(p->packed, 2);
-    Py_ssize_t nidx = PyTuple_Check(index) ? PyTuple_GET_SIZE(index) : -1;
-    if (nidx < 0 || nidx > MAX_INDEX || !PyTuple_Check(lead)) return 0;
-    unsigned char bytes[8 * MAX_INDEX];
-    for (Py_ssize_t i = 0; i < nidx; i++) {
-        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(index, i));
-        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-        memcpy(bytes + 8 * i, &v, 8);
-    }
-    PyObject *el = element_at(c, p->coll, bytes, (int)nidx); /* borrowed; NULL if held for a move */
+    if (!PyTuple_Check(index) || !PyTuple_Check(lead)) return 0;
+    PyObject *el = element_of(c, p->coll, index); /* borrowed; NULL if held for a move */
     if (!el) return PyErr_Occurred() ? -1 : 0;
     PyObject *fn = entry_named(el, name);
     if (!fn) return 0;
