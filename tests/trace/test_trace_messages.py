@@ -178,7 +178,10 @@ def test_a_traced_job_draws_an_arrow_from_each_send_to_the_run_it_caused(tmp_pat
     fall = next(t for t, b in flight if t > rise and b < 2 << 20)
     assert 0.2e6 <= fall - rise <= big[0]["ts"] - rise + 1, (rise, fall)
     messages = data["otherData"]["shoal"]["messages"]
-    assert messages["arrows"] == len(starts) and messages["delivered_before_sent"] == 0
+    assert messages["arrows"] == len(starts)
+    # one node shares its clocks: deliveries may read before their sends by the reads' own
+    # error, a few µs (docs/tracing.md), never by a descheduled PE's hundreds
+    assert messages["delivered_before_sent"] == 0 or messages["largest_skew_us"] < 5, messages
 
 
 @pytest.mark.mpi
