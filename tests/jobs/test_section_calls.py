@@ -72,6 +72,13 @@ class W(shoal.Chare):
     def seen(self):
         return self.got, len(multicasts), shoal.my_pe()
 
+entered = []                                 # the sender's Python multicasts
+python_multicast = sections.Sections.multicast
+def counted_multicast(self, *args):
+    entered.append(args[2])
+    return python_multicast(self, *args)
+sections.Sections.multicast = counted_multicast
+
 async def main(args):
     a = shoal.Array(W, 4)                    # blocks of 2 per PE
     await a.seen(ret=True)
@@ -79,6 +86,7 @@ async def main(args):
     far.put(1.5)
     far.put("two")
     far.put([3])                             # a list: pickled, still a compiled call
+    print("ENTERED", type(far.put).__name__, entered, flush=True)  # the compiled section entry took all three
     far.put(x=5)                             # keywords: one multicast
     a.migrate(3, 0)                          # now one member here: the plan again
     await a.seen(ret=True)
@@ -97,6 +105,8 @@ def test_a_section_whose_members_are_all_elsewhere_is_sent_compiled_calls(mpi_jo
     and when a member moves the section is planned again (a member here: the multicast)."""
     job = mpi_job(FAR, n=2, timeout=120)
     assert job.returncode == 0, job
+    # the section's compiled entry method sent those calls without entering the Python multicast
+    assert "ENTERED BoundEntry []" in job.stdout, job
     lines = [line for line in job.stdout.splitlines() if line.startswith("GOT")]
     assert lines[0] == "GOT 2 ([1.5, 'two', [3], 5, 4], 1, 1)", job  # PE 1 took one multicast: the keywords
     assert lines[1] == "GOT 3 ([1.5, 'two', [3], 5, 4], 1, 0)", job  # moved to PE 0, which sent itself one

@@ -15,6 +15,7 @@
 /* Offsets of __slots__ members (SLOT(obj, shoal_slots.x) reads one). */
 typedef struct {
     Py_ssize_t proxy_info, proxy_index, proxy_dest, proxy_epoch;                  /* ElementProxy */
+    Py_ssize_t section_direct, section_direct_epoch;                              /* SectionProxy */
     Py_ssize_t locations_epoch;                                                   /* Locations */
     Py_ssize_t info_id, info_root, info_shape, info_kind;                         /* CollectionInfo */
     Py_ssize_t state_info, state_elements, state_done, state_count, state_first,  /* CollectionState */

@@ -1,12 +1,14 @@
-/* Proxies' entry methods in C: _runtime/proxy.py (_EntryDescriptor, _BoundElementEntry
- * and _BoundCollectionEntry) is the reference.
+/* Proxies' entry methods in C: _runtime/proxy.py (_EntryDescriptor, _BoundElementEntry,
+ * _BoundCollectionEntry, and _BoundEntry for sections) is the reference.
  *
  * `proxy.method` is a descriptor lookup that makes a small bound object; calling it
  * on a PE whose runtime has a compiled core goes straight to core_send_call (core_send_kw
  * with keywords, core_send_ret with `ret=True`) for an element, to core_broadcast for a
- * whole collection. Every other call (a local element with keywords or `ret=True`,
- * arguments the compiled paths do not encode, no core) goes to the Python hook, which is
- * what the Python bound entry does.
+ * whole collection, and to core_send_call per member for a section whose members may take
+ * one call each (Sections.direct keeps their proxies on the section proxy). Every other
+ * call (a local element with keywords or `ret=True`, arguments the compiled paths do not
+ * encode, a section's multicast, no core) goes to the Python hook, which is what the
+ * Python bound entry does.
  */
 #include "core.h"
 #include <structmember.h>
@@ -15,6 +17,8 @@ static PyObject *context_globals; /* shoal._runtime.context's namespace: `_curre
 static PyObject *call_options; /* the keywords that are a call's options, not the method's arguments */
 static PyObject *slow_call;  /* slow_call(proxy, entry, name, args, kwargs): an element's call */
 static PyObject *slow_broadcast;  /* slow_broadcast(proxy, entry, name, args, kwargs): a collection's */
+static PyObject *slow_multicast;  /* slow_multicast(proxy, entry, name, args, kwargs): a section's */
+static PyObject *section_direct;  /* section_direct(proxy): its members' proxies for one call each, or None */
 static PyObject *outcomes_call;   /* outcomes_call(proxy, entry, name, args, kwargs): method.outcomes() */
 static PyObject *entry_ref;  /* proxy.EntryRef */
 
@@ -26,11 +30,13 @@ typedef struct {
     vectorcallfunc vectorcall;
 } BoundEntry;
 
+enum { ELEMENT_CALL, BROADCAST, MULTICAST }; /* what an entry descriptor's bound entries do (proxy.py) */
+
 typedef struct {
     PyObject_HEAD
     PyObject *name;
     int entry;
-    int broadcast; /* a collection proxy's: calls broadcast */
+    int kind; /* ELEMENT_CALL, or a collection's BROADCAST, or a section's MULTICAST */
 } EntryDescriptor;
 
 static PyTypeObject BoundEntryType, EntryDescriptorType;
@@ -46,12 +52,14 @@ int bound_entries_same(PyObject *a, PyObject *b) {
     return same > 0;
 }
 
+static PyObject *bound_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+static PyObject *multicast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 int bound_element_entry(PyObject *o, PyObject **proxy, PyObject **name) {
     if (!Py_IS_TYPE(o, &BoundEntryType)) return 0;
     BoundEntry *b = (BoundEntry *)o;
-    if (b->vectorcall == (vectorcallfunc)broadcast_vectorcall) return 0;
+    if (b->vectorcall != (vectorcallfunc)bound_vectorcall) return 0;
     *proxy = b->proxy;
     *name = b->name;
     return 1;
@@ -78,8 +86,10 @@ static PyObject *call_hook(PyObject *hook, BoundEntry *self, PyObject *const *ar
 }
 
 static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    int broadcast = self->vectorcall == (vectorcallfunc)broadcast_vectorcall;
-    return call_hook(broadcast ? slow_broadcast : slow_call, self, args, nargs, kwnames);
+    PyObject *hook = self->vectorcall == (vectorcallfunc)broadcast_vectorcall   ? slow_broadcast
+                     : self->vectorcall == (vectorcallfunc)multicast_vectorcall ? slow_multicast
+                                                                                : slow_call;
+    return call_hook(hook, self, args, nargs, kwnames);
 }
 
 /* Whether keyword `key` is one of the call's options (configure_proxies: shoal's `ret` and
@@ -182,6 +192,74 @@ static PyObject *broadcast_vectorcall(BoundEntry *self, PyObject *const *args, s
     return bound_call_slow(self, args, nargs, kwnames);
 }
 
+/* Whether `args` are cheap to send once per member: no exact array of more than
+ * SECTION_SMALL bytes (sections.py's _small). */
+#define SECTION_SMALL 65536
+static int small_args(PyObject *const *args, Py_ssize_t nargs) {
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (is_exact_array(args[i]) && PyArray_NBYTES((PyArrayObject *)args[i]) > SECTION_SMALL) return 0;
+    return 1;
+}
+
+/* The element proxies of section `proxy`'s members if its multicasts may go as one call
+ * each, kept on it for the location epoch; None if not; NULL on an error. A new reference. */
+static PyObject *direct_members(Core *core, PyObject *proxy) {
+    PyObject *epoch = SLOT(proxy, shoal_slots.section_direct_epoch), *now = SLOT(core->locations, shoal_slots.locations_epoch);
+    PyObject *kept = SLOT(proxy, shoal_slots.section_direct);
+    if (epoch && now && kept) {
+        int same = epoch == now ? 1 : PyObject_RichCompareBool(epoch, now, Py_EQ);
+        if (same < 0) return NULL;
+        if (same) return Py_NewRef(kept);
+    }
+    PyObject *members = PyObject_CallOneArg(section_direct, proxy);
+    if (members && members != Py_None && !PyTuple_Check(members)) {
+        PyErr_Format(PyExc_TypeError, "section_direct returned %R, not a tuple or None", members);
+        Py_CLEAR(members);
+    }
+    return members;
+}
+
+/* A section's multicast without `ret=True` or keywords: one compiled call per member where
+ * Sections.direct allows it. The arguments decide whether a call is taken, so the first
+ * declines if any does; should a later one decline, the rest go as the Python path's calls. */
+static PyObject *multicast_vectorcall(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Core *core = current_core();
+    if (core) {
+        int ret, plain = ret_only(args + nargs, kwnames, &ret);
+        if (plain < 0) return NULL;
+        if (plain && !ret && small_args(args, nargs)) {
+            PyObject *members = direct_members(core, self->proxy);
+            if (!members) return NULL;
+            Py_ssize_t n = members == Py_None ? 0 : PyTuple_GET_SIZE(members), i = 0;
+            for (; i < n; i++) {
+                int r = core_send_call(core, PyTuple_GET_ITEM(members, i), self->entry, args, nargs);
+                if (r < 0) { Py_DECREF(members); return NULL; }
+                if (!r) break;
+            }
+            if (n && i > 0) {
+                for (Py_ssize_t j = i; j < n; j++) {
+                    PyObject *kwargs = PyDict_New(), *tuple = kwargs ? PyTuple_New(nargs) : NULL, *entry = tuple ? PyLong_FromLong(self->entry) : NULL;
+                    PyObject *r = NULL;
+                    if (entry) {
+                        for (Py_ssize_t k = 0; k < nargs; k++) PyTuple_SET_ITEM(tuple, k, Py_NewRef(args[k]));
+                        r = PyObject_CallFunctionObjArgs(slow_call, PyTuple_GET_ITEM(members, j), entry, self->name, tuple, kwargs, NULL);
+                    }
+                    Py_XDECREF(entry); Py_XDECREF(tuple); Py_XDECREF(kwargs);
+                    if (!r) { Py_DECREF(members); return NULL; }
+                    Py_DECREF(r);
+                }
+                Py_DECREF(members);
+                Py_RETURN_NONE;
+            }
+            Py_DECREF(members);
+        }
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return bound_call_slow(self, args, nargs, kwnames);
+}
+
 /* outcomes(*args, **kwargs): _BoundEntry.outcomes, through the Python hook */
 static PyObject *BoundEntry_outcomes(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     return call_hook(outcomes_call, self, args, PyVectorcall_NARGS(nargsf), kwnames);
@@ -238,7 +316,7 @@ static PyMethodDef BoundEntry_methods[] = {
 };
 
 static PyMemberDef BoundEntry_members[] = {
-    {"proxy", T_OBJECT, offsetof(BoundEntry, proxy), READONLY, "the element proxy"},
+    {"proxy", T_OBJECT, offsetof(BoundEntry, proxy), READONLY, "the element, collection or section proxy"},
     {"name", T_OBJECT, offsetof(BoundEntry, name), READONLY, "the entry method's name"},
     {"entry", T_INT, offsetof(BoundEntry, entry), READONLY, "the entry method's id"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(BoundEntry, vectorcall), READONLY},
@@ -250,7 +328,7 @@ static PyTypeObject BoundEntryType = {
     .tp_name = "shoal._native.BoundEntry",
     .tp_basicsize = sizeof(BoundEntry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "An entry method of one element or a whole collection: call it to send; use it as a reduction target.",
+    .tp_doc = "An entry method of one element, a whole collection or a section: call it to send; use it as a reduction target.",
     .tp_vectorcall_offset = offsetof(BoundEntry, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_dealloc = (destructor)BoundEntry_dealloc,
@@ -263,8 +341,12 @@ static PyTypeObject BoundEntryType = {
 
 static int EntryDescriptor_init(EntryDescriptor *self, PyObject *args, PyObject *kw) {
     PyObject *name;
-    self->broadcast = 0;
-    if (!PyArg_ParseTuple(args, "iU|p", &self->entry, &name, &self->broadcast)) return -1;
+    self->kind = ELEMENT_CALL;
+    if (!PyArg_ParseTuple(args, "iU|i", &self->entry, &name, &self->kind)) return -1;
+    if (self->kind < ELEMENT_CALL || self->kind > MULTICAST) {
+        PyErr_Format(PyExc_ValueError, "EntryDescriptor: kind %d is not 0 (a call), 1 (a broadcast) or 2 (a multicast)", self->kind);
+        return -1;
+    }
     Py_INCREF(name);
     Py_XSETREF(self->name, name);
     return 0;
@@ -284,14 +366,16 @@ static PyObject *EntryDescriptor_get(EntryDescriptor *self, PyObject *proxy, PyO
     b->proxy = proxy;
     b->name = self->name;
     b->entry = self->entry;
-    b->vectorcall = self->broadcast ? (vectorcallfunc)broadcast_vectorcall : (vectorcallfunc)bound_vectorcall;
+    b->vectorcall = self->kind == BROADCAST   ? (vectorcallfunc)broadcast_vectorcall
+                    : self->kind == MULTICAST ? (vectorcallfunc)multicast_vectorcall
+                                              : (vectorcallfunc)bound_vectorcall;
     return (PyObject *)b;
 }
 
 static PyMemberDef EntryDescriptor_members[] = {
     {"entry", T_INT, offsetof(EntryDescriptor, entry), READONLY, "the entry method's id"},
     {"name", T_OBJECT, offsetof(EntryDescriptor, name), READONLY, "the entry method's name"},
-    {"broadcast", T_INT, offsetof(EntryDescriptor, broadcast), READONLY, "1 for a collection proxy's (calls broadcast), else 0"},
+    {"kind", T_INT, offsetof(EntryDescriptor, kind), READONLY, "0 an element's call, 1 a collection's broadcast, 2 a section's multicast"},
     {NULL}
 };
 
@@ -300,7 +384,7 @@ static PyTypeObject EntryDescriptorType = {
     .tp_name = "shoal._native.EntryDescriptor",
     .tp_basicsize = sizeof(EntryDescriptor),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "EntryDescriptor(entry, name, broadcast=False): a proxy class's entry method (a collection's broadcasts).",
+    .tp_doc = "EntryDescriptor(entry, name, kind=0): a proxy class's entry method (kind 1: a collection's broadcasts, 2: a section's multicasts).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)EntryDescriptor_init,
     .tp_dealloc = (destructor)EntryDescriptor_dealloc,
@@ -308,11 +392,12 @@ static PyTypeObject EntryDescriptorType = {
     .tp_members = EntryDescriptor_members,
 };
 
-/* configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef,
- * call_options): call_options, the keywords that are a call's options (str each) */
+/* configure_proxies(context_namespace, slow_call, slow_broadcast, slow_multicast, section_direct,
+ * outcomes_call, EntryRef, call_options): call_options, the keywords that are a call's options (str each) */
 static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
-    PyObject *ns, *slow, *slow_bc, *outcomes, *ref, *options;
-    if (!PyArg_ParseTuple(args, "O!OOOOO!", &PyDict_Type, &ns, &slow, &slow_bc, &outcomes, &ref, &PyTuple_Type, &options))
+    PyObject *ns, *slow, *slow_bc, *slow_mc, *direct, *outcomes, *ref, *options;
+    if (!PyArg_ParseTuple(args, "O!OOOOOOO!", &PyDict_Type, &ns, &slow, &slow_bc, &slow_mc, &direct, &outcomes, &ref,
+                          &PyTuple_Type, &options))
         return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(options); i++)
         if (!PyUnicode_Check(PyTuple_GET_ITEM(options, i)))
@@ -321,6 +406,8 @@ static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
     Py_INCREF(ns); Py_XSETREF(context_globals, ns);
     Py_INCREF(slow); Py_XSETREF(slow_call, slow);
     Py_INCREF(slow_bc); Py_XSETREF(slow_broadcast, slow_bc);
+    Py_INCREF(slow_mc); Py_XSETREF(slow_multicast, slow_mc);
+    Py_INCREF(direct); Py_XSETREF(section_direct, direct);
     Py_INCREF(outcomes); Py_XSETREF(outcomes_call, outcomes);
     Py_INCREF(ref); Py_XSETREF(entry_ref, ref);
     Py_RETURN_NONE;
@@ -328,7 +415,7 @@ static PyObject *configure_proxies(PyObject *unused, PyObject *args) {
 
 static PyMethodDef proxies_functions[] = {
     {"configure_proxies", configure_proxies, METH_VARARGS,
-     "configure_proxies(context_namespace, slow_call, slow_broadcast, outcomes_call, EntryRef, call_options)"},
+     "configure_proxies(context_namespace, slow_call, slow_broadcast, slow_multicast, section_direct, outcomes_call, EntryRef, call_options)"},
     {NULL}
 };
 

@@ -29,7 +29,7 @@ from .chare import Chare
 from .collections import CollectionInfo, CollectionState
 from .futures import _DONE, _PENDING, Future, Task, future_handle
 from .location import Locations
-from .proxy import CALL_OPTIONS, CollectionProxy, ElementProxy, EntryRef, _BoundEntry, use_native_entries
+from .proxy import CALL_OPTIONS, CollectionProxy, ElementProxy, EntryRef, SectionProxy, _BoundEntry, use_native_entries
 from .receive_sets import ReceiveSet
 from .reducers import reducers
 from .partials import PENDING, Block
@@ -45,6 +45,7 @@ __all__ = ["attach_core", "make_core", "slow_call", "TickClock", "EXCHANGE_REDUC
 SLOTS: tuple[tuple[str, type, str], ...] = (
     ("proxy_info", ElementProxy, "_info"), ("proxy_index", ElementProxy, "_index"),
     ("proxy_dest", ElementProxy, "_dest"), ("proxy_epoch", ElementProxy, "_epoch"),
+    ("section_direct", SectionProxy, "_direct"), ("section_direct_epoch", SectionProxy, "_direct_epoch"),
     ("locations_epoch", Locations, "epoch"),
     ("info_id", CollectionInfo, "id"), ("info_root", CollectionInfo, "root"), ("info_shape", CollectionInfo, "shape"),
     ("info_kind", CollectionInfo, "kind"),
@@ -157,6 +158,20 @@ def slow_broadcast(proxy: CollectionProxy, entry: int, name: str, args: tuple, k
     return rt.broadcast(proxy._info, entry, name, args, kwargs, ret, 4)
 
 
+def slow_multicast(proxy: SectionProxy, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
+    """A multicast the compiled section entry did not take (``ret=True``, keywords, members
+    on this PE or many on one PE, large arrays): the Python path of the section's entry."""
+    ret = kwargs.pop("ret", False) if kwargs else False
+    return proxy._invoke(entry, name, args, kwargs, ret)
+
+
+def section_direct(proxy: SectionProxy) -> tuple | None:
+    """The members' element proxies if a multicast to section ``proxy`` may go as one call
+    each, kept on it for the location epoch (:meth:`.Sections.direct`); else None."""
+    rt = context._current or context.current("multicasting an entry method")
+    return rt.sections.direct(proxy)
+
+
 def outcomes_call(proxy: Any, entry: int, name: str, args: tuple, kwargs: dict) -> Any:
     """``method.outcomes(*args, **kwargs)`` of a compiled bound entry method."""
     return _BoundEntry(proxy, entry, name).outcomes(*args, **kwargs)
@@ -184,7 +199,8 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
     )
     if rt.new_load is not None:
         rt.new_load = module.Load
-    module.configure_proxies(vars(context), slow_call, slow_broadcast, outcomes_call, EntryRef, tuple(CALL_OPTIONS))
+    module.configure_proxies(vars(context), slow_call, slow_broadcast, slow_multicast, section_direct, outcomes_call, EntryRef,
+                             tuple(CALL_OPTIONS))
     module.configure_tasks(Future, _PENDING, _DONE, vars(context))
     core.use_exchanges(
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, vars(context),

@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 _native_descriptor: Any = None  # the compiled entry descriptor, once a compiled core runs here
+BROADCAST, MULTICAST = 1, 2  # its kinds besides an element's call (0): a collection's and a section's
 
 
 class Proxy:
@@ -143,15 +144,19 @@ class SectionProxy(Proxy):
     ``members`` are its sorted indices in the collection ``_info``; ``others`` holds
     ``(info, members)`` for each further collection of a union (empty otherwise). Entry
     methods are named by the first collection's class and called by name in the others.
+    ``_direct`` keeps the members' element proxies while a multicast may go as one call
+    each, for the location epoch ``_direct_epoch`` (:meth:`.Sections.direct`).
     """
 
-    __slots__ = ("members", "sid", "others")
+    __slots__ = ("members", "sid", "others", "_direct", "_direct_epoch")
 
     def __init__(self, info: CollectionInfo, members: tuple, sid: int, others: tuple = ()):
         self._info = info
         self.members = members
         self.sid = sid
         self.others = others
+        self._direct: tuple | None = None
+        self._direct_epoch = -1
 
     @property
     def parts(self) -> tuple:
@@ -311,9 +316,9 @@ def add_call_option(name: str) -> None:
 
 
 def use_native_entries(descriptor: type, bound: type) -> None:
-    """Element and collection proxy classes built from now on take their entry methods
-    from ``descriptor`` (``EntryDescriptor(entry, name, broadcast=False)`` of shoal's
-    compiled module, which makes ``bound``)."""
+    """Element, collection and section proxy classes built from now on take their entry
+    methods from ``descriptor`` (``EntryDescriptor(entry, name, kind=0)`` of shoal's
+    compiled module, which makes ``bound``; kind BROADCAST or MULTICAST)."""
     global _native_descriptor, BOUND_ENTRIES
     _native_descriptor = descriptor
     if bound not in BOUND_ENTRIES:
@@ -340,7 +345,9 @@ def proxy_classes(cls: type) -> tuple[type, type, type]:
             if native is not None and (bound is _BoundElementEntry or getattr(bound, "compiled_stands_in", False)):
                 return {n: native(i, n) for i, n in enumerate(names)}
             if native is not None and bound is _BoundCollectionEntry:
-                return {n: native(i, n, True) for i, n in enumerate(names)}
+                return {n: native(i, n, BROADCAST) for i, n in enumerate(names)}
+            if native is not None and bound is _BoundEntry:
+                return {n: native(i, n, MULTICAST) for i, n in enumerate(names)}
             return {n: _EntryDescriptor(i, n, bound) for i, n in enumerate(names)}
 
         made = tuple(

@@ -64,17 +64,13 @@ class Sections:
         #: (section id, part) -> (location epoch, [(PE, members, their proxies or None)]):
         #: where a multicast goes, kept while no element's location changes
         self.plans: dict[tuple[int, int], tuple[int, list]] = {}
-        #: section id -> (location epoch, its members' proxies, or None): a one-collection
-        #: section whose members are all on other PEs, at most _CALLS_MAX on each, is sent
-        #: a compiled call per member without the plan's loop (see :meth:`_direct`)
-        self.direct: dict[int, tuple[int, tuple | None]] = {}
 
     def multicast(self, section: "SectionProxy", entry: int, name: str, args: tuple, kwargs: dict, ret: bool) -> Future | None:
         """Send entry method ``entry`` to the elements of ``section``, one message per PE
         (per collection of a union: there the method of the same name); a PE with few
         members gets a compiled call each instead (:meth:`_calls`)."""
-        if ret is False and not kwargs and not section.others and self.rt._core_send is not None:
-            proxies = self._direct(section)
+        if ret is False and not kwargs and self.rt._core_send is not None:
+            proxies = self.direct(section)
             if proxies is not None and _small(args):
                 send = self.rt._core_send
                 for i, proxy in enumerate(proxies):
@@ -124,20 +120,21 @@ class Sections:
         self.plans[(sid, part)] = (epoch, where)
         return where
 
-    def _direct(self, section: "SectionProxy") -> tuple | None:
-        """The proxies of the members of one-collection ``section`` when each has a compiled
-        call (:meth:`_plan`'s proxies, none on this PE), else None; kept per location epoch."""
+    def direct(self, section: "SectionProxy") -> tuple | None:
+        """The element proxies of the members of ``section`` if a multicast to it may go as
+        one compiled call each: one collection, every member on another PE, at most
+        _CALLS_MAX on each (:meth:`_plan`); else None. Kept on the section proxy for the
+        location epoch (the compiled section entry reads them there)."""
         epoch = self.rt.locations.epoch
-        kept = self.direct.get(section.sid)
-        if kept is not None and kept[0] == epoch:
-            return kept[1]
-        where = self._plan(section.sid, 0, section._info, section.members)
-        pe = self.rt.pe
-        direct = all(proxies is not None and dest != pe for dest, _, proxies in where)
-        proxies = tuple(p for _, _, ps in where for p in ps) if direct else None
-        if len(self.direct) >= _PLANS_MAX:
-            self.direct.clear()
-        self.direct[section.sid] = (epoch, proxies)
+        if section._direct_epoch == epoch:
+            return section._direct
+        proxies = None
+        if not section.others:
+            where = self._plan(section.sid, 0, section._info, section.members)
+            pe = self.rt.pe
+            if all(ps is not None and dest != pe for dest, _, ps in where):
+                proxies = tuple(p for _, _, ps in where for p in ps)
+        section._direct, section._direct_epoch = proxies, epoch
         return proxies
 
     def _calls(self, members: list, proxies: list, entry: int, args: tuple) -> list:
