@@ -156,6 +156,7 @@ class Balancer:
             return False
 
     def state(self, coll: int) -> _Array:
+        """This PE's part in the balancing of Array ``coll`` (made on first use)."""
         st = self.rounds.get(coll)
         if st is None:  # the first round measures from the start of the job
             st = self.rounds[coll] = _Array(self.started, 0.0)
@@ -361,6 +362,7 @@ class Balancer:
         return True
 
     def _on_plan(self, cs: "CollectionState", number: int, moves: list, resume: bool) -> None:
+        """Plan ``number`` came: carry out what it makes this PE do (:meth:`.round_pe.PeRounds.saw_plan`)."""
         rt = self.rt
         info = cs.info
         for action in self.state(info.id).pe.saw_plan(number, moves, rt.pe, cs.elements):
@@ -380,6 +382,7 @@ class Balancer:
                 rt.dispatch(*action[1])
 
     def _arrived(self, cs: "CollectionState", el: "Chare") -> None:
+        """``el`` arrived (after its migrated()): MOVED if it was the last one the plan sends here."""
         for _ in self.state(cs.info.id).pe.arrived(el.index):  # SEND_MOVED: the last one the plan sends here
             self.rt.post(cs.info.root, Kind.BALANCE, MOVED, 0, cs.info.id, (), None)
 
