@@ -234,6 +234,34 @@ def test_the_runtime_modules_import_each_other_without_a_circle():
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]  # the checker sees one
 
 
+#: the runtime's decisions as state machines without I/O (events in, actions out, tested
+#: without processes: tests/runtime/test_round_machines.py) and the only modules they import:
+#: no transport, engine, runtime or message encoding, no NumPy; their engine does the I/O
+STATE_MACHINES = {
+    "round_coordinator": {"lb_period", "round_log"},  # a balancing round, as its coordinator decides it
+    "round_pe": {"lb_period"},  # a balancing round, as one PE takes part in it
+}
+
+
+def test_the_state_machines_import_nothing_that_does_io():
+    bad = []
+    for name, allowed in STATE_MACHINES.items():
+        path = SRC / "_runtime" / f"{name}.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found = {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level == 1:
+                    found = {f".{node.module}"} if node.module else {f".{a.name}" for a in node.names}
+                else:
+                    found = {("." * node.level) + (node.module or "")}
+            else:
+                continue
+            wrong = found - {"__future__", "typing"} - {f".{m}" for m in allowed}
+            bad.extend(f"{name} imports {w}" for w in sorted(wrong))
+    assert not bad, "state machines that import more than STATE_MACHINES lets them:\n" + "\n".join(bad)
+
+
 #: the folders of tests/: one per layer of the diagram above (the compiled core beside the
 #: runtime it serves), one for launching and ending jobs, and one for the project as a whole
 TEST_FOLDERS = {

@@ -24,17 +24,16 @@ calls (``Chare._shoal_lb_due``, which moves with it). The coordinator keeps a re
 each round (:mod:`.round_log`, ``Balancer.history``).
 
 An element's part in this is its *sync state* (``Chare._shoal_synced``, which moves with
-it): ``(phase, round, quick)``. ``phase`` is FREE, SYNCED (in at_sync, not reported yet),
-REPORTED (in a READY report, waiting for RESUME) or RESUMING (its resume_from_sync is
-queued); ``round`` numbers the at_sync rounds it took part in; ``quick`` counts
-resume_from_sync calls queued without a round (no strategy, or not the period's turn).
-Rounds of migrate() can move an element in any phase, so the state is the element's, not
-the PE's: a PE's counters follow the elements that leave and land (``_departed``,
-``_landed``), and a queued resume_from_sync runs where the element is when its turn comes
-(on the PE it left, the queued call finds it gone and does nothing; the PE it lands on
-queues it again). RESUME names its round, and resumes only the elements REPORTED in that
-round: an element resumed elsewhere may land, and sync again, before this PE has seen the
-RESUME of the round it left (issue 41).
+it: FREE, SYNCED, REPORTED or RESUMING, the at_sync round, queued resumes; see
+:mod:`.round_pe`). Rounds of migrate() can move an element in any phase, so a PE's counts
+follow the elements that leave and land, and RESUME names its round (issue 41).
+
+The decisions live in two state machines without I/O, tested without processes: the
+coordinator's (:mod:`.round_coordinator`: reports counted, plans, MOVED, RESUME and its
+period, held broadcasts) and a PE's (:mod:`.round_pe`: when it reports, what a plan makes
+it do, which elements a RESUME resumes). :class:`Balancer` is their engine: it turns
+messages and migration's hooks into their events and their actions into sends and calls,
+measures loads and times, and runs the strategy (:mod:`.round_strategy`).
 """
 
 from __future__ import annotations
@@ -49,9 +48,13 @@ if TYPE_CHECKING:
 
 from ..numpy_types import integer
 from ..errors import ShoalError
-from .lb_period import AUTO, interval, next_floor, next_period
+from .lb_period import AUTO
 from .message import Kind, decode
+from .round_coordinator import DECIDE, ENDED, HOLD, KEEP, RELEASE, SEND_PLAN, SEND_RESUME, Coordinator
 from .round_log import KEPT, RoundRecord, prepare
+from .round_pe import (DEPART, EXPECT, FREE, LAND, NEVER, SEND_MOVED, SYNCED, PeRounds, balances, quick_resumed,
+                       resumed, skipped)
+from .round_strategy import decide
 
 if TYPE_CHECKING:
     from .chare import Chare
@@ -62,21 +65,18 @@ __all__ = ["Balancer", "READY", "PLAN", "MOVED", "RESUME", "REQUEST", "COMM_SAMP
 
 READY, PLAN, MOVED, RESUME, REQUEST = range(5)  # the phase, in the entry field of BALANCE messages
 
-#: an element's phase in its sync state (``Chare._shoal_synced``: ``(phase, round, quick)``)
-FREE, SYNCED, REPORTED, RESUMING = range(4)
-_NEVER = (FREE, 0, 0)
 
 
 def sync_state(el: Any) -> tuple:
-    """``(phase, round, quick)`` of ``el``: see the module's docstring. An element that
-    never called at_sync() (``False``) is FREE, before round 1."""
+    """``(phase, round, quick)`` of ``el`` (:mod:`.round_pe`). An element that never
+    called at_sync() (``False``) is FREE, before round 1."""
     s = el._shoal_synced
-    return s if type(s) is tuple else _NEVER
+    return s if type(s) is tuple else NEVER
 
 
-def _set_sync(el: Any, phase: int, rnd: int, quick: int) -> None:
+def _set_sync(el: Any, state: tuple) -> None:
     """Set ``el``'s sync state (``Chare._shoal_synced``, False until its first at_sync())."""
-    el._shoal_synced = (phase, rnd, quick)
+    el._shoal_synced = state
 
 #: one send in this many between elements is recorded for the communication graph
 #: (and counted this many times); the compiled core samples at the same rate (core.h)
@@ -100,11 +100,6 @@ def record_comm(el: Any, proxy: Any, nbytes: int) -> None:
         edge[1] += COMM_SAMPLE * nbytes
 
 
-def _plan16(number: int) -> int:
-    """A plan's number as a MIGRATE message carries it: 1 .. 0xFFFF (0 means none)."""
-    return (number - 1) % 0xFFFF + 1 if number > 0 else 0
-
-
 def state_bytes(el: "Chare") -> float:
     """About how many bytes moving ``el`` sends: its NumPy arrays and bytes (attributes of
     its own, and in short lists and dicts of them) and a fixed part for the rest."""
@@ -122,64 +117,26 @@ def state_bytes(el: "Chare") -> float:
     return total
 
 
-def _reason(name: str, loads: Any, placement: Any, new: Any, speeds: Any, said: Any) -> dict:
-    """A round's reason for the trace: the strategy's own (``said``: auto's) with the moves
-    and the predicted imbalance of ``new`` (pinned elements kept), else measured here."""
-    from .strategies import TOLERANCE
-    from .strategy_reasons import judge
+class _Array:
+    """This PE's part in the balancing of one Array: its side's state machine, the
+    coordinator's (used on the Array's root), and what its READY reports measure from."""
 
-    if said is None:
-        return judge(name, loads, placement, new, speeds, TOLERANCE).as_args()
-    return judge(name, loads, placement, new, speeds, said.threshold - 1.0, said.plan, said.why, said.saved, said.cost,
-                 said.weighed).as_args()
-
-
-class _Round:
-    """One PE's state in the balancing of one Array (the coordinator's part too)."""
-
-    __slots__ = ("synced", "waiting", "gen", "since", "idle_since", "busy_since", "awaiting", "landed", "plan", "early", "reports",
-                 "reported", "pending", "held", "busy", "number", "requests", "started", "moves", "resume", "lb_rounds",
-                 "reason", "record", "period", "residual", "floor")
+    __slots__ = ("pe", "coord", "since", "idle_since", "busy_since")
 
     def __init__(self, now: float, idle: float):
-        self.synced = 0  # local elements SYNCED (in at_sync, not reported yet)
-        self.waiting = 0  # local elements REPORTED (waiting for their round's RESUME)
-        self.gen = 1  # the at_sync round after the last RESUME this PE saw
-        self.since, self.idle_since = now, idle  # wall clock and idle total at the last round
+        self.pe = PeRounds()
+        self.coord = Coordinator()
+        self.since, self.idle_since = now, idle  # wall clock and idle total at the last report
         self.busy_since = 0.0  # the PE's busy total then
-        self.awaiting: set | None = None  # elements the current plan sends here, not arrived yet (None: no plan here)
-        #: elements that arrived before this PE saw the plan that moved them (it comes down
-        #: the tree, they come from the PE they left: with 3 PEs or more, either may be first)
-        self.landed: set = set()
-        self.plan = 0  # the last plan this PE saw
-        #: elements that came before the plan that moved them: (plan, header, segments)
-        self.early: list = []
-        # the coordinator's part
-        self.reports: list = []
-        self.reported = 0
-        self.pending: set[int] = set()  # PEs whose MOVED is awaited
-        self.held: list = []  # broadcasts held until the round ends
-        self.busy = False
-        self.number = 0
-        self.requests: list = []  # arr.migrate() moves waiting for the round under way
-        self.started = 0.0
-        self.moves = 0
-        self.resume = 0  # the at_sync round under way, which ends with its RESUME (0: a migrate() round)
-        self.lb_rounds = 0  # at_sync rounds decided
-        self.reason: dict | None = None  # what the strategy of the round under way decided and why (traced)
-        self.record: RoundRecord | None = None  # the at_sync round under way, as the history keeps it
-        self.period = 1  # --lb-period auto: the at_sync calls per element in the interval under way
-        self.residual = 0.0  # --lb-period auto: the loss per at_sync the last placement left (s)
-        self.floor: float | None = None  # --lb-period auto: the running mean of idle time per at_sync (s)
 
 
 class Balancer:
-    """One PE's part in balancing rounds."""
+    """One PE's part in balancing rounds: the engine of :mod:`.round_pe` and :mod:`.round_coordinator`."""
 
     def __init__(self, rt: "Runtime"):
         self.rt = rt
-        self.rounds: dict[int, _Round] = {}
-        self.holding: set[int] = set()  # Arrays whose broadcasts this PE (their root) holds
+        self.rounds: dict[int, _Array] = {}
+        self.holding: set[int] = set()  # Arrays whose broadcasts this PE (their root) holds (read by the core)
         self.started = perf_counter()
         self.history: list[RoundRecord] = []  # the coordinator's last at_sync rounds (round_log.KEPT)
         rt.migration.on_arrival = self._arrived
@@ -198,10 +155,11 @@ class Balancer:
         except ShoalError:  # an unknown name: the coordinator says so when it decides
             return False
 
-    def state(self, coll: int) -> _Round:
+    def state(self, coll: int) -> _Array:
+        """This PE's part in the balancing of Array ``coll`` (made on first use)."""
         st = self.rounds.get(coll)
         if st is None:  # the first round measures from the start of the job
-            st = self.rounds[coll] = _Round(self.started, 0.0)
+            st = self.rounds[coll] = _Array(self.started, 0.0)
         return st
 
     # -- at_sync --------------------------------------------------------------------
@@ -212,27 +170,26 @@ class Balancer:
             raise ShoalError(
                 f"at_sync() on {el!r}: the elements of a Group stay on their PE; balancing moves elements of an Array"
             )
-        phase, rnd, quick = sync_state(el)
+        state = sync_state(el)
+        phase, rnd, quick = state
         if phase != FREE:
             raise ShoalError(f"{el!r} called at_sync() again before its resume_from_sync() ran")
         n = el._shoal_syncs = el._shoal_syncs + 1
-        period = rt.settings.lb_period
-        if not rt.settings.lb or (period > 0 and n % period) or (period == AUTO and n < el._shoal_lb_due):
-            _set_sync(el, FREE, rnd, quick + 1)  # no round this time: resumes where it is then
+        if not rt.settings.lb or not balances(n, rt.settings.lb_period, el._shoal_lb_due):
+            _set_sync(el, skipped(state))  # no round this time: resumes where it is then
             rt.ready.append(functools.partial(self._quick_resume, el))
             return
         cs = rt.colls.get(info.id)
         if cs is None:  # shoal.destroy() removed it while this element ran
-            _set_sync(el, SYNCED, rnd + 1, quick)
+            _set_sync(el, (SYNCED, rnd + 1, quick))
             return
         st = self.state(info.id)
-        _set_sync(el, SYNCED, max(rnd + 1, st.gen), quick)  # gen: an element inserted late
-        st.synced += 1
+        _set_sync(el, st.pe.sync(state))
         self._maybe_ready(cs, st)
 
-    def _maybe_ready(self, cs: "CollectionState", st: _Round) -> None:
+    def _maybe_ready(self, cs: "CollectionState", st: _Array) -> None:
         """Report this PE's SYNCED elements once every element here is SYNCED or REPORTED."""
-        if not st.synced or st.synced + st.waiting < len(cs.elements):
+        if not st.pe.due(len(cs.elements)):
             return
         import numpy as np
 
@@ -260,11 +217,8 @@ class Balancer:
         report = (rt.pe, [index for index, _ in elements], loads, now - st.since, busy - st.busy_since,
                   idle - st.idle_since, edges, pinned, sizes, len(sys.modules) - modules)
         st.since, st.idle_since, st.busy_since = now, idle, busy
-        for _, el in elements:
-            _, rnd, quick = sync_state(el)
-            _set_sync(el, REPORTED, rnd, quick)
-        st.synced = 0
-        st.waiting += len(elements)
+        for (_, el), reported in zip(elements, st.pe.report([sync_state(el) for _, el in elements])):
+            _set_sync(el, reported)
         rt.post(cs.info.root, Kind.BALANCE, READY, 0, cs.info.id, (), report)
 
     def _here(self, el: "Chare") -> bool:
@@ -275,48 +229,42 @@ class Balancer:
     def _resume(self, el: "Chare") -> None:
         """The resume_from_sync() a RESUME queued, unless ``el`` left meanwhile (then the
         PE it landed on queued it again, :meth:`_landed`)."""
-        phase, rnd, quick = sync_state(el)
-        if phase != RESUMING or not self._here(el):
+        state = resumed(sync_state(el))
+        if state is None or not self._here(el):
             return
-        _set_sync(el, FREE, rnd, quick)
+        _set_sync(el, state)
         self.rt.run_method(el, type(el).resume_from_sync, (), None, None)
 
     def _quick_resume(self, el: "Chare") -> None:
         """The resume_from_sync() of an at_sync() without a round, where ``el`` is now."""
-        phase, rnd, quick = sync_state(el)
-        if quick <= 0 or not self._here(el):
+        state = quick_resumed(sync_state(el))
+        if state is None or not self._here(el):
             return
-        _set_sync(el, phase, rnd, quick - 1)
+        _set_sync(el, state)
         self.rt.run_method(el, type(el).resume_from_sync, (), None, None)
 
     # -- elements that move (migration.py's hooks) ------------------------------------------
     def _departed(self, cs: "CollectionState", el: "Chare") -> None:
         """``el`` left this PE (its sync state goes with it)."""
-        phase = sync_state(el)[0]
         st = self.rounds.get(cs.info.id)
         if st is None:
             return
-        if phase == SYNCED:
-            st.synced -= 1
-        elif phase == REPORTED:
-            st.waiting -= 1
+        st.pe.departed(sync_state(el))
         self._maybe_ready(cs, st)  # the elements left here may all be in at_sync now
 
     def _landed(self, cs: "CollectionState", el: "Chare") -> None:
         """``el`` arrived here (before its migrated() and any message for it runs)."""
-        phase, _, quick = sync_state(el)
-        if phase == FREE and not quick:
+        state = sync_state(el)
+        if state[0] == FREE and not state[2]:
             return
         rt = self.rt
         st = self.state(cs.info.id)
-        if phase == RESUMING:
+        resuming, quick = st.pe.landed(state)
+        if resuming:
             rt.ready.append(functools.partial(self._resume, el))
         for _ in range(quick):
             rt.ready.append(functools.partial(self._quick_resume, el))
-        if phase == REPORTED:
-            st.waiting += 1
-        elif phase == SYNCED:
-            st.synced += 1
+        if state[0] == SYNCED:
             self._maybe_ready(cs, st)
 
     # -- arr.migrate(index, pe) -------------------------------------------------------
@@ -342,256 +290,118 @@ class Balancer:
                 rt.send_raw(child, header, segments, coll)
         payload = decode(segments)
         if entry == READY:
-            self._on_ready(cs, payload)
+            st = self.state(coll)
+            self._act(cs, st, st.coord.ready(payload, len(payload[1]), cs.size, perf_counter()))
         elif entry == PLAN:
             self._on_plan(cs, *payload)
         elif entry == MOVED:
-            self._on_moved(cs, src)
+            st = self.state(coll)
+            self._act(cs, st, st.coord.moved(src, cs.size, perf_counter()))
         elif entry == RESUME:
             self._on_resume(cs, *payload)
         elif entry == REQUEST:
             st = self.state(coll)
-            st.requests.append(payload)
-            if not st.busy:
-                self._start_requests(cs, st)
+            self._act(cs, st, st.coord.request(payload[0], payload[1], cs.size, perf_counter()))
 
     def _on_resume(self, cs: "CollectionState", number: int, period: int) -> None:
         """At_sync round ``number`` is over: queue resume_from_sync() of the elements here
-        that took part in it (not one that landed and synced again for the next round);
-        with ``--lb-period auto`` each balances again after ``period`` more at_sync calls."""
+        that took part in it (:meth:`.round_pe.PeRounds.resume`); with ``--lb-period auto``
+        each balances again after ``period`` more at_sync calls."""
         st = self.state(cs.info.id)
         auto = self.rt.settings.lb_period == AUTO
-        st.gen = max(st.gen, number + 1)
         ready = self.rt.ready
-        for el in list(cs.elements.values()):
-            phase, rnd, quick = sync_state(el)
-            if phase == REPORTED and rnd == number:
-                _set_sync(el, RESUMING, rnd, quick)
-                if auto:
-                    el._shoal_lb_due = el._shoal_syncs + period
-                st.waiting -= 1
-                ready.append(functools.partial(self._resume, el))
+        for el, state in st.pe.resume(number, [(el, sync_state(el)) for el in cs.elements.values()]):
+            _set_sync(el, state)
+            if auto:
+                el._shoal_lb_due = el._shoal_syncs + period
+            ready.append(functools.partial(self._resume, el))
 
-    def _on_ready(self, cs: "CollectionState", report: tuple) -> None:
-        st = self.state(cs.info.id)
-        st.reports.append(report)
-        st.reported += len(report[1])
-        if st.reported < cs.size:
-            return
-        st.record = RoundRecord(st.lb_rounds + 1, perf_counter())
-        if st.busy:  # a migrate() round is under way: this one starts when it ends
-            return
-        self._decide(cs, st)
-
-    def _decide(self, cs: "CollectionState", st: _Round) -> None:
-        import numpy as np
-
-        from .strategies import REASONED, CommGraph, background_speeds, check_placement, get_strategy
-
+    # -- the coordinator's actions ---------------------------------------------------------
+    def _act(self, cs: "CollectionState", st: _Array, actions: list) -> None:
+        """Carry out the coordinator's ``actions`` (:mod:`.round_coordinator`) for Array ``cs``."""
         rt = self.rt
-        modules = len(sys.modules)
-        reports, st.reports, st.reported = st.reports, [], 0
-        name = rt.settings.lb
-        try:
-            strategy = get_strategy(name)
-        except ShoalError as exc:
-            rt.fail(exc, f"balancing the Array of {cs.info.cls.__qualname__}")
-            return
-        indices = [index for r in reports for index in r[1]]
-        placement = np.concatenate([np.full(len(r[1]), r[0], np.int64) for r in reports])
-        loads = np.concatenate([r[2] for r in reports])
-        wall, busy, idle = np.ones(rt.npes), np.ones(rt.npes), np.zeros(rt.npes)
-        seen: set[int] = set()
-        for r in reports:  # a PE whose elements moved while it reported may send several
-            if r[0] not in seen:
-                seen.add(r[0])
-                wall[r[0]], busy[r[0]], idle[r[0]] = 0.0, 0.0, 0.0
-            wall[r[0]] += r[3]
-            busy[r[0]] += r[4]
-            idle[r[0]] += r[5]
-        # background load (other processes on a PE's core, the main program, the runtime's
-        # own work) as a PE's speed: busy / (wall - idle) since the last round. Not in the
-        # first round (start-up is no measure) nor where PEs share one process and take turns
-        measured = st.number > 0 and len(rt.engine.runtimes) == 1
-        speeds = background_speeds(wall, busy, idle) if measured else np.ones(rt.npes)
-        position = {index: i for i, index in enumerate(indices)}
-        edges = [(position[s], position[d], m, b) for r in reports for s, d, m, b in r[6] if d in position]
-        comm = CommGraph(*(np.array([e[k] for e in edges], np.int64) for k in range(4))) if edges else CommGraph.empty()
-        options = {}
-        if reports and all(r[8] is not None for r in reports):  # the PEs measured them: the strategy takes sizes
-            options["sizes"] = np.concatenate([r[8] for r in reports])
-        reasoned = REASONED.get(strategy) if rt.tracer is not None else None
-        try:
-            if reasoned is not None:
-                placed, reason = reasoned(loads, comm, placement, rt.npes, speeds, **options)
-            else:
-                placed, reason = strategy(loads, comm, placement, rt.npes, speeds, **options), None
-            new = check_placement(placed, len(indices), rt.npes, name)
-        except Exception as exc:  # noqa: BLE001 - a user's strategy: its error ends the job, named
-            rt.fail(exc, f"load-balancing strategy {name!r} on the Array of {cs.info.cls.__qualname__}")
-            return
-        first = np.cumsum([0] + [len(r[1]) for r in reports[:-1]])
-        pinned = [int(at) + i for r, at in zip(reports, first) for i in r[7]]
-        new[pinned] = placement[pinned]  # elements that are not migratable stay
-        moved = np.nonzero(new != placement)[0]
-        moves = [(indices[i], int(placement[i]), int(new[i])) for i in moved]
-        st.lb_rounds += 1
-        if rt.tracer is not None:  # what the strategy decided and why, for the trace
-            st.reason = _reason(name, loads, placement, new, speeds, reason)
-        record = st.record = st.record or RoundRecord(st.lb_rounds, perf_counter())
-        record.number, record.moves = st.lb_rounds, len(moves)
-        if "sizes" in options:
-            record.moved_bytes = float(options["sizes"][moved].sum())
-        if rt.settings.lb_period == AUTO:  # the interval that ends here, and what the new placement leaves
-            # idle time: not where PEs share one process and take turns (each sees the process's)
-            waited = idle if len(rt.engine.runtimes) == 1 else None
-            record.measured = interval(loads, placement, speeds, st.period, st.residual, waited, st.floor)
-            st.floor = next_floor(record.measured) if waited is not None else None
-            st.residual = interval(loads, new, speeds, st.period, 0.0).lost / max(st.period, 1)
-        record.imported = sum(r[9] for r in reports) + len(sys.modules) - modules
-        record.decided = perf_counter()
-        self._start(cs, st, moves, resume=st.lb_rounds)
+        coll = cs.info.id
+        for action in actions:
+            what = action[0]
+            if what == DECIDE:
+                self._decide(cs, st, action[1])
+            elif what == HOLD:
+                self.holding.add(coll)
+            elif what == SEND_PLAN:
+                rt.post(rt.pe, Kind.BALANCE, PLAN, 0, coll, (), action[1:])  # down the tree from here, the root
+            elif what == ENDED:
+                if rt.tracer is not None:
+                    _, started, moves, resume, reason = action
+                    rt.tracer.balance(started, perf_counter(), cs.info.cls.__qualname__, moves,
+                                      rt.settings.lb if resume else "migrate()", reason)
+            elif what == KEEP:
+                self.history.append(action[1])
+                if len(self.history) > KEPT:
+                    del self.history[: len(self.history) - KEPT]
+            elif what == SEND_RESUME:
+                rt.post(rt.pe, Kind.BALANCE, RESUME, 0, coll, (), action[1:])
+            elif what == RELEASE:
+                self.holding.discard(coll)
+                for header, segments in action[1]:
+                    rt.dispatch(header, segments)
 
-    def _start_requests(self, cs: "CollectionState", st: _Round) -> None:
-        last = dict(st.requests)  # requests that queued up: each element to the last PE asked
-        moves = [(index, -1, pe) for index, pe in last.items()]
-        st.requests = []
-        st.reason = None
-        self._start(cs, st, moves, resume=0)
+    def _decide(self, cs: "CollectionState", st: _Array, reports: list) -> None:
+        """Run the strategy on the READY ``reports`` of an at_sync round (:mod:`.round_strategy`);
+        the coordinator starts the round with its moves."""
+        decision = decide(self.rt, cs, st.coord, reports)
+        if decision is not None:
+            self._act(cs, st, st.coord.decided(size=cs.size, now=perf_counter(), **decision))
 
-    def _start(self, cs: "CollectionState", st: _Round, moves: list, resume: int) -> None:
-        rt = self.rt
-        st.busy = True
-        st.number += 1
-        st.started = perf_counter()
-        st.moves, st.resume = len(moves), resume
-        st.pending = {dst for _, _, dst in moves}
-        self.holding.add(cs.info.id)
-        payload = (st.number, moves, bool(resume))
-        rt.post(rt.pe, Kind.BALANCE, PLAN, 0, cs.info.id, (), payload)  # down the tree from here, the root
-        if not st.pending:
-            self._finish(cs, st)
-
+    # -- a PE's actions on a plan ------------------------------------------------------------
     def _before_plan(self, cs: "CollectionState", index: tuple, plan: int, header: bytes, segments: list) -> bool:
-        """An element came that plan ``plan`` (its 16-bit number) moved: True if this PE
-        has not seen that plan yet, and keeps the element until it has. A broadcast the
-        root sent before the plan may not have reached this PE yet (the element left a PE
-        that had run it; with 3 PEs or more the element may come first): landing before
-        the plan, the element would run it twice."""
-        st = self.state(cs.info.id)
-        ahead = (plan - _plan16(st.plan)) % 0xFFFF
-        if ahead == 0 or ahead >= 0x8000:  # this plan, or an earlier one: seen
+        """An element came that plan ``plan`` moved: True if this PE has not seen that plan
+        yet and keeps the element until it has (:meth:`.round_pe.PeRounds.came_early`)."""
+        if not self.state(cs.info.id).pe.came_early(plan, (header, segments)):
             return False
-        st.early.append((plan, header, segments))
         self.rt.locations.expect(cs.info, index, parked=True)  # its messages wait here with it
         return True
 
     def _on_plan(self, cs: "CollectionState", number: int, moves: list, resume: bool) -> None:
+        """Plan ``number`` came: carry out what it makes this PE do (:meth:`.round_pe.PeRounds.saw_plan`)."""
         rt = self.rt
-        st = self.state(cs.info.id)
         info = cs.info
-        st.plan = number
-        awaiting = set()
-        for index, src, dst in moves:
-            # where the element is, not where a READY report saw it (``src``): a round of
-            # migrate() may have moved it since, and every earlier move is over by now
-            here = index in cs.elements
-            if dst == rt.pe:
-                if index in st.landed:  # this plan's move, already done
-                    st.landed.discard(index)
-                elif not here:
-                    awaiting.add(index)
-                    rt.locations.expect(info, index)
-            elif here:
+        for action in self.state(info.id).pe.saw_plan(number, moves, rt.pe, cs.elements):
+            what = action[0]
+            if what == DEPART:
+                _, index, dst, plan = action
                 try:
-                    rt.migration.depart(cs, index, dst, _plan16(number))
+                    rt.migration.depart(cs, index, dst, plan)
                 except ShoalError as exc:
                     rt.fail(exc, f"moving element {index if len(index) > 1 else index[0]} of {info.cls.__qualname__}")
                     return
-        if any(dst == rt.pe for _, _, dst in moves):
-            st.awaiting = awaiting
-            self._maybe_moved(cs, st)
-        if st.early:  # elements this plan moved that came before it: they land now
-            mine = _plan16(number)
-            early, st.early = st.early, []
-            for plan, header, segments in early:
-                if plan == mine:
-                    rt.dispatch(header, segments)
-                else:
-                    st.early.append((plan, header, segments))
+            elif what == EXPECT:
+                rt.locations.expect(info, action[1])
+            elif what == SEND_MOVED:
+                rt.post(info.root, Kind.BALANCE, MOVED, 0, info.id, (), None)
+            elif what == LAND:
+                rt.dispatch(*action[1])
 
     def _arrived(self, cs: "CollectionState", el: "Chare") -> None:
-        st = self.state(cs.info.id)
-        if st.awaiting is not None and el.index in st.awaiting:
-            st.awaiting.discard(el.index)
-            self._maybe_moved(cs, st)
-        else:  # before the plan that moved it: that plan finds it here
-            st.landed.add(el.index)
-
-    def _maybe_moved(self, cs: "CollectionState", st: _Round) -> None:
-        """MOVED to the root once every element the plan sends here is in (not before: a
-        broadcast released by the round's end must find it here)."""
-        if st.awaiting is None or st.awaiting:
-            return
-        st.awaiting = None
-        self.rt.post(cs.info.root, Kind.BALANCE, MOVED, 0, cs.info.id, (), None)
-
-    def _on_moved(self, cs: "CollectionState", src: int) -> None:
-        st = self.state(cs.info.id)
-        st.pending.discard(src)
-        if st.pending or not st.busy:
-            return
-        self._finish(cs, st)
-
-    def _finish(self, cs: "CollectionState", st: _Round) -> None:
-        rt = self.rt
-        if rt.tracer is not None:
-            rt.tracer.balance(st.started, perf_counter(), cs.info.cls.__qualname__, st.moves,
-                              rt.settings.lb if st.resume else "migrate()", st.reason)
-        if st.resume:
-            period = self._log_round(st)
-            rt.post(rt.pe, Kind.BALANCE, RESUME, 0, cs.info.id, (), (st.resume, period))
-        st.busy = False
-        self.holding.discard(cs.info.id)
-        held, st.held = st.held, []
-        for header, segments in held:
-            rt.dispatch(header, segments)
-        if st.requests:
-            self._start_requests(cs, st)
-        elif st.reported >= cs.size:
-            self._decide(cs, st)
-
-    def _log_round(self, st: _Round) -> int:
-        """Keep the record of the at_sync round that ends now; with ``--lb-period auto``
-        return the next period (at_sync calls until the next round), chosen from the
-        interval the round measured and the round's cost, else 0."""
-        record, st.record = st.record, None
-        if record is None:
-            return 0
-        record.finished = perf_counter()
-        if record.measured is not None:
-            record.period = st.period = next_period(record.measured, record.finished - record.ready)
-        self.history.append(record)
-        if len(self.history) > KEPT:
-            del self.history[: len(self.history) - KEPT]
-        return record.period
+        """``el`` arrived (after its migrated()): MOVED if it was the last one the plan sends here."""
+        for _ in self.state(cs.info.id).pe.arrived(el.index):  # SEND_MOVED: the last one the plan sends here
+            self.rt.post(cs.info.root, Kind.BALANCE, MOVED, 0, cs.info.id, (), None)
 
     def hold(self, coll: int, header: bytes, segments: list) -> bool:
         """Keep a broadcast to ``coll`` (at its root) until its round ends; False if none is under way."""
         if coll not in self.holding:
             return False
-        self.rounds[coll].held.append((header, segments))
-        return True
+        return self.rounds[coll].coord.hold((header, segments))
 
     def waiting_report(self) -> list[str]:
         """Lines for a deadlock report: Arrays whose elements wait in at_sync for the others."""
         lines = []
         for coll, st in self.rounds.items():
             cs = self.rt.colls.get(coll)
-            if cs is not None and (st.synced or st.waiting):
+            synced, waiting = st.pe.synced, st.pe.waiting
+            if cs is not None and (synced or waiting):
                 lines.append(
-                    f"PE {self.rt.pe}: {st.synced + st.waiting} of its {len(cs.elements)} element(s) of "
-                    f"{cs.info.cls.__qualname__} wait in at_sync() for the others ({st.waiting} reported to "
+                    f"PE {self.rt.pe}: {synced + waiting} of its {len(cs.elements)} element(s) of "
+                    f"{cs.info.cls.__qualname__} wait in at_sync() for the others ({waiting} reported to "
                     f"PE {cs.info.root})"
                 )
         migration = self.rt.migration
@@ -607,4 +417,3 @@ class Balancer:
                     + (f" ({sweep[0]} of its arrival's sweep still out)" if sweep else "")
                 )
         return lines
-
