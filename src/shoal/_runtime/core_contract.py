@@ -167,7 +167,7 @@ def slow_multicast(proxy: SectionProxy, entry: int, name: str, args: tuple, kwar
 
 def section_direct(proxy: SectionProxy) -> tuple | None:
     """The members' element proxies if a multicast to section ``proxy`` may go as one call
-    each, kept on it for the location epoch (:meth:`.Sections.direct`); else None."""
+    each, kept on it for the location epoch (``Sections.direct``); else None."""
     rt = context._current or context.current("multicasting an entry method")
     return rt.sections.direct(proxy)
 

@@ -145,7 +145,7 @@ class SectionProxy(Proxy):
     ``(info, members)`` for each further collection of a union (empty otherwise). Entry
     methods are named by the first collection's class and called by name in the others.
     ``_direct`` keeps the members' element proxies while a multicast may go as one call
-    each, for the location epoch ``_direct_epoch`` (:meth:`.Sections.direct`).
+    each, for the location epoch ``_direct_epoch`` (``Sections.direct``).
     """
 
     __slots__ = ("members", "sid", "others", "_direct", "_direct_epoch")
