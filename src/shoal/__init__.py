@@ -40,7 +40,7 @@ if _TYPE_CHECKING:
     from ._runtime.receive_sets import ReceiveSet
     from ._runtime.reducers import Reducer, reducers
     from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
-    from ._runtime.strategies import register_strategy
+    from ._runtime.strategy_registry import register_strategy
     from ._runtime.threads import threaded
     from ._runtime.topology import topology
     from ._runtime.conditions import when, wait_until
