@@ -1,5 +1,6 @@
 """shoal: message-driven, migratable Python objects (chares) over MPI."""
 
+# ruff: noqa: F401  - the imports here are the names this package offers, not names it uses
 _TYPE_CHECKING = False  # typing is for type checkers: `shoal run` and a PE's start-up skip its import
 
 from ._lazy_names import lazy_names as _lazy_names
@@ -16,7 +17,12 @@ from .errors import (
     ShoalError,
 )
 
-if _TYPE_CHECKING:  # for type checkers: the names of _LAZY below, which load on first use
+#: the runtime's public names, each imported from the module that defines it: the one list
+#: of them. Type checkers read these imports; a running program skips them and loads each
+#: name on first use instead (PEP 562, shoal/_lazy_names.py reads this block), so that
+#: ``import shoal`` loads none of the runtime: the launcher of ``shoal run`` and the
+#: command line need none of it. ``from . import pool`` is the module itself.
+if _TYPE_CHECKING:
     from . import pool
     from .pool import BrokenPool, Executor
     from ._runtime.attach import attach, detach
@@ -34,41 +40,22 @@ if _TYPE_CHECKING:  # for type checkers: the names of _LAZY below, which load on
     from ._runtime.receive_sets import ReceiveSet
     from ._runtime.reducers import Reducer, reducers
     from ._runtime.checkpoint import checkpoint, checkpoint_point, checkpoint_point_sync, checkpoint_sync, restarted
-    from ._runtime.strategies import register_strategy
+    from ._runtime.strategy_registry import register_strategy
     from ._runtime.threads import threaded
     from ._runtime.topology import topology
     from ._runtime.conditions import when, wait_until
 
-#: the runtime's public names, by the module that defines each (".pool" gives the module
-#: itself as ``pool``). They load when a program first touches one (PEP 562), not with
-#: ``import shoal``: the launcher of ``shoal run`` and the command line need none of it.
-#: Type checkers read the same names from the imports under ``_TYPE_CHECKING`` above;
-#: tests/project/test_exports.py checks that the two agree.
-_LAZY = {
-    ".pool": ("pool", "BrokenPool", "Executor"),
-    "._runtime.attach": ("attach", "detach"),
-    "._runtime.channels": ("Channel",),
-    "._runtime.chare": ("Chare",),
-    "._runtime.collections": ("Array", "Group"),
-    "._runtime.lifecycle": ("destroy",),
-    "._runtime.context": ("my_pe", "num_pes"),
-    "._runtime.devices": ("my_device",),
-    "._runtime.engine": ("exit", "call_later", "mpi_comm", "quiescence", "run", "start"),
-    "._runtime.futures": ("Future", "gather"),
-    "._runtime.loans": ("Loan", "lend"),
-    "._runtime.proxy": ("CollectionProxy", "ElementProxy", "SectionProxy"),
-    "._runtime.receive_sets": ("ReceiveSet",),
-    "._runtime.reducers": ("Reducer", "reducers"),
-    "._runtime.checkpoint": ("checkpoint", "checkpoint_point", "checkpoint_point_sync", "checkpoint_sync", "restarted"),
-    "._runtime.strategies": ("register_strategy",),
-    "._runtime.threads": ("threaded",),
-    "._runtime.topology": ("topology",),
-    "._runtime.conditions": ("when", "wait_until"),
-}
-_WHERE = {name: module for module, names in _LAZY.items() for name in names}
-
-
-__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)  # the runtime's names, loaded on first use
+#: the names of the block above, loaded on first use, and ``__all__``, made on first use:
+#: the errors, shoal.connect and the version, then the block's names but those public on
+#: purpose though not in __all__: ``exit`` (``from shoal import *`` would shadow the
+#: builtin; the documented spelling is ``shoal.exit(code)``) and the proxy classes, which
+#: users never construct (importable for type hints and isinstance checks). The IPython
+#: hook below is not in __all__ either.
+__getattr__, __dir__ = _lazy_names(
+    globals(),
+    public=[*(name for name, value in globals().items() if isinstance(value, type) and issubclass(value, Exception)),
+            "connect", "__version__"],
+    qualified_only={"exit", "CollectionProxy", "ElementProxy", "SectionProxy"})
 
 
 from .version import __version__
@@ -88,16 +75,3 @@ def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
 
     load(ipython)
 
-
-#: public, but not in __all__, on purpose: ``exit`` (``from shoal import *`` would shadow
-#: the builtin; the documented spelling is ``shoal.exit(code)``), the proxy classes, which
-#: users never construct (importable for type hints and isinstance checks), and the
-#: IPython hook
-_QUALIFIED_ONLY = {"exit", "CollectionProxy", "ElementProxy", "SectionProxy", "load_ipython_extension"}
-
-__all__ = [
-    *(name for name, value in globals().items() if isinstance(value, type) and issubclass(value, Exception)),
-    *(name for name in _WHERE if name not in _QUALIFIED_ONLY),
-    "connect",
-    "__version__",
-]

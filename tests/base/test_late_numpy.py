@@ -46,7 +46,7 @@ def test_shoal_and_its_message_path_load_without_numpy_or_an_import_hook():
         import sys
         import shoal
         from shoal import *  # every public name, and the modules that define them
-        from shoal._runtime import channels, message, receiving, reducers, runtime, sending, strategies
+        from shoal._runtime import channels, message, receiving, reducers, runtime, sending, strategy_registry
         from shoal import native
         native.load_native()
         assert "numpy" not in sys.modules, "importing shoal imported NumPy"

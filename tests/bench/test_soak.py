@@ -27,7 +27,7 @@ import pytest
 from support.commands import clean_env, soak, soak_ok
 from support.jobs import Job
 
-from shoal._runtime.strategies import BUILTIN_STRATEGIES
+from shoal._runtime.strategy_registry import BUILTIN
 from shoal.bench.soak.cli import STRATEGIES, job_settings
 
 #: element 1 arrives on PE 0 in each at_sync round (strategy rotate) and asks, from
@@ -235,7 +235,7 @@ def test_calls_forwarded_away_from_a_pe_the_element_returns_to_keep_their_order(
 # -- the soak ---------------------------------------------------------------------------
 
 def test_the_soak_runs_every_strategy_registered():
-    assert sorted(STRATEGIES) == sorted(BUILTIN_STRATEGIES)
+    assert sorted(STRATEGIES) == sorted(BUILTIN)
     assert {job_settings(seed)[0] for seed in range(len(STRATEGIES))} == set(STRATEGIES)
 
 

@@ -40,6 +40,8 @@ class Worker(shoal.Chare):
 def main(args):
     case, steps = args[1], int(args[2])  # args[0]: the program
     print("RESULT numpy_at_start", "numpy" in sys.modules)
+    print("RESULT strategies_at_start", sorted(m.rpartition(".")[2] for m in sys.modules
+                                               if m.startswith("shoal._runtime.") and "strateg" in m))
     workers = shoal.Array(Worker, N, args=(case,))
     for k in range(steps):
         f = shoal.Future()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
 
 import pytest
@@ -12,7 +13,9 @@ import pytest
 import shoal
 import shoal.lowlevel
 import shoal.pool
+import shoal.remote
 import shoal.stencil
+from shoal._lazy_names import names_in
 
 PUBLIC = {
     "start", "run", "attach", "detach", "connect", "my_pe", "num_pes", "topology", "my_device", "GPUError",
@@ -59,26 +62,33 @@ def test_internals_are_not_reexported():
 
 
 def test_subpackages_declare_their_public_names():
-    for module in (shoal.pool, shoal.stencil, shoal.lowlevel):
+    for module in (shoal, shoal.pool, shoal.stencil, shoal.lowlevel, shoal.remote):
         assert module.__all__, module.__name__
+        assert len(module.__all__) == len(set(module.__all__)), module.__name__
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.__all__ names {name}, which does not exist"
 
 
-@pytest.mark.parametrize("module", [shoal, shoal.lowlevel], ids=lambda m: m.__name__)
-def test_type_checkers_see_the_names_that_load_on_first_use(module):
-    """The imports under ``_TYPE_CHECKING`` in shoal/__init__.py and shoal/lowlevel/__init__.py
-    (what type checkers and editors read) name the same things, from the same modules, as
-    each one's ``_LAZY`` table (what a running program loads)."""
-    tree = ast.parse(inspect.getsource(module))
+@pytest.mark.parametrize("package", [shoal, shoal.lowlevel, shoal.remote], ids=lambda m: m.__name__)
+def test_the_names_loaded_on_first_use_are_the_imports_type_checkers_read(package):
+    """Each package lists the names it loads on first use once, as the imports of its
+    ``if _TYPE_CHECKING:`` block (what type checkers and editors read); shoal/_lazy_names.py
+    reads the same lines with string operations. Python's own parser must read them alike,
+    and each name must load the very object its module defines."""
+    source = inspect.getsource(package)
+    tree = ast.parse(source)
     blocks = [node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "_TYPE_CHECKING"]
-    typed = {}
-    for node in (n for block in blocks for n in block.body):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            for alias in node.names:
-                typed[alias.asname or alias.name] = "." * node.level + (node.module or alias.name)
-    where = module._WHERE
-    assert typed == where, (
-        f"only for type checkers: {sorted(set(typed) - set(where))}; "
-        f"only loaded lazily: {sorted(set(where) - set(typed))}; "
-        f"from other modules: {sorted(n for n in set(typed) & set(where) if typed[n] != where[n])}")
+    assert len(blocks) == 1, f"{package.__name__}: {len(blocks)} `if _TYPE_CHECKING:` blocks"
+    typed: dict[str, tuple[str, str | None]] = {}
+    for node in blocks[0].body:
+        assert isinstance(node, ast.ImportFrom) and node.level, f"not a relative from-import: {ast.unparse(node)}"
+        for alias in node.names:
+            dots = "." * node.level
+            typed[alias.asname or alias.name] = (dots + node.module, alias.name) if node.module else (dots + alias.name, None)
+    read = names_in(source)
+    assert read == typed and list(read) == list(typed), (
+        f"only Python's parser sees: {sorted(set(typed) - set(read))}; only _lazy_names sees: {sorted(set(read) - set(typed))}; "
+        f"read otherwise: {sorted(n for n in set(typed) & set(read) if typed[n] != read[n])}")
+    for name, (module_name, attribute) in typed.items():
+        module = importlib.import_module(module_name, package.__name__)
+        assert getattr(package, name) is (module if attribute is None else getattr(module, attribute)), name

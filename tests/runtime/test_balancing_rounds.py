@@ -39,7 +39,7 @@ def run_case(setup: tuple[str, int], case: str, steps: int, *options: str) -> di
 
 # -- the first round ---------------------------------------------------------------------------
 @pytest.mark.parametrize("setup", SETUPS)
-@pytest.mark.parametrize("lb", ["greedy", "auto", "refine"])
+@pytest.mark.parametrize("lb", ["greedy", "auto", "refine", "comm"])
 def test_no_round_imports_anything_the_first_one_included(setup, lb):
     """A job that balances loads NumPy and its strategy when it starts: no round, the first
     one included, imports a module while the PEs report and the coordinator decides
@@ -48,6 +48,8 @@ def test_no_round_imports_anything_the_first_one_included(setup, lb):
     imported = ast.literal_eval(got["imported"])
     assert len(imported) == 6 and imported == [0] * 6, got
     assert got["numpy_at_start"] == "True"  # the program imports none itself: the balancer did
+    loaded = ast.literal_eval(got["strategies_at_start"])  # the strategies' modules, by their last name
+    assert {"strategy_registry", "strategies"} <= set(loaded) and ("comm_strategy" in loaded) == (lb == "comm"), got
     assert got["phases"] == "True"
 
 
@@ -55,6 +57,7 @@ def test_a_job_that_does_not_balance_does_not_load_numpy():
     """Start-up of jobs without --lb stays as it was: no NumPy, no strategies."""
     got = run_case(("inproc", 2), "stable", 3)
     assert got["numpy_at_start"] == "False" and got["rounds"] == "0", got
+    assert got["strategies_at_start"] == "[]", got  # not even the registry: nothing looks a strategy up
 
 
 # -- the period ------------------------------------------------------------------------------------
@@ -158,11 +161,12 @@ def test_unique_agrees_with_numpy(seed):
 
 def test_the_strategies_do_not_import_numpy_ma():
     code = ("import sys, numpy as np\n"
-            "from shoal._runtime import strategies as s\n"
+            "from shoal._runtime.strategies import CommGraph\n"
+            "from shoal._runtime.strategy_registry import BUILTIN, get_strategy\n"
             "loads = np.array([3.0, 1, 1, 1, 2, 2]); placement = np.array([0, 0, 0, 1, 1, 1])\n"
-            "comm = s.CommGraph(np.array([0, 1]), np.array([1, 2]), np.array([1, 1]), np.array([8, 8]))\n"
-            "for name, fn in s.BUILTIN_STRATEGIES.items():\n"
-            "    fn(loads, comm, placement, 2, np.array([1.0, 0.5]))\n"
+            "comm = CommGraph(np.array([0, 1]), np.array([1, 2]), np.array([1, 1]), np.array([8, 8]))\n"
+            "for name in BUILTIN:\n"
+            "    get_strategy(name)(loads, comm, placement, 2, np.array([1.0, 0.5]))\n"
             "print('numpy.ma' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), timeout=60)
     assert out.returncode == 0, out.stderr

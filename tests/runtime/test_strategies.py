@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoal._runtime import strategies as S
-from shoal._runtime.strategies import (
-    CommGraph,
-    background_speeds,
-    check_placement,
-    get_strategy,
-    register_strategy,
-)
+from shoal._runtime import strategy_registry as R
+from shoal._runtime.comm_strategy import comm
+from shoal._runtime.strategies import CommGraph, background_speeds, check_placement
+from shoal._runtime.strategy_registry import BUILTIN, get_strategy, register_strategy
 from shoal.errors import ShoalError
 
 BALANCING = ["greedy", "refine", "comm"]
@@ -61,7 +61,7 @@ def problems(draw: st.DrawFn, speeds_vary: bool = False) -> tuple:
 
 
 @FAST
-@given(problems(speeds_vary=True), st.sampled_from(sorted(S.BUILTIN_STRATEGIES)))
+@given(problems(speeds_vary=True), st.sampled_from(sorted(BUILTIN)))
 def test_every_element_placed_once_in_range(problem, name):
     loads, graph, placement, pes, speeds = problem
     before = [a.copy() for a in (loads, placement, speeds)]
@@ -123,7 +123,7 @@ def test_greedy_breaks_ties_by_element_and_pe():
 
 
 def test_empty_and_single_pe():
-    for name in S.BUILTIN_STRATEGIES:
+    for name in BUILTIN:
         fn = get_strategy(name)
         assert fn(np.zeros(0), CommGraph.empty(), np.zeros(0, np.int64), 4, np.ones(4)).shape == (0,)
         assert fn(np.ones(5), ring(5), np.zeros(5, np.int64), 1, np.ones(1)).tolist() == [0] * 5
@@ -188,7 +188,7 @@ def test_comm_cuts_fewer_bytes_than_greedy(shape, start):
     loads = np.ones(n)
     speeds = np.ones(pes)
     placement = np.arange(n) % pes if start == "round-robin" else np.zeros(n, np.int64)
-    by_comm = S.comm(loads, graph, placement, pes, speeds)
+    by_comm = comm(loads, graph, placement, pes, speeds)
     by_greedy = S.greedy(loads, graph, placement, pes, speeds)
     assert cut(graph, by_comm) * 3 < cut(graph, by_greedy)  # here greedy keeps columns (32 % 16 == 0)
     assert times(loads, by_comm, speeds).max() <= 1.10 * n / pes
@@ -202,7 +202,7 @@ def test_comm_with_uneven_loads_and_message_counts():
     graph = graph._replace(messages=rng.integers(1, 20, graph.src.size))
     loads = rng.lognormal(0, 0.7, 900)
     speeds = np.ones(12)
-    by_comm = S.comm(loads, graph, np.zeros(900, np.int64), 12, speeds)
+    by_comm = comm(loads, graph, np.zeros(900, np.int64), 12, speeds)
     assert cut(graph, by_comm) * 3 < cut(graph, S.greedy(loads, graph, np.zeros(900, np.int64), 12, speeds))
     assert times(loads, by_comm, speeds).max() <= 1.15 * loads.sum() / 12
 
@@ -213,10 +213,10 @@ def test_comm_keeps_a_good_placement():
     graph = grid(40, 40)
     loads = rng.uniform(0.8, 1.2, 1600)
     speeds = np.ones(16)
-    first = S.comm(loads, graph, np.arange(1600) % 16, 16, speeds)
-    assert int((S.comm(loads, graph, first, 16, speeds) != first).sum()) <= 16
+    first = comm(loads, graph, np.arange(1600) % 16, 16, speeds)
+    assert int((comm(loads, graph, first, 16, speeds) != first).sum()) <= 16
     shaken = loads * rng.uniform(0.9, 1.1, 1600)
-    assert int((S.comm(shaken, graph, first, 16, speeds) != first).sum()) <= 160
+    assert int((comm(shaken, graph, first, 16, speeds) != first).sum()) <= 160
 
 
 # --- rotate and random -------------------------------------------------------------------
@@ -238,8 +238,8 @@ def test_random_covers_the_pes():
 
 @pytest.fixture
 def registry(monkeypatch):
-    monkeypatch.setattr(S, "STRATEGIES", dict(S.STRATEGIES))
-    return S.STRATEGIES
+    monkeypatch.setattr(R, "REGISTERED", {})
+    return R.REGISTERED
 
 
 def mine(loads, comm, placement, num_pes, pe_speeds, *, seed=0):
@@ -247,7 +247,9 @@ def mine(loads, comm, placement, num_pes, pe_speeds, *, seed=0):
 
 
 def test_register_and_get(registry):
-    assert set(registry) == {"auto", "greedy", "refine", "comm", "rotate", "random"}
+    assert set(BUILTIN) == {"auto", "greedy", "refine", "comm", "rotate", "random"} and not registry
+    assert get_strategy("comm") is comm and get_strategy("greedy") is S.greedy  # a built-in: its module's function
+    register_strategy("greedy", S.greedy)  # a built-in again under its own name is fine
     register_strategy("mine", mine)
     register_strategy("mine", mine)  # the same function again is fine
     assert get_strategy("mine") is mine
@@ -276,6 +278,22 @@ def test_register_rejects_non_callables_and_wrong_signatures(registry):
 def test_unknown_name_lists_known_ones(registry):
     with pytest.raises(ShoalError, match="unknown load-balancing strategy 'grready'.*comm, greedy, random, refine, rotate"):
         get_strategy("grready")
+
+
+def test_registering_a_strategy_loads_no_numpy_and_no_built_in_one():
+    """A program registers its strategy on every PE, with or without --lb: the names cost no
+    NumPy; the built-ins load (NumPy with them) when a job asks for one."""
+    probe = ("import sys, shoal\n"
+             "shoal.register_strategy('mine', lambda loads, comm, placement, num_pes, pe_speeds, *, seed=0: placement)\n"
+             "loaded = lambda: sorted(m for m in sys.modules if m == 'numpy' or m.endswith(('strategies', 'comm_strategy')))\n"
+             "print(loaded())\n"
+             "from shoal._runtime.strategy_registry import get_strategy\n"
+             "get_strategy('mine'), get_strategy('comm')\n"
+             "print(loaded())\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == [
+        "[]", "['numpy', 'shoal._runtime.comm_strategy', 'shoal._runtime.strategies']"], out.stdout
 
 
 # --- check_placement and inputs ----------------------------------------------------------
@@ -318,7 +336,7 @@ def test_check_placement_errors_name_the_strategy(new, match):
     ],
 )
 def test_bad_inputs(args, match):
-    for name in S.BUILTIN_STRATEGIES:
+    for name in BUILTIN:
         with pytest.raises(ShoalError, match=match):
             get_strategy(name)(args[0], CommGraph.empty(), *args[1:])
 
@@ -326,7 +344,7 @@ def test_bad_inputs(args, match):
 def test_comm_graph_outside_the_elements():
     graph = CommGraph(np.array([0]), np.array([5]), np.array([1]), np.array([10]))
     with pytest.raises(ShoalError, match="outside 0..2"):
-        S.comm(np.ones(3), graph, np.zeros(3, np.int64), 2, np.ones(2))
+        comm(np.ones(3), graph, np.zeros(3, np.int64), 2, np.ones(2))
 
 
 # --- background_speeds -------------------------------------------------------------------
@@ -392,5 +410,5 @@ def test_auto_takes_a_large_move_only_if_it_pays_within_one_period():
 
 
 def test_auto_is_the_strategy_that_weighs_sizes():
-    assert S.takes_sizes(S.auto) and not S.takes_sizes(S.greedy)
+    assert R.takes_sizes(S.auto) and not R.takes_sizes(S.greedy)
     assert get_strategy("auto") is S.auto

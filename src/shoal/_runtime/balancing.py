@@ -6,10 +6,10 @@ its broadcasts):
 1. every element calls ``at_sync()``; once all elements of a PE have, the PE sends the
    coordinator a READY report: their loads since the last round (time inside entry
    methods, :mod:`.receiving`), and its wall, busy and idle time (background load);
-2. the coordinator runs the strategy (:mod:`.strategies`) and sends the PLAN down the
-   broadcast tree; from then until the round ends it holds new broadcasts to the Array,
-   so every broadcast reaches every element exactly once: those sent before the plan
-   reach each PE before it, and the elements leave after them;
+2. the coordinator runs the strategy (found by name in :mod:`.strategy_registry`) and
+   sends the PLAN down the broadcast tree; from then until the round ends it holds new
+   broadcasts to the Array, so every broadcast reaches every element exactly once: those
+   sent before the plan reach each PE before it, and the elements leave after them;
 3. each PE sends its departing elements (:mod:`.migration`); each PE that receives
    elements sends MOVED once they are all in;
 4. the coordinator sends RESUME down the tree (each element's ``resume_from_sync()``
@@ -148,7 +148,7 @@ class Balancer:
 
     def _strategy_takes_sizes(self) -> bool:
         """Whether the job's strategy weighs moves by the bytes of each element's state (auto does)."""
-        from .strategies import get_strategy, takes_sizes
+        from .strategy_registry import get_strategy, takes_sizes
 
         try:
             return takes_sizes(get_strategy(self.rt.settings.lb))

@@ -56,21 +56,22 @@ def prepare(name: str) -> None:
     registered later, and its first call is the user's)."""
     import numpy as np
 
-    from . import strategies
     from .lb_period import interval
+    from .strategies import REASONED, CommGraph, background_speeds, check_placement
+    from .strategy_registry import builtin_strategy, get_strategy, takes_sizes
 
-    fn = dict(strategies.BUILTIN_STRATEGIES).get(name)
-    if fn is None or strategies.STRATEGIES.get(name) is not fn:
+    fn = builtin_strategy(name)
+    if fn is None or get_strategy(name) is not fn:  # not a built-in, or the program replaced it
         return
     loads = np.array([3.0, 1.0, 1.0, 1.0])
     placement = np.array([0, 0, 0, 1], dtype=np.int64)
     speeds = np.ones(2)
-    comm = strategies.CommGraph(*(np.array([0, 1], dtype=np.int64),) * 2, np.array([1, 1], dtype=np.int64),
-                                np.array([8, 8], dtype=np.int64))
-    options = {"sizes": np.full(4, 512.0)} if strategies.takes_sizes(fn) else {}
-    new = strategies.check_placement(fn(loads, comm, placement, 2, speeds, **options), 4, 2, name)
-    strategies.background_speeds(np.ones(2), np.ones(2), np.zeros(2))
+    comm = CommGraph(*(np.array([0, 1], dtype=np.int64),) * 2, np.array([1, 1], dtype=np.int64),
+                     np.array([8, 8], dtype=np.int64))
+    options = {"sizes": np.full(4, 512.0)} if takes_sizes(fn) else {}
+    new = check_placement(fn(loads, comm, placement, 2, speeds, **options), 4, 2, name)
+    background_speeds(np.ones(2), np.ones(2), np.zeros(2))
     interval(loads, new, speeds, 1, 0.0).drift()
-    reasoned = strategies.REASONED.get(fn)
+    reasoned = REASONED.get(fn)
     if reasoned is not None:
         reasoned(loads, comm, placement, 2, speeds, **options)

@@ -39,7 +39,8 @@ def decide(rt: "Runtime", cs: "CollectionState", coord: "Coordinator", reports: 
     keep), or None if the strategy failed (the job fails, named)."""
     import numpy as np
 
-    from .strategies import REASONED, CommGraph, background_speeds, check_placement, get_strategy
+    from .strategies import REASONED, CommGraph, background_speeds, check_placement
+    from .strategy_registry import get_strategy
 
     modules = len(sys.modules)
     name = rt.settings.lb

@@ -1,46 +1,58 @@
-"""Load-balancing strategies: pure functions from measured loads to a new placement.
+"""The built-in load-balancing strategies by load, and what every strategy is given and checked by.
 
 A strategy is called as ``strategy(loads, comm, placement, num_pes, pe_speeds, seed=0)``
 and returns a new ``int64[n]`` array giving each element's PE. ``loads`` are the seconds
-each element spent in entry methods since the last balancing step; ``pe_speeds`` are
-relative PE speeds (only ratios matter), so strategies balance *time*, ``load / speed``.
-Nothing here does I/O or touches the runtime: the runtime measures, calls a strategy by
-name, checks the result with ``check_placement`` and migrates.
+each element spent in entry methods since the last balancing step; ``comm`` is a
+:class:`CommGraph`; ``pe_speeds`` are relative PE speeds (only ratios matter, see
+:func:`background_speeds`), so strategies balance *time*, ``load / speed``. Nothing here
+does I/O or touches the runtime: the runtime measures, finds a strategy by name
+(``strategy_registry.py``), checks the result with :func:`check_placement` and migrates.
 
-Built-ins: ``greedy`` (from scratch, heaviest first), ``refine`` (few moves from the
-current placement), ``comm`` (graph growing that keeps communicating elements together,
-then refinement), ``rotate`` and ``random`` (for tests). ``register_strategy`` adds a
-user's own.
-
-Each function that calls NumPy imports it: ``shoal.register_strategy`` (and ``from shoal
-import *``) load this module, and a program without arrays does not pay NumPy's import.
+Here: ``auto`` (the default: moves only what pays), ``greedy`` (from scratch, heaviest
+first), ``refine`` (few moves from the current placement), ``rotate`` and ``random`` (for
+tests), and the steps they share with ``comm`` (``comm_strategy.py``). NumPy is imported
+at the top: this module loads only when a job asks for a strategy, at start-up of a job
+with ``--lb``.
 """
 
 from __future__ import annotations
 
 import heapq
-import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
 from ..errors import ShoalError
 from .setops import unique
 from .strategy_reasons import BETTER, ENOUGH, NEEDED, NO_GAIN, NOTHING, UNDER, UNPAID, Reason, judge
 
+TYPE_CHECKING = False  # the imports below are for type checkers only
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .strategy_registry import Strategy
+
 __all__ = [
-    "STRATEGIES",
+    "TOLERANCE",
     "CommGraph",
     "REASONED",
-    "Strategy",
+    "auto",
+    "auto_reasoned",
     "background_speeds",
     "check_placement",
-    "get_strategy",
-    "register_strategy",
+    "checked_inputs",
+    "greedy",
+    "match_labels",
+    "pe_times",
+    "random",
+    "rebalance",
+    "refine",
+    "rotate",
+    "threshold",
 ]
+
+TOLERANCE = 0.05  # refine/comm/auto stop once no PE's time is above (1 + TOLERANCE) * average
 
 
 class CommGraph(NamedTuple):
@@ -54,26 +66,15 @@ class CommGraph(NamedTuple):
     @classmethod
     def empty(cls) -> CommGraph:
         """A graph with no edges, for strategies that ignore communication."""
-        import numpy as np
-
         z = np.zeros(0, dtype=np.int64)
         return cls(z, z, z, z)
-
-
-Strategy = Callable[["np.ndarray", CommGraph, "np.ndarray", int, "np.ndarray"], "np.ndarray"]  # (strings: see above)
-
-TOLERANCE = 0.05  # refine/comm stop once no PE's time is above (1 + TOLERANCE) * average
-MESSAGE_COST_BYTES = 1024.0  # comm weighs each message like this many bytes of payload
-KEEP_CUT = 1.1  # comm keeps the (refined) current placement if its cut is at most this x a fresh one's
 
 
 # --- inputs and results ----------------------------------------------------------------
 
 
-def _inputs(loads: Any, placement: Any, num_pes: int, pe_speeds: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def checked_inputs(loads: Any, placement: Any, num_pes: int, pe_speeds: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated float64 loads, int64 placement and float64 speeds (copies where converted)."""
-    import numpy as np
-
     if isinstance(num_pes, bool) or not isinstance(num_pes, (int, np.integer)) or num_pes < 1:
         raise ShoalError(f"num_pes must be a positive integer, not {num_pes!r}")
     num_pes = int(num_pes)
@@ -96,8 +97,6 @@ def _inputs(loads: Any, placement: Any, num_pes: int, pe_speeds: Any) -> tuple[n
 def check_placement(new: Any, n: int, num_pes: int, strategy_name: str) -> np.ndarray:
     """Return a strategy's result as ``int64[n]`` with values in [0, num_pes), or raise
     ShoalError naming the strategy and what is wrong with what it returned."""
-    import numpy as np
-
     where = f"load-balancing strategy {strategy_name!r}"
     arr = np.asarray(new)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -125,8 +124,6 @@ def background_speeds(wall: Any, busy: Any, idle: Any, *, floor: float = 0.05) -
     half-shared core reads 0.5 however idle the PE was). A PE never busy (wall - idle ~ 0)
     carries no evidence and reads 1.0. Accurate when ``busy`` is CPU time.
     """
-    import numpy as np
-
     w, b, i = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (wall, busy, idle)))
     if not 0 < floor <= 1:
         raise ShoalError(f"floor must be in (0, 1], not {floor!r}")
@@ -136,9 +133,8 @@ def background_speeds(wall: Any, busy: Any, idle: Any, *, floor: float = 0.05) -
     return np.clip(np.nan_to_num(speed, nan=1.0), floor, 1.0)
 
 
-def _times(loads: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.ndarray:
-    import numpy as np
-
+def pe_times(loads: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.ndarray:
+    """Each PE's time: the loads of its elements over its speed."""
     return np.bincount(placement, weights=loads, minlength=speeds.size) / speeds
 
 
@@ -148,7 +144,7 @@ def _times(loads: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.n
 def greedy(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """Heaviest element first onto the PE where it would finish first (time so far +
     load/speed). Ignores the current placement, so most elements move; ties go to the lower PE."""
-    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
+    loads, placement, speeds = checked_inputs(loads, placement, num_pes, pe_speeds)
     return _greedy(loads, speeds)
 
 
@@ -156,8 +152,6 @@ def _greedy(loads: np.ndarray, speeds: np.ndarray) -> np.ndarray:
     """One heap of (time, PE) per speed class; each element goes to the class head where it
     finishes first. Classes are the distinct speeds when few (exact: with one speed this
     is plain LPT), else 20%-wide speed bands (the head is then near-best in its band)."""
-    import numpy as np
-
     order = np.argsort(-loads, kind="stable").tolist()
     distinct = unique(speeds)
     if distinct.size <= 16:
@@ -195,29 +189,28 @@ def _greedy(loads: np.ndarray, speeds: np.ndarray) -> np.ndarray:
 def refine(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *, seed: int = 0, tolerance: float = TOLERANCE) -> np.ndarray:
     """Move a few elements off PEs above (1 + tolerance) x the average time onto the least
     loaded PEs, starting from the current placement, so little migrates."""
-    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
+    loads, placement, speeds = checked_inputs(loads, placement, num_pes, pe_speeds)
     new = placement.copy()
-    _rebalance(loads, new, speeds, _threshold(loads, speeds, tolerance))
+    rebalance(loads, new, speeds, threshold(loads, speeds, tolerance))
     return new
 
 
-def _threshold(loads: np.ndarray, speeds: np.ndarray, tolerance: float) -> float:
+def threshold(loads: np.ndarray, speeds: np.ndarray, tolerance: float) -> float:
+    """The time no PE should exceed: (1 + tolerance) x the average, load over speed."""
     return (1.0 + tolerance) * float(loads.sum()) / float(speeds.sum())
 
 
-def _rebalance(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: float) -> int:
+def rebalance(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: float) -> int:
     """Move elements in place from the most loaded PE to the one with most room until no
     PE's time exceeds ``thr`` or no single move lowers the maximum; return how many moved.
 
     Each move takes the smallest element that brings the donor under ``thr`` while the
     receiver stays under it, else the largest that fits, else the one that best evens the
     pair. Every move lowers the sorted vector of PE times, so the loop ends."""
-    import numpy as np
-
     num_pes = speeds.size
     if num_pes < 2 or loads.size == 0:
         return 0
-    times = _times(loads, part, speeds)
+    times = pe_times(loads, part, speeds)
     by_pe = np.lexsort((np.arange(loads.size), loads, part))  # by PE, then load, then element
     starts = np.searchsorted(part[by_pe], np.arange(num_pes + 1))
     received: dict[int, list[tuple[float, int]]] = {}
@@ -275,244 +268,12 @@ def _rebalance(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: flo
     return moves
 
 
-# --- comm ------------------------------------------------------------------------------
+# --- keeping elements where they are ----------------------------------------------------
 
 
-def comm(
-    loads: np.ndarray,
-    comm: CommGraph,
-    placement: np.ndarray,
-    num_pes: int,
-    pe_speeds: np.ndarray,
-    *,
-    seed: int = 0,
-    tolerance: float = TOLERANCE,
-    message_cost: float = MESSAGE_COST_BYTES,
-) -> np.ndarray:
-    """Keep heavily communicating elements on one PE: grow each PE's share as a connected
-    region (greedy graph growing), balance, smooth boundaries; keep a refined current
-    placement instead when its cut is within KEEP_CUT of that, so little migrates."""
-    import numpy as np
-
-    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
-    n, num_pes = loads.size, speeds.size
-    if n == 0 or num_pes == 1:
-        return np.zeros(n, dtype=np.int64)
-    g = _adjacency(comm, n, message_cost)
-    thr = _threshold(loads, speeds, tolerance)
-
-    fresh = _grow(loads, speeds, g)
-    _balance_by_comm(loads, fresh, speeds, thr, g)
-    _rebalance(loads, fresh, speeds, thr)  # by load alone, where cut-aware moves ran out
-    _smooth(loads, fresh, speeds, g)
-
-    t_now, t_fresh = _times(loads, placement, speeds).max(), _times(loads, fresh, speeds).max()
-    excess = np.maximum(_times(loads, placement, speeds) - thr, 0.0) @ speeds
-    if excess <= 0.25 * loads.sum() or t_fresh > t_now:  # else keeping would migrate much anyway
-        kept = placement.copy()
-        _rebalance(loads, kept, speeds, thr)
-        _smooth(loads, kept, speeds, g)
-        over_kept, over_fresh = max(_times(loads, kept, speeds).max(), thr), max(t_fresh, thr)
-        if over_kept < over_fresh or (over_kept == over_fresh and _cut(kept, g) <= KEEP_CUT * _cut(fresh, g)):
-            return kept
-    return _match_labels(fresh, placement, speeds)
-
-
-class _Graph(NamedTuple):
-    """Symmetric CSR adjacency: arrays for vectorised passes, lists for per-element loops."""
-
-    indptr: list[int]
-    nbr: list[int]
-    wts: list[float]
-    u: np.ndarray  # the source of each CSR entry
-    v: np.ndarray
-    w: np.ndarray
-
-
-def _adjacency(graph: CommGraph, n: int, message_cost: float) -> _Graph:
-    """Weight = bytes + messages x message_cost, both directions summed, self-edges dropped."""
-    import numpy as np
-
-    src = np.asarray(graph.src, dtype=np.int64)
-    dst = np.asarray(graph.dst, dtype=np.int64)
-    w = np.asarray(graph.nbytes, dtype=np.float64) + message_cost * np.asarray(graph.messages, dtype=np.float64)
-    if not src.shape == dst.shape == w.shape or src.ndim != 1:
-        raise ShoalError(f"CommGraph fields must be 1-D arrays of one length, not {src.shape}, {dst.shape}, {w.shape}")
-    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
-        raise ShoalError(f"CommGraph names an element outside 0..{n - 1}")
-    keep = (src != dst) & (w > 0)
-    keys, inv = unique(np.concatenate([src[keep] * n + dst[keep], dst[keep] * n + src[keep]]), return_inverse=True)
-    sums = np.bincount(inv, weights=np.concatenate([w[keep], w[keep]]), minlength=keys.size)
-    u, v = keys // n, keys % n
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(u, minlength=n), out=indptr[1:])
-    return _Graph(indptr.tolist(), v.tolist(), sums.tolist(), u, v, sums)
-
-
-def _cut(part: np.ndarray, g: _Graph) -> float:
-    """Weight of the edges between PEs (each edge once)."""
-    return float(g.w[part[g.u] != part[g.v]].sum()) / 2
-
-
-def _grow(loads: np.ndarray, speeds: np.ndarray, g: _Graph) -> np.ndarray:
-    """Fill PEs one after another, each from a seed next to the region before it, always
-    adding the unplaced element with the most bytes to the region (first reached among
-    equals, which grows compact blobs), until the PE holds its share of what is left."""
-    import numpy as np
-
-    n, num_pes = loads.size, speeds.size
-    indptr, nbr, wts = g.indptr, g.nbr, g.wts
-    lds = loads.tolist()
-    part = [-1] * n
-    conn = [0.0] * n
-    mark = [-1] * n  # the region whose conn[e] is current
-    left_load, left_speed = float(loads.sum()), float(speeds.sum())
-    cursor = 0  # elements before it are placed: seeds for unconnected regions
-    tick = 0
-    seed_el = -1
-    push, pop = heapq.heappush, heapq.heappop
-    for k in range(num_pes):
-        last = k == num_pes - 1
-        cap = float("inf") if last else left_load * float(speeds[k]) / left_speed
-        acc = 0.0
-        heap: list[tuple[float, int, int]] = []
-        if seed_el >= 0:
-            heap.append((0.0, 0, seed_el))
-        while True:
-            if not heap:
-                while cursor < n and part[cursor] >= 0:
-                    cursor += 1
-                if cursor == n:
-                    break
-                heap.append((0.0, tick, cursor))
-            negc, _, e = pop(heap)
-            if part[e] >= 0:
-                continue
-            le = lds[e]
-            if acc + le > cap and acc + le - cap > cap - acc and acc > 0:
-                push(heap, (negc, -1, e))  # adding it overshoots more than leaving it out
-                break
-            part[e] = k
-            acc += le
-            for j in range(indptr[e], indptr[e + 1]):
-                x = nbr[j]
-                if part[x] < 0:
-                    if mark[x] != k:
-                        mark[x], conn[x] = k, 0.0
-                    conn[x] += wts[j]
-                    tick += 1
-                    push(heap, (-conn[x], tick, x))
-            if acc >= cap:
-                break
-        left_load -= acc
-        left_speed -= float(speeds[k])
-        seed_el = -1
-        while heap:  # the next region starts where this one's frontier is strongest
-            _, _, e = pop(heap)
-            if part[e] < 0:
-                seed_el = e
-                break
-    return np.array(part, dtype=np.int64)
-
-
-def _links(e: int, part: np.ndarray, g: _Graph) -> dict[int, float]:
-    """Bytes between element ``e`` and each PE."""
-    c: dict[int, float] = {}
-    nbr, wts = g.nbr, g.wts
-    for j in range(g.indptr[e], g.indptr[e + 1]):
-        q = int(part[nbr[j]])
-        c[q] = c.get(q, 0.0) + wts[j]
-    return c
-
-
-def _balance_by_comm(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: float, g: _Graph) -> None:
-    """While some PE is above ``thr``, move the element off the most loaded PE whose move to
-    a PE with room cuts the fewest extra bytes (preferring the heavier among equals). Stops
-    after scanning ~10 x the graph's size, leaving the rest to ``_rebalance``."""
-    import numpy as np
-
-    times = _times(loads, part, speeds)
-    members: dict[int, set[int]] = {}
-    budget = 10 * (loads.size + len(g.nbr))
-    for _ in range(loads.size):
-        p = int(np.argmax(times))
-        if times[p] <= thr:
-            return
-        if p not in members:
-            members[p] = set(np.flatnonzero(part == p).tolist())
-        budget -= len(members[p])
-        if budget < 0:
-            return
-        q0 = int(np.argmin(times))
-        best: tuple[float, float, int, int] | None = None
-        for e in sorted(members[p]):
-            le = float(loads[e])
-            if le <= 0:
-                continue
-            c = _links(e, part, g)
-            own = c.get(p, 0.0)
-            for q in (*c, q0):
-                if q != p and times[q] + le / speeds[q] <= thr:
-                    cand = (c.get(q, 0.0) - own, le, -e, -q)
-                    if best is None or cand > best:
-                        best = cand
-        if best is None:
-            return
-        e, q, le = -best[2], -best[3], best[1]
-        members[p].discard(e)
-        if q in members:
-            members[q].add(e)
-        part[e] = q
-        times[p] -= le / speeds[p]
-        times[q] += le / speeds[q]
-
-
-def _smooth(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, g: _Graph, passes: int = 3) -> None:
-    """Move boundary elements in place to the PE holding more of their bytes where that PE
-    stays under the current maximum time: cut bytes fall and the maximum never rises."""
-    import numpy as np
-
-    n, num_pes = loads.size, speeds.size
-    u, v, w = g.u, g.v, g.w
-    if u.size == 0:
-        return
-    times = _times(loads, part, speeds)
-    thr = float(times.max())
-    for _ in range(passes):
-        keys, inv = unique(u * num_pes + part[v], return_inverse=True)
-        bytes_to = np.bincount(inv, weights=w)
-        el, pe = keys // num_pes, keys % num_pes
-        own = np.zeros(n)
-        mine = pe == part[el]
-        own[el[mine]] = bytes_to[mine]
-        gain = np.where(mine, -np.inf, bytes_to - own[el])
-        best = np.full(n, -np.inf)
-        np.maximum.at(best, el, gain)
-        cand = np.flatnonzero(best > 0)
-        moved = 0
-        for e in cand[np.argsort(-best[cand], kind="stable")].tolist():
-            p = int(part[e])
-            c = _links(e, part, g)
-            own_e = c.get(p, 0.0)
-            le = float(loads[e])
-            best_q, best_gain = -1, 0.0
-            for q, cq in sorted(c.items()):
-                if q != p and cq - own_e > best_gain and times[q] + le / speeds[q] <= thr:
-                    best_q, best_gain = q, cq - own_e
-            if best_q >= 0:
-                part[e] = best_q
-                times[p] -= le / speeds[p]
-                times[best_q] += le / speeds[best_q]
-                moved += 1
-        if not moved:
-            return
-
-
-def _match_labels(part: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.ndarray:
+def match_labels(part: np.ndarray, placement: np.ndarray, speeds: np.ndarray) -> np.ndarray:
     """Renumber the regions (each built for one PE's speed) among PEs of equal speed so
     that as many elements as possible stay where they are: greedy matching on overlap."""
-    import numpy as np
-
     num_pes = speeds.size
     _, group = unique(speeds, return_inverse=True)
     keys, counts = unique(part * num_pes + placement, return_counts=True)
@@ -562,11 +323,9 @@ def auto_reasoned(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num
                   seed: int = 0, sizes: np.ndarray | None = None) -> tuple[np.ndarray, Reason]:
     """:func:`auto`'s placement and its :class:`~.strategy_reasons.Reason`: which plan it took
     (nothing, refine or greedy), why, and the time it estimated the plan saves and costs."""
-    import numpy as np
-
-    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
-    before = float(_times(loads, placement, speeds).max(initial=0.0))
-    thr = _threshold(loads, speeds, TOLERANCE) if loads.size else 0.0
+    loads, placement, speeds = checked_inputs(loads, placement, num_pes, pe_speeds)
+    before = float(pe_times(loads, placement, speeds).max(initial=0.0))
+    thr = threshold(loads, speeds, TOLERANCE) if loads.size else 0.0
     if loads.size == 0 or before <= thr:
         return placement.copy(), judge("auto", loads, placement, placement, speeds, TOLERANCE, NOTHING, UNDER)
     size = np.full(loads.size, DEFAULT_SIZE) if sizes is None else np.asarray(sizes, dtype=np.float64)
@@ -576,10 +335,10 @@ def auto_reasoned(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num
     weighed: tuple[str, float, float] | None = None  # the plan refused or taken: (name, saved, cost)
     few = refine(loads, comm, placement, speeds.size, speeds)
     _swap_down(loads, few, speeds, thr)
-    refine_after = float(_times(loads, few, speeds).max())
-    for name, new in (("refine", few), ("greedy", _match_labels(_greedy(loads, speeds), placement, speeds))):
+    refine_after = float(pe_times(loads, few, speeds).max())
+    for name, new in (("refine", few), ("greedy", match_labels(_greedy(loads, speeds), placement, speeds))):
         moved = new != placement
-        after = float(_times(loads, new, speeds).max())
+        after = float(pe_times(loads, new, speeds).max())
         saved = before - after
         cost = MOVE_OVERHEAD * int(moved.sum()) + float(size[moved].sum()) / MOVE_RATE
         if moved.sum() > MOVE_SHARE * loads.size and saved <= cost:
@@ -608,12 +367,10 @@ def _swap_down(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: flo
     PE's room): an element of the slowest PE for a lighter one of the PE with most room,
     the pair chosen to even their two times, while that lowers the maximum; the swaps made.
     Each swap moves two elements, so a balanced placement stays near the one given."""
-    import numpy as np
-
     num_pes = speeds.size
     if num_pes < 2 or loads.size < 2:
         return 0
-    times = _times(loads, part, speeds)
+    times = pe_times(loads, part, speeds)
     swaps = 0
     for _ in range(loads.size):
         p = int(np.argmax(times))
@@ -653,64 +410,17 @@ def _swap_down(loads: np.ndarray, part: np.ndarray, speeds: np.ndarray, thr: flo
 
 def rotate(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """Every element to the next PE, (pe + 1) % num_pes: migrates everything, for tests."""
-    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
+    loads, placement, speeds = checked_inputs(loads, placement, num_pes, pe_speeds)
     return (placement + 1) % speeds.size
 
 
 def random(loads: np.ndarray, comm: CommGraph, placement: np.ndarray, num_pes: int, pe_speeds: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """Each element to a uniformly random PE, reproducible from ``seed``: for tests."""
-    import numpy as np
-
-    loads, placement, speeds = _inputs(loads, placement, num_pes, pe_speeds)
+    loads, placement, speeds = checked_inputs(loads, placement, num_pes, pe_speeds)
     return np.random.default_rng(seed).integers(0, speeds.size, size=loads.size, dtype=np.int64)
 
 
-# --- registry --------------------------------------------------------------------------
+# --- reasons ---------------------------------------------------------------------------
 
-BUILTIN_STRATEGIES: dict[str, Strategy] = {"auto": auto, "greedy": greedy, "refine": refine, "comm": comm, "rotate": rotate, "random": random}
-STRATEGIES: dict[str, Strategy] = dict(BUILTIN_STRATEGIES)
 #: the strategies that say which plan they took and why: each with its reasoned variant
 REASONED: dict[Strategy, Callable[..., tuple[np.ndarray, Reason]]] = {auto: auto_reasoned}
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-
-
-def register_strategy(name: str, fn: Strategy, *, replace: bool = False) -> None:
-    """Make ``fn`` available as load-balancing strategy ``name``. Registering the same
-    function again is harmless; another function under a taken name needs ``replace=True``."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ShoalError(f"strategy name must be a word like 'my_lb' (letters, digits, _ . -), not {name!r}")
-    if not callable(fn):
-        raise ShoalError(f"strategy {name!r} must be a function f(loads, comm, placement, num_pes, pe_speeds, *, seed=0), not {type(fn).__name__} {fn!r}")
-    try:
-        import inspect  # here: a PE that registers no strategy of its own never needs it
-
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # some builtins have no signature to check
-        sig = None
-    if sig is not None:
-        try:
-            sig.bind(None, None, None, 1, None, seed=0)
-        except TypeError as exc:
-            raise ShoalError(f"strategy {name!r} must accept (loads, comm, placement, num_pes, pe_speeds, *, seed=0); {fn!r} does not: {exc}") from None
-    if STRATEGIES.get(name, fn) is not fn and not replace:
-        raise ShoalError(f"a different strategy is already registered as {name!r}; pick another name or pass replace=True")
-    STRATEGIES[name] = fn
-
-
-def takes_sizes(fn: Strategy) -> bool:
-    """Whether strategy ``fn`` takes each element's state in bytes (a ``sizes`` keyword, as
-    :func:`auto` does). Read from its code object: ``inspect`` would cost the first round milliseconds."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return False
-    return "sizes" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-
-
-def get_strategy(name: str) -> Strategy:
-    """The strategy registered as ``name``; an unknown name raises ShoalError listing the known ones."""
-    try:
-        return STRATEGIES[name]
-    except (KeyError, TypeError):
-        known = ", ".join(sorted(STRATEGIES))
-        raise ShoalError(f"unknown load-balancing strategy {name!r}; known strategies: {known} (add one with register_strategy)") from None

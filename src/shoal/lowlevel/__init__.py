@@ -16,17 +16,21 @@ keeps those promises when its private modules change. Programs should not need t
 * checkpoints (``checkpoints.py``): reading them on disk, for the command line;
 * launching: whether a launcher started this process, and starting ``mpiexec``.
 
-Importing this package costs nothing: each name loads its module on first use (PEP 562),
-so a PE that imports a layer built on it pays only for the names that layer uses, and a
-PE never loads the launcher.
+Importing this package costs nothing: each name loads its module on first use (PEP 562,
+``shoal/_lazy_names.py``), so a PE that imports a layer built on it pays only for the
+names that layer uses, and a PE never loads the launcher.
 """
 
 from __future__ import annotations
 
+# ruff: noqa: F401  - the imports here are the names this package offers, not names it uses
 from .._lazy_names import lazy_names as _lazy_names
 
 _TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
-if _TYPE_CHECKING:  # the names of _LAZY below, for type checkers
+#: the names, each imported from the module that defines it: the one list of them. Type
+#: checkers read these imports; a running program skips them and loads each name on first
+#: use instead (shoal/_lazy_names.py reads this block), then keeps it here.
+if _TYPE_CHECKING:
     from .._runtime.engine import launcher_size, under_mpi_launcher
     from ..launcher import find_mpiexec, launch_mpi
     from .checkpoints import RESTART_AUTO, newest_checkpoint, read_manifest, resume_command, verify_checkpoint
@@ -37,22 +41,4 @@ if _TYPE_CHECKING:  # the names of _LAZY below, for type checkers
     )
     from .waiting import in_thread, may_block, running_element, threads_waiting_in
 
-#: the names, by the module that defines each; loaded on first use, then kept here.
-#: Type checkers read the same names from the imports under ``_TYPE_CHECKING`` above
-#: (tests/project/test_exports.py checks that the two agree).
-_LAZY = {
-    ".job": ("in_job", "job_key", "current_settings", "fail_job", "restore_seconds"),
-    ".futures": ("Failure", "new_future", "local_future", "resolve", "has_value", "outcome", "owner_key", "ask_owner"),
-    ".waiting": ("in_thread", "may_block", "running_element", "threads_waiting_in"),
-    ".proxies": ("Entry", "ElementEntry", "EntryRef", "add_call_option", "call_element", "union", "elements_of",
-                 "local_element", "local_branch"),
-    ".checkpoints": ("RESTART_AUTO", "newest_checkpoint", "read_manifest", "verify_checkpoint", "resume_command"),
-    ".._runtime.engine": ("under_mpi_launcher", "launcher_size"),
-    "..launcher": ("launch_mpi", "find_mpiexec"),
-}
-_WHERE = {name: module for module, names in _LAZY.items() for name in names}
-
-__all__ = [*_WHERE]
-
-
-__getattr__, __dir__ = _lazy_names(__name__, globals(), _WHERE)  # each name loaded on first use
+__getattr__, __dir__ = _lazy_names(globals())  # each name loaded on first use; __all__: all of them

@@ -11,14 +11,15 @@ stencil DSL) it would not use.
 
 from __future__ import annotations
 
+# ruff: noqa: F401  - the imports here are the names this package offers, not names it uses
 from .._lazy_names import lazy_names as _lazy_names
 
-__all__ = ["connect", "local", "Connection", "RemoteFuture", "ServerError", "AuthenticationError",
-           "ProtocolError", "VersionMismatchError"]
+_TYPE_CHECKING = False  # typing is for type checkers: `shoal run` skips its import
+#: the names, each imported from the module that defines it: the one list of them. Type
+#: checkers read these imports; a running program skips them and loads each name on first
+#: use instead (shoal/_lazy_names.py reads this block), then keeps it here.
+if _TYPE_CHECKING:
+    from .client import connect, local, Connection, RemoteFuture
+    from .protocol import ServerError, AuthenticationError, ProtocolError, VersionMismatchError
 
-_LAZY = {"connect": ".client", "local": ".client", "Connection": ".client", "RemoteFuture": ".client",
-         "ServerError": ".protocol", "AuthenticationError": ".protocol", "ProtocolError": ".protocol",
-         "VersionMismatchError": ".protocol"}
-
-
-__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)  # each public name loaded on first use
+__getattr__, __dir__ = _lazy_names(globals())  # each name loaded on first use; __all__: all of them

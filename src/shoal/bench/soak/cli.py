@@ -1,7 +1,7 @@
 """``shoal bench soak``: migration and load balancing under load, every invariant checked.
 
 Runs jobs of :mod:`.program` back to back for ``--minutes``: job ``k`` has seed
-``SEED + k``, which picks its strategy (each strategy of ``shoal._runtime.strategies``
+``SEED + k``, which picks its strategy (each built-in strategy
 in turn, :data:`STRATEGIES`), its at_sync period, its array's size and every rate and
 random choice in it. Each job checks at random rounds, at quiescence, that every call,
 broadcast, channel message and future arrived exactly once (calls in order from a
@@ -31,7 +31,7 @@ __all__ = ["STRATEGIES", "main", "job_settings"]
 
 PROGRAM = Path(__file__).with_name("program.py")
 
-#: the strategies registered in shoal._runtime.strategies (tests/bench/test_soak.py pins the list)
+#: the built-in strategies (shoal._runtime.strategy_registry.BUILTIN; tests/bench/test_soak.py pins the list)
 STRATEGIES = ("greedy", "refine", "comm", "rotate", "random", "auto")
 
 
