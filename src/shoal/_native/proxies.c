@@ -66,7 +66,8 @@ int bound_element_entry(PyObject *o, PyObject **proxy, PyObject **name) {
 }
 
 /* hook(proxy, entry, name, args, kwargs) with the call's positional and keyword arguments */
-static PyObject *call_hook(PyObject *hook, BoundEntry *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+static PyObject *call_hook(PyObject *hook, PyObject *proxy, int entry_id, PyObject *name, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames) {
     if (!hook) { PyErr_SetString(PyExc_RuntimeError, "shoal._native proxies are not configured"); return NULL; }
     PyObject *tuple = PyTuple_New(nargs), *kwargs = PyDict_New();
     if (!tuple || !kwargs) { Py_XDECREF(tuple); Py_XDECREF(kwargs); return NULL; }
@@ -77,8 +78,8 @@ static PyObject *call_hook(PyObject *hook, BoundEntry *self, PyObject *const *ar
             Py_DECREF(tuple); Py_DECREF(kwargs); return NULL;
         }
     }
-    PyObject *entry = PyLong_FromLong(self->entry);
-    PyObject *r = entry ? PyObject_CallFunctionObjArgs(hook, self->proxy, entry, self->name, tuple, kwargs, NULL) : NULL;
+    PyObject *entry = PyLong_FromLong(entry_id);
+    PyObject *r = entry ? PyObject_CallFunctionObjArgs(hook, proxy, entry, name, tuple, kwargs, NULL) : NULL;
     Py_XDECREF(entry);
     Py_DECREF(tuple);
     Py_DECREF(kwargs);
@@ -89,7 +90,7 @@ static PyObject *bound_call_slow(BoundEntry *self, PyObject *const *args, Py_ssi
     PyObject *hook = self->vectorcall == (vectorcallfunc)broadcast_vectorcall   ? slow_broadcast
                      : self->vectorcall == (vectorcallfunc)multicast_vectorcall ? slow_multicast
                                                                                 : slow_call;
-    return call_hook(hook, self, args, nargs, kwnames);
+    return call_hook(hook, self->proxy, self->entry, self->name, args, nargs, kwnames);
 }
 
 /* Whether keyword `key` is one of the call's options (configure_proxies: shoal's `ret` and
@@ -237,22 +238,15 @@ static PyObject *multicast_vectorcall(BoundEntry *self, PyObject *const *args, s
                 if (r < 0) { Py_DECREF(members); return NULL; }
                 if (!r) break;
             }
-            if (n && i > 0) {
-                for (Py_ssize_t j = i; j < n; j++) {
-                    PyObject *kwargs = PyDict_New(), *tuple = kwargs ? PyTuple_New(nargs) : NULL, *entry = tuple ? PyLong_FromLong(self->entry) : NULL;
-                    PyObject *r = NULL;
-                    if (entry) {
-                        for (Py_ssize_t k = 0; k < nargs; k++) PyTuple_SET_ITEM(tuple, k, Py_NewRef(args[k]));
-                        r = PyObject_CallFunctionObjArgs(slow_call, PyTuple_GET_ITEM(members, j), entry, self->name, tuple, kwargs, NULL);
-                    }
-                    Py_XDECREF(entry); Py_XDECREF(tuple); Py_XDECREF(kwargs);
-                    if (!r) { Py_DECREF(members); return NULL; }
-                    Py_DECREF(r);
-                }
-                Py_DECREF(members);
-                Py_RETURN_NONE;
+            int err = 0;
+            for (Py_ssize_t j = i; i > 0 && j < n && !err; j++) { /* the rest, as the element's Python call */
+                PyObject *r = call_hook(slow_call, PyTuple_GET_ITEM(members, j), self->entry, self->name, args, nargs, NULL);
+                err = r == NULL;
+                Py_XDECREF(r);
             }
             Py_DECREF(members);
+            if (err) return NULL;
+            if (n && i > 0) Py_RETURN_NONE;
         }
     } else if (PyErr_Occurred()) {
         return NULL;
@@ -262,7 +256,7 @@ static PyObject *multicast_vectorcall(BoundEntry *self, PyObject *const *args, s
 
 /* outcomes(*args, **kwargs): _BoundEntry.outcomes, through the Python hook */
 static PyObject *BoundEntry_outcomes(BoundEntry *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    return call_hook(outcomes_call, self, args, PyVectorcall_NARGS(nargsf), kwnames);
+    return call_hook(outcomes_call, self->proxy, self->entry, self->name, args, PyVectorcall_NARGS(nargsf), kwnames);
 }
 
 static void BoundEntry_dealloc(BoundEntry *self) {

@@ -356,7 +356,7 @@ static int run_ready(Core *c) {
  * error. What it woke runs before the next frame, not after a trip back to the engine. */
 int core_deliver(Core *c, const char *frame, Py_ssize_t n, Frames *frames) {
     int r = deliver_frame(c, frame, n, frames);
-    if (r > 0 && c->depth == 0 && c->ready && PyObject_Length(c->ready) > 0 && run_ready(c) < 0) return -1;
+    if (r > 0 && c->depth == 0 && run_ready(c) < 0) return -1;
     return r;
 }
 

@@ -164,10 +164,7 @@ class Receiving:
         """Handle a message held back earlier (already counted)."""
         kind, n, entry, src, aux, coll = _unpack(header)
         index = INDEX_STRUCTS[n].unpack_from(header, _HSIZE) if n else ()
-        if self.trace_frames is not None:
-            self.uncaused(self._handlers[kind & KIND_MASK], kind, entry, src, aux, coll, index, segments, header)
-            return
-        self._handlers[kind & KIND_MASK](kind, entry, src, aux, coll, index, segments, header)
+        self.uncaused(self._handlers[kind & KIND_MASK], kind, entry, src, aux, coll, index, segments, header)
 
     def uncaused(self, fn: Callable[..., Any], *args: Any) -> None:
         """``fn(*args)`` for a message held back earlier, with message arrows (a full
