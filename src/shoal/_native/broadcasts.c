@@ -40,6 +40,7 @@ struct Broadcasts {
     PyObject *holding;      /* rt.balancer.holding: Arrays whose broadcasts their root holds */
     PyObject *block_cls;    /* partials.Block */
     PyObject *pending;      /* partials.PENDING */
+    PyObject *partials;     /* the manager's partials (a dict; while empty it holds no gather) */
     long tree_root;         /* the root whose children `tree_children` are */
     PyObject *tree_children;
     Gather *list;
@@ -69,6 +70,7 @@ void broadcasts_free(Broadcasts *b) {
     Py_XDECREF(b->holding);
     Py_XDECREF(b->block_cls);
     Py_XDECREF(b->pending);
+    Py_XDECREF(b->partials);
     Py_XDECREF(b->tree_children);
     PyMem_Free(b);
 }
@@ -299,6 +301,19 @@ static int gather_arrived(Core *c, Broadcasts *b, Gather *g, Py_ssize_t count) {
 }
 
 /* The segments as a list of bytes (new reference), or NULL with an error. */
+/* Whether the manager gathers the replies of ret=True broadcast `fid` of PE `src` to `coll`
+ * here (ReductionManager.holds_replies): 1, 0, or -1 on error. */
+static int manager_holds_replies(Broadcasts *b, uint64_t coll, uint32_t src, uint32_t fid) {
+    PyObject *c = PyLong_FromUnsignedLongLong(coll), *s = PyLong_FromUnsignedLong(src), *f = PyLong_FromUnsignedLong(fid);
+    PyObject *r = c && s && f ? PyObject_CallMethodObjArgs(b->manager, shoal_names.holds_replies, c, s, f, NULL) : NULL;
+    Py_XDECREF(c);
+    Py_XDECREF(s);
+    Py_XDECREF(f);
+    int held = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    return held;
+}
+
 static PyObject *segment_copies(const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
     PyObject *list = PyList_New(nseg);
     for (Py_ssize_t i = 0; list && i < nseg; i++) {
@@ -356,6 +371,10 @@ int broadcast_deliver(Core *c, const char *h, Py_ssize_t hlen, const char *const
         if (count < 0 || !span || span == Py_None || !SLOT(span, shoal_slots.tree_children) ||
             !PyTuple_Check(SLOT(span, shoal_slots.tree_children)) || !SLOT(span, shoal_slots.tree_parent) || !SLOT(info, shoal_slots.info_shape))
             return 0;
+        /* a child's reply that came before the broadcast went the Python way (the core held
+         * no gather then): the broadcast goes that way too, so that one path gathers it */
+        int held = PyDict_GET_SIZE(b->partials) ? manager_holds_replies(b, coll, src, aux) : 0;
+        if (held) return held < 0 ? -1 : 0;
     }
     PyObject *elements = local_elements(c, cs);
     if (!elements) return PyErr_Occurred() ? -1 : 0;
@@ -603,11 +622,11 @@ int local_broadcast(Core *c, PyObject *header, PyObject *body) {
     return r;
 }
 
-/* use_broadcasts(manager, tree_from, balancer_holding, Block, PENDING): broadcasts compiled
- * from now on (the slots they read are the contract's). */
+/* use_broadcasts(manager, tree_from, balancer_holding, Block, PENDING, partials): broadcasts
+ * compiled from now on (the slots they read are the contract's). */
 PyObject *Core_use_broadcasts(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "use_broadcasts(manager, tree_from, holding, Block, PENDING)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "use_broadcasts(manager, tree_from, holding, Block, PENDING, partials)");
         return NULL;
     }
     Broadcasts *b = PyMem_Calloc(1, sizeof(Broadcasts));
@@ -617,9 +636,10 @@ PyObject *Core_use_broadcasts(Core *c, PyObject *const *args, Py_ssize_t nargs) 
     b->holding = Py_NewRef(args[2]);
     b->block_cls = Py_NewRef(args[3]);
     b->pending = Py_NewRef(args[4]);
+    b->partials = Py_NewRef(args[5]);
     b->tree_root = -1;
-    if (!PySet_Check(b->holding)) {
-        PyErr_SetString(PyExc_TypeError, "use_broadcasts: the balancer's holding must be a set");
+    if (!PySet_Check(b->holding) || !PyDict_Check(b->partials)) {
+        PyErr_SetString(PyExc_TypeError, "use_broadcasts: the balancer's holding must be a set, the manager's partials a dict");
         broadcasts_free(b);
         return NULL;
     }

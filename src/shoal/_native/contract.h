@@ -40,7 +40,7 @@ typedef struct {
     PyObject *next_fid;                                                           /* the Runtime */
     PyObject *funcs, *channels;                                                   /* a chare class, an element */
     PyObject *append, *popleft;                                                   /* deques */
-    PyObject *index, *ret_adopt, *ret_gathered, *ret_unsendable;                  /* broadcasts, reductions */
+    PyObject *index, *ret_adopt, *ret_gathered, *ret_unsendable, *holds_replies;  /* broadcasts, reductions */
     PyObject *waiters, *remote_waiters, *shoal_away, *combine,                    /* all-reduces */
         *finish, *wake, *resolve;
     PyObject *current;                                                            /* context: the running runtime */

@@ -230,7 +230,7 @@ static PyMethodDef Core_methods[] = {
     {"exchanges_under_way", (PyCFunction)Core_exchanges_under_way, METH_NOARGS, "exchanges_under_way() -> [(coll, seq, started, stage)]"},
     {"allreduce", (PyCFunction)(void (*)(void))Core_allreduce, METH_FASTCALL, "allreduce(el, value, reducer) -> Future, or None: not a compiled case"},
     {"use_broadcasts", (PyCFunction)(void (*)(void))Core_use_broadcasts, METH_FASTCALL,
-     "use_broadcasts(manager, tree_from, holding, Block, PENDING, CollectionState, CollectionInfo, Tree): broadcasts compiled"},
+     "use_broadcasts(manager, tree_from, holding, Block, PENDING, partials): broadcasts compiled"},
     {"gathers_forget", (PyCFunction)Core_gathers_forget, METH_O, "gathers_forget(coll): drop a destroyed collection's gathers"},
     {"gather_offer", (PyCFunction)(void (*)(void))Core_gather_offer, METH_FASTCALL,
      "gather_offer(coll, fid, src, first, values) -> bool: a reply that came the Python way, if the core's"},

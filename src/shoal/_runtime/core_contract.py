@@ -80,6 +80,7 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("funcs", "_shoal_funcs"), ("channels", "_shoal_channels"),
     ("append", "append"), ("popleft", "popleft"),
     ("index", "index"), ("ret_adopt", "ret_adopt"), ("ret_gathered", "ret_gathered"), ("ret_unsendable", "ret_unsendable"),
+    ("holds_replies", "holds_replies"),
     ("waiters", "waiters"), ("remote_waiters", "remote_waiters"), ("shoal_away", "_shoal_away"),
     ("combine", "combine"), ("finish", "finish"), ("wake", "_wake"), ("resolve", "_resolve"),
     ("current", "_current"),
@@ -206,7 +207,7 @@ def make_core(module: Any, frames: Any, transport: Any, rt: "Runtime") -> Any:
         rt.reductions, rt.npes, rt.post_value, _ResultFuture, Chare, vars(context),
         tuple(getattr(reducers, name) for name in EXCHANGE_REDUCERS),
     )
-    core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING)
+    core.use_broadcasts(rt.reductions, rt.tree_from, rt.balancer.holding, Block, PENDING, rt.reductions.partials)
     core.use_contributions(rt.reductions, _check_target, EntryRef, vars(context), Chare, future_handle,
                            rt.reductions.pack_entry, rt.reductions.unpack_entry)
     rt.reductions.use_core(core)

@@ -206,6 +206,12 @@ class ReductionManager:
         """The domain and target of the values of ret=True broadcast ``fid`` of PE ``src``."""
         return (coll, "ret", src, fid), future_handle(src, fid)
 
+    def holds_replies(self, coll: int, src: int, fid: int) -> bool:
+        """Whether this path gathers the replies of ret=True broadcast ``fid`` of PE ``src``
+        here: a child's reply came first, when the core held no gather for it, so the
+        broadcast's own part must come this way too (broadcasts.c)."""
+        return ((coll, "ret", src, fid), 0) in self.partials
+
     def ret_adopt(self, domain: tuple, target: Future, items: list, count: int, parts: list) -> None:
         """Take over a gather from the core (an element's call is pending): this PE's
         ``items`` worth ``count`` values (the pending ones come as pairs later) and what
