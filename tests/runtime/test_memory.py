@@ -140,7 +140,7 @@ def test_give_back_shrinks_an_emptied_table_in_place():
     table = {i: i for i in range(100_000)}
     for i in range(100_000 - 3):
         del table[i]
-    runtime = SimpleNamespace(futures=table)
+    runtime = SimpleNamespace(future_table=SimpleNamespace(futures=table))
     memory.give_back([runtime])
-    assert runtime.futures is table and table == {99_997: 99_997, 99_998: 99_998, 99_999: 99_999}
+    assert runtime.future_table.futures is table and table == {99_997: 99_997, 99_998: 99_998, 99_999: 99_999}
     assert sys.getsizeof(table) < 1000

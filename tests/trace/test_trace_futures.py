@@ -33,7 +33,7 @@ PROGRAM = textwrap.dedent('''
         rt = current()
         tracer = rt.tracer
         print("total", total, "open", None if tracer is None else len(tracer._open_futures),
-              "class", type(rt).__name__)
+              "class", type(rt.future_table).__name__)
         shoal.exit()
 
 
@@ -60,7 +60,7 @@ def _run(tmp_path, transport: str, trace: bool) -> tuple[str, list[dict]]:
 @pytest.mark.parametrize("transport", [pytest.param("mpi", marks=pytest.mark.mpi), "inproc"])
 def test_each_future_is_an_async_slice_from_made_to_resolved(tmp_path, transport):
     stdout, events = _run(tmp_path, transport, trace=True)
-    assert "total 25 open 0 class TracedRuntime" in stdout, stdout  # nothing left open, none dropped unused
+    assert "total 25 open 0 class TracedFutureTable" in stdout, stdout  # nothing left open, none dropped unused
     slices = [ev for ev in events if ev.get("cat") == "future"]
     begins = {ev["id"]: ev for ev in slices if ev["ph"] == "b"}
     ends = {ev["id"]: ev for ev in slices if ev["ph"] == "e"}
@@ -70,9 +70,9 @@ def test_each_future_is_an_async_slice_from_made_to_resolved(tmp_path, transport
     assert origins == [_line("ONE")] * 4 + [_line("BROADCAST"), _line("MINE")], origins
 
 
-def test_tracing_off_leaves_the_runtime_plain(tmp_path):
+def test_tracing_off_leaves_the_future_table_plain(tmp_path):
     stdout, _ = _run(tmp_path, "inproc", trace=False)
-    assert "total 25 open None class Runtime" in stdout, stdout
+    assert "total 25 open None class FutureTable" in stdout, stdout
 
 
 def test_summary_mode_counts_futures_made_resolved_and_the_longest_wait_per_bin():
@@ -103,7 +103,7 @@ def test_summary_mode_counts_every_future(tmp_path, transport):
            "--trace-summary", "1ms", str(prog)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=clean_env(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "total 25 open 0 class TracedRuntime" in proc.stdout, proc.stdout
+    assert "total 25 open 0 class TracedFutureTable" in proc.stdout, proc.stdout
     data = json.loads(out.read_text())
     assert not [ev for ev in data["traceEvents"] if ev.get("cat") == "future"]  # no slice per future: bounded
     futures = data["otherData"]["shoal"]["summary"]["pes"][0]["futures"]

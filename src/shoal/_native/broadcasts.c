@@ -180,7 +180,7 @@ int resolve_here(Core *c, uint32_t fid, PyObject *result) {
         return pending < 0 || PyErr_Occurred() ? -1 : 0;
     }
     Py_INCREF(fut);
-    int err = PyDict_DelItem(c->futures, key); /* Runtime.forget_future */
+    int err = PyDict_DelItem(c->futures, key); /* FutureTable.forget */
     Py_DECREF(key);
     if (!err) {
         Py_XSETREF(SLOT(fut, shoal_slots.future_value), Py_NewRef(result));

@@ -35,9 +35,9 @@ typedef struct {
 
 /* Interned attribute and method names, looked up on runtime objects. */
 typedef struct {
-    PyObject *futures, *local, *on_value, *send_future, *replier, *pe, *ready;    /* the Runtime */
-    PyObject *route;                                                              /* Locations */
-    PyObject *next_fid;                                                           /* the Runtime */
+    PyObject *future_table, *local, *on_value, *send_future, *replier, *pe, *ready; /* the Runtime */
+    PyObject *route;                                                                /* Locations */
+    PyObject *futures, *next_fid;                                                   /* its FutureTable */
     PyObject *funcs, *channels;                                                   /* a chare class, an element */
     PyObject *append, *popleft;                                                   /* deques */
     PyObject *index, *ret_adopt, *ret_gathered, *ret_unsendable, *holds_replies;  /* broadcasts, reductions */

@@ -62,9 +62,10 @@ static int Core_init(Core *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "configure_contract() must run before a Core is made (core_contract.py)");
         return -1;
     }
-    if (!(self->futures = PyObject_GetAttr(rt, shoal_names.futures))) return -1;
+    if (!(self->table = PyObject_GetAttr(rt, shoal_names.future_table))) return -1;
+    if (!(self->futures = PyObject_GetAttr(self->table, shoal_names.futures))) return -1;
     if (!PyDict_Check(self->futures)) {
-        PyErr_SetString(PyExc_TypeError, "rt.futures must be a dict");
+        PyErr_SetString(PyExc_TypeError, "rt.future_table.futures must be a dict");
         return -1;
     }
     PyObject *local = PyObject_GetAttr(rt, shoal_names.local);
@@ -136,6 +137,7 @@ static void Core_dealloc(Core *self) {
     Py_XDECREF(self->set_cls);
     Py_XDECREF(self->future_cls);
     Py_XDECREF(self->futures);
+    Py_XDECREF(self->table);
     Py_XDECREF(self->fut_pending);
     Py_XDECREF(self->fut_done);
     exchanges_free(self->exchanges);
@@ -158,7 +160,7 @@ static PyMemberDef Core_members[] = {
 
 /* new_future(back) -> a pending Future registered with the runtime, as Future() made
  * in the Python frame `back` frames above the caller's (Future.__init__ and
- * Runtime.register_future are the reference): the future of a ret=True call. */
+ * FutureTable.register are the reference): the future of a ret=True call. */
 static PyObject *Core_new_future(Core *self, PyObject *arg) {
     long back = PyLong_AsLong(arg);
     if (back < 0) {
@@ -169,12 +171,12 @@ static PyObject *Core_new_future(Core *self, PyObject *arg) {
 }
 
 PyObject *core_new_future(Core *self, long back) {
-    PyObject *next = PyObject_GetAttr(self->rt, shoal_names.next_fid);
+    PyObject *next = PyObject_GetAttr(self->table, shoal_names.next_fid);
     if (!next) return NULL;
     unsigned long fid = PyLong_AsUnsignedLong(next);
     if (fid == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(next); return NULL; }
     PyObject *following = PyLong_FromUnsignedLong(fid < 0xFFFFFFFFul ? fid + 1 : 1);
-    int err = !following || PyObject_SetAttr(self->rt, shoal_names.next_fid, following) < 0;
+    int err = !following || PyObject_SetAttr(self->table, shoal_names.next_fid, following) < 0;
     Py_XDECREF(following);
     if (err) { Py_DECREF(next); return NULL; }
     /* where it was made: (code, line) of the frame `back` above the caller's */

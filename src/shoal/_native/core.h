@@ -111,7 +111,7 @@ struct Core {
     long comm_countdown;     /* sends until the next one sampled */
     uint64_t rng;            /* xorshift state: sampling intervals vary, so no send pattern aliases with them */
     PyObject *set_cls;                                               /* receive_sets.ReceiveSet */
-    PyObject *future_cls, *futures;                                  /* futures.Future, rt.futures */
+    PyObject *future_cls, *table, *futures;       /* futures.Future, rt.future_table, its futures */
     PyObject *fut_pending, *fut_done; /* futures._PENDING and _DONE, given to Core() */
     Exchanges *exchanges;    /* the compiled all-reduces (exchange.c), once use_exchanges() was called */
     Broadcasts *broadcasts;  /* the compiled broadcasts (broadcasts.c), once use_broadcasts() was called */

@@ -495,7 +495,7 @@ int core_send_ret(Core *c, PyObject *proxy, int entry, PyObject *const *args, Py
         *out = fut;
         return 1;
     }
-    if (PyDict_DelItem(c->futures, fid) < 0) { /* Runtime.forget_future */
+    if (PyDict_DelItem(c->futures, fid) < 0) { /* FutureTable.forget */
         if (r == 0) r = -1;
         else PyErr_Clear(); /* keep the error of the send */
     }

@@ -73,10 +73,10 @@ SLOTS: tuple[tuple[str, type, str], ...] = (
 
 #: contract.h's Names, in order: (its field, the attribute or method name looked up)
 NAMES: tuple[tuple[str, str], ...] = (
-    ("futures", "futures"), ("local", "local"), ("on_value", "_on_value"), ("send_future", "send_future"),
+    ("future_table", "future_table"), ("local", "local"), ("on_value", "_on_value"), ("send_future", "send_future"),
     ("replier", "_replier"), ("pe", "pe"), ("ready", "ready"),
     ("route", "route"),
-    ("next_fid", "_next_fid"),
+    ("futures", "futures"), ("next_fid", "next_fid"),
     ("funcs", "_shoal_funcs"), ("channels", "_shoal_channels"),
     ("append", "append"), ("popleft", "popleft"),
     ("index", "index"), ("ret_adopt", "ret_adopt"), ("ret_gathered", "ret_gathered"), ("ret_unsendable", "ret_unsendable"),

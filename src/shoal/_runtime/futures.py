@@ -264,7 +264,7 @@ class Future:
         rt = current("shoal.Future()")
         self._rt: "Runtime | None" = rt
         self.owner = rt.pe
-        self.fid = rt.register_future(self)
+        self.fid = rt.future_table.register(self)
         self._state = _PENDING
         self._value: Any = None
         self._callbacks: list | None = None
@@ -315,7 +315,7 @@ class Future:
             self._state, self._value = _DONE, value
         rt = self._rt
         if rt is not None and self.fid:
-            rt.forget_future(self.fid)
+            rt.future_table.forget(self.fid)
         callbacks = self._callbacks
         if callbacks:
             self._callbacks = None
@@ -394,9 +394,7 @@ class Future:
     def __reduce__(self) -> tuple:
         rt = self._rt
         if rt is not None and self.fid:
-            escaped = rt.escaped
-            if escaped.get(self.fid) is not self:
-                escaped[self.fid] = self  # its owner can answer waiters elsewhere while it lives
+            rt.future_table.travelled(self)  # its owner can answer waiters elsewhere while it lives
         origin = self._origin
         if type(origin) is not str:  # formatted once, for the first send
             origin = self._origin = self.origin
@@ -451,14 +449,15 @@ def _rebuild_future(owner: int, fid: int, origin: str, value: Any = _PENDING_VAL
     """A future that arrived in a message: the original on its owner, else this PE's
     handle of it (one per future), resolved at once if its value travelled with it."""
     rt = current("unpickling a Future")
+    table = rt.future_table
     if rt.pe == owner:
-        local = rt.futures.get(fid) or rt.escaped.get(fid)
+        local = table.owned(fid)
         if local is not None:
             return local
-    key = (owner, fid)
-    handle = rt.handles.get(key)
+    handle = table.handle(owner, fid)
     if handle is None:
-        handle = rt.handles[key] = _handle(owner, fid, origin)
+        handle = _handle(owner, fid, origin)
+        table.keep_handle(handle)
     if value is not _PENDING_VALUE and handle._state == _PENDING:
         handle._resolve(value)
     return handle
@@ -468,7 +467,7 @@ def future_handle(owner: int, fid: int) -> Future:
     """A handle to future ``fid`` of PE ``owner`` (for the reply of a ``ret=True`` call)."""
     rt = current("future_handle")
     if rt.pe == owner:
-        local = rt.futures.get(fid)
+        local = rt.future_table.futures.get(fid)
         if local is not None:
             return local
     return _handle(owner, fid, "a ret=True call")

@@ -127,7 +127,7 @@ def give_back(runtimes: list) -> None:
     """After a burst, as this process's PEs go idle: shrink the tables of futures that
     grew with it (a dict keeps its size when emptied) and trim the heap (glibc)."""
     for rt in runtimes:
-        _shrink(rt.futures)
+        _shrink(rt.future_table.futures)
     _trim()
 
 

@@ -22,6 +22,7 @@ from ..errors import ShoalError, exit_code
 from .chare import Chare
 from .devices import allocate_device
 from .collections import CollectionInfo, CollectionState
+from .future_table import DROP, TWICE, FutureTable
 from .futures import Failure, Future, Task, annotate, future_handle
 from .location import Locations, Route
 from .message import FWD, HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
@@ -30,8 +31,6 @@ from .reductions import RET_BLOCK
 from .system import NO_COLL as _NO_COLL, SYSTEM_ID
 
 if TYPE_CHECKING:
-    import weakref
-
     from .balancing import Balancer
     from .migration import Migration
     from .reductions import ReductionManager
@@ -55,9 +54,7 @@ class Receiving:
     infos: dict[int, CollectionInfo]
     unknown: dict[int, list]
     locations: Locations
-    futures: dict[int, Future]
-    escaped: "weakref.WeakValueDictionary[int, Future]"
-    _asked: set[tuple]
+    future_table: FutureTable
     ready: Any
     suspended: set
     exit_requested: bool
@@ -379,10 +376,10 @@ class Receiving:
         self._resolve_future(aux, decode_call(kind, segments)[0][0], src)
 
     def _resolve_future(self, fid: int, value: Any, src: int | None) -> None:
-        fut = self.futures.get(fid)
-        if fut is None:
-            if isinstance(value, Failure):
-                return  # a second error for a future that failed already: the first one wins
+        fut = self.future_table.arrival(fid, isinstance(value, Failure))
+        if fut is DROP:
+            return  # a second error for a future that failed already: the first one wins
+        if fut is TWICE:
             sender = "another PE" if src is None else f"PE {src}"
             self.fail(
                 ShoalError(f"{sender} sent a value to the {self.describe_future(fid)}, which was already "
@@ -444,14 +441,13 @@ class Receiving:
 
     def await_remote(self, handle: Future) -> None:
         """Ask the owner of ``handle`` (another PE's future) to send its value here, once."""
-        key = (handle.owner, handle.fid)
-        if key in self._asked:
+        owner, fid, table = handle.owner, handle.fid, self.future_table
+        if not table.ask(owner, fid):
             return
-        self._asked.add(key)
         reply = Future(_depth=2)
 
         def arrived(f: Future) -> None:
-            self._asked.discard(key)
+            table.answered(owner, fid)
             value = f._outcome()
             if not handle.done():
                 handle._resolve(value)
@@ -461,7 +457,7 @@ class Receiving:
 
     def _on_await(self, kind: int, entry: int, src: int, aux: int, coll: int, index: tuple, segments: list, header: bytes) -> None:
         reply_fid = decode(segments)
-        fut = self.futures.get(aux) or self.escaped.get(aux)
+        fut = self.future_table.owned(aux)
         if fut is None:
             error = ShoalError(
                 f"PE {src} awaits future #{aux} of PE {self.pe}, which resolved and was dropped here before "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import heapq
 import time
-import weakref
 from collections import deque
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
@@ -22,6 +21,7 @@ from . import chare, tree
 from .chare import Chare
 from .collections import CollectionInfo, CollectionState, order_blocks
 from .futures import Future, Task, new_future
+from .future_table import FutureTable
 from .balancing import COMM_SAMPLE, Balancer, record_comm
 from .devices import DeviceTransfers, transfers
 from .lifecycle import Lifecycle
@@ -93,13 +93,7 @@ class Runtime(Receiving, Sending, RunningState):
         self.creation_observer: Callable[[CollectionInfo], None] | None = None
         self.locations = Locations(self.pe, self.npes)
         self.locate = self.locations.locate
-        self.futures: dict[int, Future] = {}
-        #: resolved or pending futures of this PE that went out in messages, while they live
-        self.escaped: weakref.WeakValueDictionary[int, Future] = weakref.WeakValueDictionary()
-        #: this PE's handles of other PEs' futures that arrived in messages
-        self.handles: weakref.WeakValueDictionary[tuple, Future] = weakref.WeakValueDictionary()
-        self._asked: set[tuple] = set()  # handles whose value this PE asked for
-        self._next_fid = 1
+        self.future_table = FutureTable()
         self._next_id = 16
         self._trees: dict[int, tree.Tree] = {}
         self.pool_workers: Any = None  # the task pool's Group, made on first use
@@ -206,15 +200,6 @@ class Runtime(Receiving, Sending, RunningState):
         """A job-wide unique id (collections, sections)."""
         self._next_id += 1
         return (self.pe << 32) | self._next_id
-
-    def register_future(self, fut: Future) -> int:
-        fid = self._next_fid
-        self._next_fid = fid + 1 if fid < 0xFFFFFFFF else 1
-        self.futures[fid] = fut
-        return fid
-
-    def forget_future(self, fid: int) -> None:
-        self.futures.pop(fid, None)
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> None:
         """Run ``fn`` on this PE after ``delay`` seconds (at the next step after it)."""

@@ -20,6 +20,7 @@ from ..errors import ShoalError
 from ..numpy_types import ndarray
 from .balancing import COMM_SAMPLE, record_comm
 from .collections import CollectionInfo
+from .future_table import DROP, TWICE, FutureTable
 from .futures import Failure, Future
 from .location import Locations
 from . import message as _message
@@ -71,13 +72,11 @@ class Sending:
     _comm_countdown: int
     local: deque
     locations: Locations
-    futures: dict[int, Future]
-    escaped: Any
+    future_table: FutureTable
     _send_eager: Callable[..., bool] | None
     _send_value: Callable[..., bool] | None
     _core_send: Callable[..., bool] | None
     _new_future: Callable[[int], Future]
-    forget_future: Callable[[int], None]
 
     def send_raw(self, dest: int, header: bytes, segments: list, coll: int) -> None:
         if coll != SYSTEM_ID:
@@ -134,7 +133,7 @@ class Sending:
             flag, segments = encode_call(args, kwargs)
         except Exception as exc:
             if fut is not None:
-                self.forget_future(fut.fid)
+                self.future_table.forget(fut.fid)
             raise unpicklable(proxy._info.cls, name, args, kwargs, exc) from None
         self._to_element(proxy, flag, entry, fut.fid if fut is not None else 0, segments)  # Kind.INVOKE == 0
         return fut
@@ -169,10 +168,10 @@ class Sending:
     def send_future(self, owner: int, fid: int, value: Any) -> None:
         """Resolve future ``fid`` of PE ``owner`` with ``value``."""
         if owner == self.pe:
-            fut = self.futures.get(fid)
-            if fut is None:
-                if isinstance(value, Failure):
-                    return  # a second error for a future that failed already: the first one wins
+            fut = self.future_table.arrival(fid, isinstance(value, Failure))
+            if fut is DROP:
+                return  # a second error for a future that failed already: the first one wins
+            if fut is TWICE:
                 raise ShoalError(f"{self.describe_future(fid)} was already resolved; a future resolves once")
             fut._resolve(value)
             return
@@ -188,7 +187,7 @@ class Sending:
     def describe_future(self, fid: int) -> str:
         """Future ``fid`` of this PE, named for an error: where it was made if it is still
         held here (it travelled, so it is among the escaped ones while it lives)."""
-        fut = self.futures.get(fid) or self.escaped.get(fid)
+        fut = self.future_table.owned(fid)
         if fut is not None:
             return f"future created at {fut.origin} on PE {self.pe}"
         return f"future #{fid} of PE {self.pe} (dropped here since, so where it was made is not known)"

@@ -1,18 +1,18 @@
 """Futures on the timeline: each registered future's life as an async slice.
 
-With tracing on :func:`watch_futures` makes the runtime note when each future of its PE
-is made and when its value arrives; the file shows each as an async slice (``"ph": "b"``
+With tracing on :func:`watch_futures` makes the runtime's future table note when each
+future of its PE is made and when its value arrives; the file shows each as an async slice (``"ph": "b"``
 / ``"e"``, category ``future``) from one to the other, which Perfetto draws on a track of
 its own under the job. In summary mode each future is added into the tracer's bins
 instead (``SummaryTracer.future_done``: per bin, the futures made and resolved and the
 longest wait), drawn as a ``PE n futures`` counter. With tracing off nothing of this is
-installed: the runtime's class and methods are the plain ones.
+installed: the table's class and methods are the plain ones.
 
-Made: every registered future takes its number from ``Runtime._next_fid``, whether
-Python (``Runtime.register_future``) or the compiled core (``core_new_future``: the
-futures of compiled ``ret=True`` calls) makes it; the traced runtime's class reads that
-attribute through a descriptor that notes each number taken. Resolved: the Python path
-calls ``Runtime.forget_future``; a future whose value the compiled core sets itself (a
+Made: every registered future takes its number from ``FutureTable.next_fid``, whether
+Python (``FutureTable.register``) or the compiled core (``core_new_future``: the
+futures of compiled ``ret=True`` calls) makes it; the traced table's class reads that
+attribute through a property that notes each number taken. Resolved: the Python path
+calls ``FutureTable.forget``; a future whose value the compiled core sets itself (a
 broadcast's gathered values) runs its done-callbacks, and the futures made through
 ``Runtime._new_future`` carry one that notes it. Local futures (channel receives,
 all-reduces: no number) are not recorded.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 
+from .future_table import FutureTable
 from .tracing import TRACE_PID
 
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
@@ -37,24 +38,8 @@ __all__ = ["watch_futures", "future_events", "FUTURE"]
 FUTURE = "future"
 
 
-class _NextFid:
-    """``Runtime._next_fid`` of a traced runtime: setting it means the number it held was
-    taken by a new future (Runtime.register_future, core_new_future)."""
-
-    def __get__(self, rt: Any, cls: Any = None) -> Any:
-        return self if rt is None else rt.__dict__["_next_fid"]
-
-    def __set__(self, rt: Any, value: int) -> None:
-        taken = rt.__dict__.get("_next_fid")
-        rt.__dict__["_next_fid"] = value
-        if taken is not None:
-            tracer = rt.tracer
-            open_futures = tracer._open_futures
-            open_futures[taken] = tracer.clock()
-            # the one before, if neither registered nor resolved, was dropped unused (the
-            # compiled path's attempt at a call to an element of this PE): forget it too
-            if taken - 1 in open_futures and taken - 1 not in rt.futures:
-                del open_futures[taken - 1]
+#: the plain table's slot that a traced table's ``next_fid`` property stands in front of
+_NEXT_FID = FutureTable.next_fid
 
 
 def _resolved(rt: Any, fid: int, fut: Any) -> None:
@@ -68,28 +53,36 @@ def _resolved(rt: Any, fid: int, fut: Any) -> None:
             tracer._futures.append((t0, tracer.clock(), fid, _where(getattr(fut, "_origin", None))))
 
 
-#: the traced class of each runtime class, made once
-_TRACED: dict[type, type] = {}
+def _traced_table(rt: Runtime) -> type:
+    """A FutureTable class whose tables note in ``rt``'s tracer each number a new future
+    takes and each future forgotten (one class per traced PE: it holds the runtime)."""
 
+    def taken(table: Any, value: int) -> None:
+        """Setting ``next_fid`` means the number it held was taken by a new future
+        (FutureTable.register, core_new_future)."""
+        taken = _NEXT_FID.__get__(table)
+        _NEXT_FID.__set__(table, value)
+        tracer = rt.tracer
+        open_futures = tracer._open_futures
+        open_futures[taken] = tracer.clock()
+        # the one before, if neither registered nor resolved, was dropped unused (the
+        # compiled path's attempt at a call to an element of this PE): forget it too
+        if taken - 1 in open_futures and taken - 1 not in table.futures:
+            del open_futures[taken - 1]
 
-def _traced(cls: type) -> type:
-    """``cls`` (the Runtime) with futures noted as they are made and forgotten."""
-    if cls in _TRACED:
-        return _TRACED[cls]
-
-    def forget_future(self: Any, fid: int) -> None:
-        fut = self.futures.pop(fid, None)
+    def forget(table: Any, fid: int) -> None:
+        fut = table.futures.pop(fid, None)
         if fut is not None:
-            _resolved(self, fid, fut)
+            _resolved(rt, fid, fut)
 
-    traced = _TRACED[cls] = type(f"Traced{cls.__name__}", (cls,), {
-        "__slots__": (), "_next_fid": _NextFid(), "forget_future": forget_future, "__module__": cls.__module__})
-    return traced
+    return type("TracedFutureTable", (FutureTable,), {
+        "__slots__": (), "next_fid": property(_NEXT_FID.__get__, taken), "forget": forget,
+        "__module__": FutureTable.__module__})
 
 
 def watch_futures(rt: Runtime, tracer: Tracer) -> None:
     """Note the life of each future of ``rt``'s PE in ``tracer`` (see the module's docstring)."""
-    rt.__class__ = _traced(type(rt))
+    rt.future_table.__class__ = _traced_table(rt)
     made = rt._new_future
 
     def noted(fut: Any) -> None:
