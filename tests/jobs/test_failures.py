@@ -267,6 +267,34 @@ def test_a_reduction_short_of_a_contribution_is_named_with_the_element(mpi_job):
                      r"below it in the tree\); element\(s\) 2 of this PE have not called contribute\(\) for it", job.stderr), job
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_ret_broadcast_short_of_a_reply_is_named_with_its_count(mpi_job, native):
+    """The report names the gather of a ret=True broadcast that waits for a reply, as the
+    compiled core or the Python path holds it (it named main's future only)."""
+    job = mpi_job(
+        """
+        import shoal
+
+        class W(shoal.Chare):
+            async def answer(self):
+                if self.index == 0:
+                    await shoal.Future()  # never resolved
+                return self.index
+
+        def main(args):
+            shoal.Group(W).answer(ret=True).get()
+
+        shoal.start(main)
+        """,
+        n=2, env={"SHOAL_NATIVE": native},
+    )
+    assert job.returncode == 1, job
+    assert re.search(r"PE 0: the replies of a ret=True broadcast to W \(future #\d+ of PE 0\) have 1 of the 2 it "
+                     r"waits for here", job.stderr), job
+    assert re.search(r"PE 0: W\.answer of element 0 awaits", job.stderr), job
+
+
 def test_bad_cli_option_lists_valid_ones():
     proc = subprocess.run([sys.executable, "-m", "shoal", "run", "--frobnicate", "x.py"], capture_output=True, text=True)
     assert proc.returncode == 2

@@ -542,9 +542,14 @@ class ReductionManager:
         begun = {key: [p.got, p.reducer, p.target] for key, p in self.partials.items()}
         for coll, seq, got, reducer, target in self.core.contributions_under_way() if self.core is not None else ():
             begun.setdefault(((coll,), seq), [0, reducer, target])[0] += got  # gathered by the core
+        for coll, src, fid, got, expected in self.core.gathers_under_way() if self.core is not None else ():
+            lines.append(self._replies_line((coll, "ret", src, fid), got, expected))
         for (domain, seq), (got, reducer, target) in begun.items():
-            if len(domain) > 1 and domain[1] == "ret":
-                continue  # a ret=True broadcast's replies: its caller's future is in the report
+            if len(domain) == 4 and domain[1] == "ret":
+                cs = self.rt.colls.get(domain[0])
+                span = cs.span if cs is not None else None
+                lines.append(self._replies_line(domain, got, None if span is None else cs.count + len(span.children)))
+                continue
             to = "an all-reduce" if target is ALLREDUCE else f"to {target!r}"
             head = f"PE {pe}: reduction #{seq} of {self._name(domain)} ({reducer.name}, {to})"
             cs = self.rt.colls.get(domain[0])
@@ -561,6 +566,13 @@ class ReductionManager:
                 text += f"; element(s) {shown}{more} of this PE have not called contribute() for it"
             lines.append(text)
         return lines
+
+    def _replies_line(self, domain: tuple, got: int, expected: int | None) -> str:
+        """A deadlock report's line for the replies of a ret=True broadcast gathered here."""
+        coll, _, src, fid = domain
+        of = "" if expected is None else f" of the {expected}"
+        return (f"PE {self.rt.pe}: the replies of a ret=True broadcast to {self._name((coll,))} (future #{fid} "
+                f"of PE {src}) have {got}{of} it waits for here")
 
     def _name(self, domain: tuple) -> str:
         info = self.rt.infos.get(domain[0])
