@@ -15,7 +15,7 @@ import pytest
 from support.commands import clean_env
 
 import shoal
-from shoal._runtime import futures
+from shoal._runtime import unretrieved
 
 from support.jobs import run_inproc
 
@@ -107,7 +107,7 @@ def test_the_count_comes_when_the_job_is_over(capsys):
     for _ in range(2):
         assert run_inproc(main, pes=2) == 0
         gc.collect()  # the job's runtimes, and their reports, go
-        futures.report_repeated_errors()  # (a no-op where they went)
+        unretrieved.report_repeated_errors()  # (a no-op where they went)
         err = capsys.readouterr().err
         assert err.count(FULL) == 1, err
         assert _counts(err) == [f"shoal: PE 0: … and 19 more errors like it (ValueError at {__file__}:"
@@ -119,12 +119,12 @@ def test_where_an_error_was_raised():
         raise KeyError(1)
     except KeyError as exc:
         here = exc
-    assert futures._raised_at(here) == f"{__file__}:{here.__traceback__.tb_lineno} in test_where_an_error_was_raised"
+    assert unretrieved._raised_at(here) == f"{__file__}:{here.__traceback__.tb_lineno} in test_where_an_error_was_raised"
     remote = ValueError("x")
     remote.add_note('[shoal] raised on PE 1 in W.f of element (1,):\nTraceback (most recent call last):\n'
                     '  File "prog.py", line 12, in f\nValueError: x')
-    assert futures._raised_at(remote) == "prog.py:12 in f"
+    assert unretrieved._raised_at(remote) == "prog.py:12 in f"
     bare = ValueError("y")
     bare.add_note("[shoal] raised on PE 3 in pool task g")
-    assert futures._raised_at(bare) == "pool task g"
-    assert futures._raised_at(ValueError("z")) == ""
+    assert unretrieved._raised_at(bare) == "pool task g"
+    assert unretrieved._raised_at(ValueError("z")) == ""

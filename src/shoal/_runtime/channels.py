@@ -24,7 +24,8 @@ from ..errors import ChannelError, GPUError
 from ..gpu.kinds import kind_of
 from .context import current
 from .devices import posting
-from .futures import _PENDING, Failure, Future
+from .failures import Failure
+from .futures import _PENDING, Future
 from .message import ARRAYS, decode_call, encode_call, portable_segment, unpicklable
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from typing import Any, Callable, TypeVar
 
 from .chare import entry_table
 from .context import current
-from .futures import Failure, Future, Task
+from .failures import Failure
+from .futures import Future, Task
 
 __all__ = ["when", "wait_until"]
 

@@ -22,7 +22,7 @@ from .channels import Channel, _fill, check_buffer, message_value
 from .chare import entry_table
 from .context import current
 from .devices import posting
-from .futures import Failure
+from .failures import Failure
 from .system import SYSTEM_ID
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from .chare import Chare
 from .devices import allocate_device
 from .collections import CollectionInfo, CollectionState
 from .future_table import DROP, TWICE, FutureTable
-from .futures import Failure, Future, Task, annotate, future_handle
+from .failures import Failure, annotate
+from .futures import Future, Task, future_handle
 from .location import Locations, Route
 from .message import FWD, HEADER, INDEX_STRUCTS, KIND_MASK, Kind, decode, decode_call, encode_call, pack_header, unpack_header
 from .partials import PENDING, Block

@@ -25,7 +25,8 @@ from ..errors import ReductionError
 from . import proxy as _proxy
 from .butterfly import Butterflies
 from .collections import row_major
-from .futures import Failure, Future, Outcomes, future_handle
+from .failures import Failure, Outcomes
+from .futures import Future, future_handle
 from .message import Kind, encode_call
 from .partials import PENDING, Block, Partial, by_key, in_order, keyed, order_key
 from .reducers import BUILTIN_IDS, BUILTIN_NAMES, BUILTINS, Reducer, as_reducer, reducers
@@ -547,8 +548,8 @@ class ReductionManager:
         for (domain, seq), (got, reducer, target) in begun.items():
             if len(domain) == 4 and domain[1] == "ret":
                 cs = self.rt.colls.get(domain[0])
-                span = cs.span if cs is not None else None
-                lines.append(self._replies_line(domain, got, None if span is None else cs.count + len(span.children)))
+                expected = None if cs is None or cs.span is None else cs.count + len(cs.span.children)
+                lines.append(self._replies_line(domain, got, expected))
                 continue
             to = "an all-reduce" if target is ALLREDUCE else f"to {target!r}"
             head = f"PE {pe}: reduction #{seq} of {self._name(domain)} ({reducer.name}, {to})"

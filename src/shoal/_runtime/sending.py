@@ -21,7 +21,8 @@ from ..numpy_types import ndarray
 from .balancing import COMM_SAMPLE, record_comm
 from .collections import CollectionInfo
 from .future_table import DROP, TWICE, FutureTable
-from .futures import Failure, Future
+from .failures import Failure
+from .futures import Future
 from .location import Locations
 from . import message as _message
 from .message import (

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import greenlet
 
 from .context import current
-from .futures import Failure, Future
+from .failures import Failure
+from .futures import Future
 
 if TYPE_CHECKING:
     from .runtime import Runtime

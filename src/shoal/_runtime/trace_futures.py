@@ -39,7 +39,7 @@ FUTURE = "future"
 
 
 #: the plain table's slot that a traced table's ``next_fid`` property stands in front of
-_NEXT_FID = FutureTable.next_fid
+_NEXT_FID: Any = vars(FutureTable)["next_fid"]
 
 
 def _resolved(rt: Any, fid: int, fut: Any) -> None:
@@ -62,7 +62,7 @@ def _traced_table(rt: Runtime) -> type:
         (FutureTable.register, core_new_future)."""
         taken = _NEXT_FID.__get__(table)
         _NEXT_FID.__set__(table, value)
-        tracer = rt.tracer
+        tracer: Any = rt.tracer
         open_futures = tracer._open_futures
         open_futures[taken] = tracer.clock()
         # the one before, if neither registered nor resolved, was dropped unused (the

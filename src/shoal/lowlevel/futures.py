@@ -14,7 +14,8 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing is for type checkers: a PE's start-up skips its import
 
 from .._runtime.context import current
-from .._runtime.futures import _DONE, Failure, Future
+from .._runtime.failures import Failure
+from .._runtime.futures import _DONE, Future
 
 if TYPE_CHECKING:
     from typing import Any

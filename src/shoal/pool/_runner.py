@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import greenlet
 
-from .._runtime.futures import Failure, Future
+from .._runtime.failures import Failure
+from .._runtime.futures import Future
 from .._runtime.threads import Thread, _root
 
 __all__ = ["run_task"]

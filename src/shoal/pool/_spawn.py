@@ -14,7 +14,8 @@ from functools import partial
 from typing import Any, Callable
 
 from .._runtime.context import current
-from .._runtime.futures import Failure, Future
+from .._runtime.failures import Failure
+from .._runtime.futures import Future
 from ._tasks import send_error, task_name, workers
 
 __all__ = ["submit", "spawn", "start_submit", "start_spawn", "Spread"]

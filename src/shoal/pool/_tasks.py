@@ -22,7 +22,8 @@ from ..errors import BlockingCallError
 from .._runtime.chare import Chare
 from .._runtime.collections import Group
 from .._runtime.context import current
-from .._runtime.futures import Failure, Future, annotate
+from .._runtime.failures import Failure, annotate
+from .._runtime.futures import Future
 from .._runtime.message import encode
 from .._runtime.threads import in_thread
 from ._runner import run_task
