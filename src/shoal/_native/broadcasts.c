@@ -300,7 +300,6 @@ static int gather_arrived(Core *c, Broadcasts *b, Gather *g, Py_ssize_t count) {
     return r;
 }
 
-/* The segments as a list of bytes (new reference), or NULL with an error. */
 /* Whether the manager gathers the replies of ret=True broadcast `fid` of PE `src` to `coll`
  * here (ReductionManager.holds_replies): 1, 0, or -1 on error. */
 static int manager_holds_replies(Broadcasts *b, uint64_t coll, uint32_t src, uint32_t fid) {
@@ -314,6 +313,7 @@ static int manager_holds_replies(Broadcasts *b, uint64_t coll, uint32_t src, uin
     return held;
 }
 
+/* The segments as a list of bytes (new reference), or NULL with an error. */
 static PyObject *segment_copies(const char *const *segs, const Py_ssize_t *lens, Py_ssize_t nseg) {
     PyObject *list = PyList_New(nseg);
     for (Py_ssize_t i = 0; list && i < nseg; i++) {
